@@ -1,0 +1,3 @@
+from graphscope.cli import main
+
+raise SystemExit(main())

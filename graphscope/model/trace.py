@@ -1,0 +1,193 @@
+"""The trace: everything one run of a snippet recorded (Qt-free, torch-free).
+
+A Trace is built incrementally from protocol messages as they stream in
+(``apply``), or loaded from a trace file (``from_json``). Loading never runs
+code: the file is JSON and only known fields are read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from graphscope import protocol as P
+
+FORMAT = "graphscope-trace"
+VERSION = 1
+
+
+@dataclass
+class Trace:
+    source: str = ""
+    filename: str = "<snippet>"
+    ops: list = field(default_factory=list)            # [P.Op] in execution order
+    tensors: dict = field(default_factory=dict)        # {int id: P.TensorInfo}
+    modules: list = field(default_factory=list)        # [P.ModuleCall]
+    backward_calls: list = field(default_factory=list) # [P.BackwardCall]
+    backward: list = field(default_factory=list)       # [P.BackwardStep] in execution order
+    regions: list = field(default_factory=list)        # [P.Region]
+    branches: list = field(default_factory=list)       # [P.Branch]
+    outputs: list = field(default_factory=list)        # [P.Output]
+    truncated: bool = False
+    truncation: Optional[P.Truncated] = None
+    end: Optional[P.End] = None                        # None while still running
+    torch_version: Optional[str] = None
+    passes: list = field(default_factory=list)         # filled by model/passes.py (issue 5)
+    static: Optional[dict] = None                      # static-capture results (issue 5)
+
+    # -- building -----------------------------------------------------------
+    def apply(self, msg) -> None:
+        """Add one protocol message to the trace."""
+        t = msg.T
+        if t == "op":
+            self.ops.append(msg)
+        elif t == "tensor":
+            self.tensors[msg.id] = msg
+        elif t == "tensor_update":
+            old = self.tensors.get(msg.id)
+            if old is not None:
+                known = {f.name for f in dataclasses.fields(P.TensorInfo)}
+                self.tensors[msg.id] = dataclasses.replace(
+                    old, **{k: v for k, v in msg.fields.items() if k in known and k != "id"})
+        elif t == "backward":
+            self.backward.append(msg)
+        elif t == "backward_call":
+            self.backward_calls.append(msg)
+        elif t == "module":
+            self.modules.append(msg)
+        elif t == "region":
+            self.regions.append(msg)
+        elif t == "branch":
+            self.branches.append(msg)
+        elif t == "output":
+            self.outputs.append(msg)
+        elif t == "truncated":
+            self.truncated = True
+            self.truncation = msg
+        elif t == "end":
+            self.end = msg
+        elif t == "ready":
+            self.torch_version = msg.torch_version
+
+    def extend(self, msgs) -> None:
+        for m in msgs:
+            self.apply(m)
+
+    # -- derived views --------------------------------------------------------
+    @property
+    def stdout(self) -> str:
+        return "".join(o.text for o in self.outputs if o.stream == "stdout")
+
+    @property
+    def stderr(self) -> str:
+        return "".join(o.text for o in self.outputs if o.stream == "stderr")
+
+    @property
+    def error(self) -> Optional[P.ErrorInfo]:
+        return self.end.error if self.end else None
+
+    @property
+    def status(self) -> str:
+        return self.end.status if self.end else "running"
+
+    @property
+    def finished(self) -> bool:
+        return self.end is not None
+
+    def tensor_by_name(self, name: str) -> Optional[P.TensorInfo]:
+        """Last tensor bound to snippet variable ``name`` (handy in tests)."""
+        found = None
+        for t in self.tensors.values():
+            if t.name == name:
+                found = t
+        return found
+
+    def op_by_id(self, op_id: int) -> Optional[P.Op]:
+        # ops are numbered 0.. in order, so the index is the id unless truncated oddly
+        if 0 <= op_id < len(self.ops) and self.ops[op_id].id == op_id:
+            return self.ops[op_id]
+        return next((o for o in self.ops if o.id == op_id), None)
+
+    # -- files ----------------------------------------------------------------
+    def to_dict(self) -> dict:
+        def rows(items):
+            return [_row(x) for x in items]
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "source": self.source,
+            "filename": self.filename,
+            "torch_version": self.torch_version,
+            "status": self.status,
+            "ops": rows(self.ops),
+            "tensors": {str(k): _row(v) for k, v in self.tensors.items()},
+            "modules": rows(self.modules),
+            "backward_calls": rows(self.backward_calls),
+            "backward": rows(self.backward),
+            "regions": rows(self.regions),
+            "branches": rows(self.branches),
+            "outputs": rows(self.outputs),
+            "passes": self.passes,
+            "static": self.static,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "error": dataclasses.asdict(self.error) if self.error else None,
+            "exit_code": self.end.exit_code if self.end else None,
+            "duration": self.end.duration if self.end else None,
+            "truncated": self.truncated,
+            "truncation": _row(self.truncation) if self.truncation else None,
+        }
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=True,
+                          default=P._json_default)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Trace":
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise TraceFormatError("not a GraphScope trace (missing format: graphscope-trace)")
+        if d.get("version") != VERSION:
+            raise TraceFormatError(f"unsupported trace version {d.get('version')!r} (this GraphScope reads {VERSION})")
+        try:
+            tr = cls(source=d.get("source", ""), filename=d.get("filename", "<snippet>"))
+            tr.torch_version = d.get("torch_version")
+            for key, mtype in (("ops", "op"), ("modules", "module"),
+                               ("backward_calls", "backward_call"), ("backward", "backward"),
+                               ("regions", "region"), ("branches", "branch"),
+                               ("outputs", "output")):
+                for row in d.get(key) or []:
+                    tr.apply(P.from_dict({**row, "t": mtype}))
+            for key, row in (d.get("tensors") or {}).items():
+                tr.apply(P.from_dict({**row, "t": "tensor", "id": int(key)}))
+            if d.get("truncation"):
+                tr.apply(P.from_dict({**d["truncation"], "t": "truncated"}))
+            tr.truncated = bool(d.get("truncated"))
+            tr.passes = d.get("passes") or []
+            tr.static = d.get("static")
+            status = d.get("status")
+            if status and status != "running":
+                err = P.error_from_dict(d["error"]) if d.get("error") else None
+                tr.end = P.End(status=status, error=err, exit_code=d.get("exit_code"),
+                               duration=d.get("duration"))
+        except (P.ProtocolError, TypeError, ValueError, KeyError) as e:
+            raise TraceFormatError(f"malformed trace: {e}") from None
+        return tr
+
+    @classmethod
+    def from_json(cls, text: str) -> "Trace":
+        try:
+            d = json.loads(text)
+        except ValueError as e:
+            raise TraceFormatError(f"not JSON: {e}") from None
+        return cls.from_dict(d)
+
+
+class TraceFormatError(ValueError):
+    """A trace file that GraphScope cannot read."""
+
+
+def _row(msg) -> dict:
+    d = P.to_dict(msg)
+    d.pop("t", None)
+    return d

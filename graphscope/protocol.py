@@ -1,0 +1,284 @@
+"""Messages between the capture worker and the window (standard library only).
+
+The worker writes one JSON object per line on a dedicated pipe (never the
+snippet's stdout). Every object has a ``"t"`` key naming its type; the other
+keys are the fields of the matching record below. Nothing read from the pipe is
+ever ``eval``'d or unpickled: a trace is data.
+
+Record types double as the rows of a trace (see ``graphscope.model.trace``):
+``Op`` is one forward call, ``TensorInfo`` one tensor, ``BackwardStep`` one
+autograd Node executed, and so on. Field names follow docs/trace-format.md.
+
+NOTE [seq]: every recorded event that happens at a point in time (an op, a
+backward call, a backward step, a branch, an output chunk, a module call) has
+``seq``, one counter shared by all of them in the order they happened. The
+timeline (model/timeline.py) orders its steps by ``seq``; the console shows the
+output chunks whose ``seq`` is at or before the cursor.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional
+
+PROTOCOL_VERSION = 1
+
+# A value summary: {"value": nested list | number | None, "stats": {...} | None,
+# "shape": [...], "dtype": "float32"} -- see summary() in capture/summaries.py.
+Summary = dict
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """A tensor the snippet created or used, as first seen."""
+    T: ClassVar[str] = "tensor"
+    id: int
+    shape: list
+    dtype: str
+    device: str = "cpu"
+    requires_grad: bool = False
+    is_leaf: bool = True
+    grad_fn: Optional[str] = None
+    name: Optional[str] = None          # snippet variable bound to it, once known
+    value: Any = None                   # nested list / number when small, else None
+    stats: Optional[dict] = None        # {numel, min, max, mean, std} when not small
+    grad: Any = None                    # final .grad value (small) ...
+    grad_stats: Optional[dict] = None   # ... or its statistics
+    created_by: Optional[int] = None    # op id that produced it, None for inputs
+    is_param: bool = False              # an nn.Parameter
+    retains_grad: bool = False
+    version: int = 0                    # version counter when first seen
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TensorUpdate:
+    """Later facts about a tensor: its name, final .grad, retain_grad(), ..."""
+    T: ClassVar[str] = "tensor_update"
+    id: int
+    fields: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One torch call the snippet made (function, method, operator, factory)."""
+    T: ClassVar[str] = "op"
+    id: int
+    seq: int
+    name: str                    # short name: "mul", "sum", "linear", "tensor"
+    qualname: str                # "torch.Tensor.__mul__", "torch.nn.functional.linear"
+    line: Optional[int]          # 1-based line in the snippet (innermost snippet frame)
+    grad_enabled: bool
+    inputs: list                 # tensor ids, in argument order
+    outputs: list                # tensor ids
+    grad_fn: Optional[str] = None  # autograd node name of the first output, e.g. "MulBackward0"
+    module: Optional[str] = None   # qualified module path, e.g. "encoder.layers.1.linear1"
+    inference: bool = False
+    kind: str = "call"           # call | factory | inplace | view | detach | requires_grad |
+                                 # grad_read | grad_write | retain_grad | item | bool
+    versions: Optional[dict] = None  # in-place: {tensor id (str): [before, after]}
+    scalars: Optional[list] = None   # non-tensor arguments worth showing, as text
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCall:
+    """An nn.Module call: which ops ran inside it."""
+    T: ClassVar[str] = "module"
+    seq: int
+    path: str                    # qualified path from the outermost module called
+    type: str                    # class name, e.g. "Linear"
+    line: Optional[int]
+    first_op: int                # first op id inside the call
+    last_op: int                 # last op id inside the call (first_op - 1 if none)
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardCall:
+    """A call to ``Tensor.backward`` or ``torch.autograd.grad``."""
+    T: ClassVar[str] = "backward_call"
+    id: int
+    seq: int
+    kind: str                    # "backward" | "grad"
+    line: Optional[int]
+    roots: list                  # tensor ids backward starts from
+    inputs: list = field(default_factory=list)   # autograd.grad's inputs
+    retain_graph: bool = False
+    create_graph: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardStep:
+    """One autograd Node executed by the engine, in execution order."""
+    T: ClassVar[str] = "backward"
+    id: int
+    seq: int
+    call: int                    # BackwardCall id
+    grad_fn: str                 # Node.name() without "torch::autograd::"
+    node: int                    # stable id of the Node within the run
+    op: Optional[int]            # forward op that created this Node
+    tensor: Optional[int]        # leaf tensor (AccumulateGrad) or the op's output
+    next: list = field(default_factory=list)          # node ids gradients are sent to (None-free)
+    grad_outputs: list = field(default_factory=list)  # Summary per gradient arriving
+    grad_inputs: list = field(default_factory=list)   # Summary per gradient sent on
+    grad_before: Any = None      # AccumulateGrad: leaf .grad before (Summary or None)
+    grad_after: Any = None       # AccumulateGrad: leaf .grad after (Summary or None)
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A source span where grad mode was changed."""
+    T: ClassVar[str] = "region"
+    kind: str                    # no_grad | enable_grad | inference_mode | set_grad_enabled
+    grad_enabled: bool
+    start_line: int
+    end_line: int
+    form: str                    # with | decorator | call
+    label: str                   # "torch.no_grad(), lines 3-4"
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A tensor's value decided Python control flow."""
+    T: ClassVar[str] = "branch"
+    id: int
+    seq: int
+    line: Optional[int]
+    kind: str                    # "bool" (if t / while t) | "item" | "tolist" ...
+    tensor: Optional[int]
+    value: Any                   # the Python value handed to the program
+    op: Optional[int] = None     # op id of the read
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A chunk of the snippet's stdout or stderr."""
+    T: ClassVar[str] = "output"
+    seq: int
+    stream: str                  # "stdout" | "stderr"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """Recording stopped at a limit; the snippet kept running."""
+    T: ClassVar[str] = "truncated"
+    reason: str                  # "ops" | "output"
+    limit: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    type: str                    # exception class name, "SyntaxError", "Timeout", "Crash", "Stopped"
+    message: str
+    line: Optional[int] = None
+    column: Optional[int] = None
+    traceback: Optional[str] = None  # snippet frames only
+    op: Optional[int] = None     # op in progress when it was raised, if any
+    tensor: Optional[int] = None # tensor involved, if known
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """How the snippet ended. ``status``: ok | exit | error | timeout | crash | stopped."""
+    T: ClassVar[str] = "end"
+    status: str
+    error: Optional[ErrorInfo] = None
+    exit_code: Optional[int] = None
+    duration: Optional[float] = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """Worker is up with torch imported and waits for a Run."""
+    T: ClassVar[str] = "ready"
+    pid: int
+    torch_version: str
+    python: str
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Window -> worker: run this snippet (sent once; a worker runs one snippet)."""
+    T: ClassVar[str] = "run"
+    source: str
+    filename: str = "<snippet>"
+    max_ops: int = 200_000
+    max_output: int = 4_000_000       # characters of stdout+stderr kept
+    value_limit: int = 64             # elements up to which values are kept whole
+    memory_limit: Optional[int] = None  # bytes of address space, None = default
+    static: Optional[dict] = None     # static-capture request (issue 5), or None
+
+
+MESSAGE_TYPES: dict[str, type] = {
+    cls.T: cls for cls in (TensorInfo, TensorUpdate, Op, ModuleCall, BackwardCall,
+                           BackwardStep, Region, Branch, Output, Truncated, End,
+                           Ready, Run)
+}
+
+
+class ProtocolError(ValueError):
+    """A line on the pipe that is not a GraphScope message."""
+
+
+def to_dict(msg) -> dict:
+    """Message -> plain dict with its ``"t"`` key (JSON-ready)."""
+    d = {"t": msg.T}
+    for f in dataclasses.fields(msg):
+        v = getattr(msg, f.name)
+        if dataclasses.is_dataclass(v):
+            v = dataclasses.asdict(v)
+        d[f.name] = v
+    return d
+
+
+def encode(msg) -> bytes:
+    """One message as one line of JSON (framing: ``\\n``-terminated UTF-8)."""
+    return (json.dumps(to_dict(msg), separators=(",", ":"), allow_nan=True,
+                       default=_json_default) + "\n").encode("utf-8")
+
+
+def _json_default(o):
+    # numpy scalars, torch.Size and the like that slipped into a summary
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    try:
+        return float(o)
+    except Exception:
+        return repr(o)
+
+
+def from_dict(d: dict):
+    """Plain dict (with ``"t"``) -> message. Unknown keys are ignored so a newer
+    worker can talk to an older window; unknown types raise ProtocolError."""
+    if not isinstance(d, dict):
+        raise ProtocolError(f"expected an object, got {type(d).__name__}")
+    t = d.get("t")
+    cls = MESSAGE_TYPES.get(t)
+    if cls is None:
+        raise ProtocolError(f"unknown message type {t!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {k: v for k, v in d.items() if k in names}
+    if cls is End and isinstance(kwargs.get("error"), dict):
+        kwargs["error"] = error_from_dict(kwargs["error"])
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ProtocolError(f"bad {t!r} message: {e}") from None
+
+
+def error_from_dict(d: dict) -> ErrorInfo:
+    names = {f.name for f in dataclasses.fields(ErrorInfo)}
+    return ErrorInfo(**{k: v for k, v in d.items() if k in names})
+
+
+def decode(line: bytes | str):
+    """One JSON line -> message."""
+    try:
+        d = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ProtocolError(f"not JSON: {e}") from None
+    return from_dict(d)
