@@ -1,0 +1,95 @@
+"""The console: the snippet's stdout and stderr exactly as printed, up to the cursor.
+
+Output chunks carry ``seq`` (protocol NOTE [seq]), so the console can show
+what had been printed by the step under the cursor: stepping back un-prints.
+Moving forward appends only the new chunks; moving back rebuilds (cheap: the
+captured output is capped by the runner).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QPlainTextEdit
+
+from graphscope.ui.editor import BASE_POINT_SIZE, monospace_font
+
+
+class Console(QPlainTextEdit):
+    """Read-only view of protocol.Output chunks; stderr in its own colour."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self._outputs: Sequence = ()
+        self._shown = 0              # how many chunks of _outputs are on screen
+        self._note: Optional[str] = None
+        self._stdout_fmt = QTextCharFormat()
+        self._stderr_fmt = QTextCharFormat()
+        self._note_fmt = QTextCharFormat()
+        self.set_colors("#1f2937", "#dc2626", "#6b7280")
+        self.set_text_scale(1.0)
+
+    def set_text_scale(self, f: float) -> None:
+        self.setFont(monospace_font(BASE_POINT_SIZE * 0.92 * f))
+
+    def set_colors(self, stdout: str, stderr: str, note: str) -> None:
+        self._stdout_fmt.setForeground(QColor(stdout))
+        self._stderr_fmt.setForeground(QColor(stderr))
+        self._note_fmt.setForeground(QColor(note))
+        self._note_fmt.setFontItalic(True)
+        self._rebuild()
+
+    def show_outputs(self, outputs: Sequence, upto_seq: Optional[int] = None,
+                     note: Optional[str] = None) -> None:
+        """Show the chunks of ``outputs`` with ``seq <= upto_seq`` (all when None),
+        then ``note`` (e.g. how the run ended) in grey."""
+        n = len(outputs) if upto_seq is None else _count_upto(outputs, upto_seq)
+        same_prefix = outputs is self._outputs and n >= self._shown and note == self._note
+        if same_prefix:
+            cur = self._end_cursor()
+            for o in outputs[self._shown:n]:
+                cur.insertText(o.text, self._fmt(o))
+            self._shown = n
+            return
+        self._outputs, self._shown, self._note = outputs, n, note
+        self._rebuild()
+
+    def text(self) -> str:
+        return self.toPlainText()
+
+    def clear_outputs(self) -> None:
+        self.show_outputs((), None)
+
+    def _fmt(self, o) -> QTextCharFormat:
+        return self._stderr_fmt if o.stream == "stderr" else self._stdout_fmt
+
+    def _end_cursor(self) -> QTextCursor:
+        cur = self.textCursor()
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        return cur
+
+    def _rebuild(self) -> None:
+        self.clear()
+        cur = self._end_cursor()
+        for o in self._outputs[:self._shown]:
+            cur.insertText(o.text, self._fmt(o))
+        if self._note:
+            if self._shown and not self._outputs[self._shown - 1].text.endswith("\n"):
+                cur.insertText("\n")
+            cur.insertText(self._note, self._note_fmt)
+        self.moveCursor(QTextCursor.MoveOperation.End)
+
+
+def _count_upto(outputs: Sequence, seq: int) -> int:
+    # chunks arrive in seq order, so this is a prefix
+    lo, hi = 0, len(outputs)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if outputs[mid].seq <= seq:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

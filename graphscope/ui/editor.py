@@ -1,0 +1,289 @@
+"""The code editor: the snippet with highlighting, line numbers and the step marker.
+
+The editor shows three things the debugger needs beside the text itself:
+the line that produced the current step (a marker in the gutter and a tinted
+line), the line where the snippet raised (red), and the grad-disabled regions
+(a tinted band in the gutter, so a ``with torch.no_grad():`` block is visible
+at a glance). Clicking a line emits ``line_clicked`` so the window can select
+the nodes that line created.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from pygments import lex
+from pygments.lexers import PythonLexer
+from pygments.styles import get_style_by_name
+from pygments.util import ClassNotFound
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import (QColor, QFont, QFontDatabase, QPainter, QPolygonF,
+                           QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat)
+from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+
+BASE_POINT_SIZE = 13.0
+
+
+def monospace_font(point_size: float) -> QFont:
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    font.setStyleHint(QFont.StyleHint.Monospace)
+    font.setPointSizeF(point_size)
+    return font
+
+
+class PygmentsHighlighter(QSyntaxHighlighter):
+    """Python highlighting from a pygments style.
+
+    Lexes line by line; a line inside a triple-quoted string is carried by the
+    block state (1 = inside ''' , 2 = inside \"\"\") so docstrings stay one colour.
+    """
+
+    def __init__(self, document, style: str = "default"):
+        super().__init__(document)
+        self._lexer = PythonLexer(stripnl=False, ensurenl=False)
+        self._formats: dict = {}
+        self.set_style(style)
+
+    def set_style(self, style: str) -> None:
+        try:
+            self._style = get_style_by_name(style)
+        except ClassNotFound:
+            self._style = get_style_by_name("default")
+        self._formats.clear()
+        self.rehighlight()
+
+    def _format(self, token) -> QTextCharFormat:
+        fmt = self._formats.get(token)
+        if fmt is None:
+            fmt = QTextCharFormat()
+            st = self._style.style_for_token(token)
+            if st.get("color"):
+                fmt.setForeground(QColor("#" + st["color"]))
+            if st.get("bold"):
+                fmt.setFontWeight(QFont.Weight.Bold)
+            if st.get("italic"):
+                fmt.setFontItalic(True)
+            self._formats[token] = fmt
+        return fmt
+
+    def highlightBlock(self, text: str) -> None:
+        prev = self.previousBlockState()
+        prefix = {1: "'''", 2: '"""'}.get(prev, "")
+        src = prefix + text
+        pos = -len(prefix)
+        for token, value in lex(src, self._lexer):
+            start, n = max(pos, 0), len(value) - max(0, -pos)
+            if n > 0:
+                self.setFormat(start, n, self._format(token))
+            pos += len(value)
+        self.setCurrentBlockState(_open_triple_quote(src))
+
+
+def _open_triple_quote(src: str) -> int:
+    """Which triple quote is still open at the end of ``src`` (0 = none)."""
+    open_q = None
+    i = 0
+    while i < len(src):
+        if open_q is None and src[i] == "#":
+            break
+        for q in ("'''", '"""'):
+            if src.startswith(q, i) and (open_q is None or open_q == q):
+                open_q = None if open_q == q else q
+                i += 2
+                break
+        i += 1
+    return {"'''": 1, '"""': 2}.get(open_q, 0)
+
+
+class _Gutter(QWidget):
+    def __init__(self, editor: "CodeEditor"):
+        super().__init__(editor)
+        self._editor = editor
+
+    def sizeHint(self) -> QSize:
+        return QSize(self._editor.gutter_width(), 0)
+
+    def paintEvent(self, event) -> None:
+        self._editor._paint_gutter(event)
+
+    def mousePressEvent(self, event) -> None:
+        block = self._editor.cursorForPosition(event.position().toPoint()).block()
+        self._editor.line_clicked.emit(block.blockNumber() + 1)
+
+
+class CodeEditor(QPlainTextEdit):
+    """QPlainTextEdit with a gutter, a step marker and grad-region tints."""
+
+    line_clicked = Signal(int)       # 1-based line the user clicked
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._gutter = _Gutter(self)
+        self._marker_line: Optional[int] = None
+        self._error_line: Optional[int] = None
+        self._regions: list[tuple[int, int, bool]] = []   # (start, end, grad_enabled)
+        self._scale = 1.0
+        self.colors = {
+            "gutter_bg": QColor("#f3f4f6"), "gutter_fg": QColor("#6b7280"),
+            "marker": QColor("#2563eb"), "marker_bg": QColor(37, 99, 235, 40),
+            "error": QColor("#dc2626"), "error_bg": QColor(220, 38, 38, 45),
+            "region": QColor("#9ca3af"), "region_bg": QColor(156, 163, 175, 60),
+        }
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))
+        self.highlighter = PygmentsHighlighter(self.document())
+        self.blockCountChanged.connect(self._update_gutter_width)
+        self.updateRequest.connect(self._on_update_request)
+        self.set_text_scale(1.0)
+
+    # -- public API -----------------------------------------------------------
+    def set_text_scale(self, f: float) -> None:
+        self._scale = f
+        self.setFont(monospace_font(BASE_POINT_SIZE * f))
+        self._gutter.setFont(monospace_font(BASE_POINT_SIZE * f * 0.85))
+        self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))
+        self._update_gutter_width()
+
+    def set_colors(self, **colors) -> None:
+        """Theme colours (QColor or '#rrggbb'); keys as in ``self.colors``."""
+        for k, v in colors.items():
+            self.colors[k] = QColor(v)
+        self._refresh_selections()
+        self._gutter.update()
+
+    def set_pygments_style(self, name: str) -> None:
+        self.highlighter.set_style(name)
+
+    def set_marker_line(self, line: Optional[int]) -> None:
+        """Mark the line that produced the current step (None: no marker)."""
+        if line == self._marker_line:
+            return
+        self._marker_line = line
+        self._refresh_selections()
+        if line:
+            self._ensure_line_visible(line)
+
+    def marker_line(self) -> Optional[int]:
+        return self._marker_line
+
+    def set_error_line(self, line: Optional[int]) -> None:
+        self._error_line = line
+        self._refresh_selections()
+
+    def error_line(self) -> Optional[int]:
+        return self._error_line
+
+    def set_regions(self, regions: Iterable) -> None:
+        """Grad-mode regions: protocol.Region records or (start, end, grad_enabled)."""
+        out = []
+        for r in regions:
+            if isinstance(r, tuple):
+                out.append(r)
+            else:
+                out.append((r.start_line, r.end_line, bool(r.grad_enabled)))
+        self._regions = out
+        self._gutter.update()
+
+    def region_lines(self) -> set[int]:
+        """Lines shaded as grad-disabled (handy for tests)."""
+        return {ln for s, e, on in self._regions if not on for ln in range(s, e + 1)}
+
+    def go_to_line(self, line: int) -> None:
+        block = self.document().findBlockByNumber(max(line - 1, 0))
+        cur = QTextCursor(block)
+        self.setTextCursor(cur)
+        self.centerCursor()
+
+    # -- gutter ---------------------------------------------------------------
+    def gutter_width(self) -> int:
+        digits = max(2, len(str(max(1, self.blockCount()))))
+        fm = self._gutter.fontMetrics()
+        return 14 + fm.horizontalAdvance("9") * digits + int(14 * self._scale)
+
+    def _update_gutter_width(self, *_):
+        self.setViewportMargins(self.gutter_width(), 0, 0, 0)
+
+    def _on_update_request(self, rect, dy):
+        if dy:
+            self._gutter.scroll(0, dy)
+        else:
+            self._gutter.update(0, rect.y(), self._gutter.width(), rect.height())
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        cr = self.contentsRect()
+        self._gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
+
+    def _paint_gutter(self, event) -> None:
+        p = QPainter(self._gutter)
+        p.fillRect(event.rect(), self.colors["gutter_bg"])
+        disabled = self.region_lines()
+        band = max(4, int(6 * self._scale))
+        width = self._gutter.width()
+        block = self.firstVisibleBlock()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        fm = self._gutter.fontMetrics()
+        while block.isValid() and top <= event.rect().bottom():
+            h = round(self.blockBoundingRect(block).height())
+            line = block.blockNumber() + 1
+            if block.isVisible() and top + h >= event.rect().top():
+                if line in disabled:
+                    p.fillRect(0, top, band, h, self.colors["region"])
+                    p.fillRect(band, top, width - band, h, self.colors["region_bg"])
+                color = self.colors["gutter_fg"]
+                if line == self._error_line:
+                    color = self.colors["error"]
+                elif line == self._marker_line:
+                    color = self.colors["marker"]
+                if line in (self._marker_line, self._error_line):
+                    # a small arrow: the projector-friendly "you are here"
+                    s = h * 0.32
+                    cx, cy = band + 3 + s, top + h / 2
+                    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+                    p.setPen(Qt.PenStyle.NoPen)
+                    p.setBrush(color)
+                    p.drawPolygon(QPolygonF([QPointF(cx - s * 0.7, cy - s), QPointF(cx + s * 0.7, cy),
+                                             QPointF(cx - s * 0.7, cy + s)]))
+                p.setPen(color)
+                f = p.font()
+                f.setBold(line in (self._marker_line, self._error_line))
+                p.setFont(f)
+                p.drawText(0, top, width - 6, fm.height(), Qt.AlignmentFlag.AlignRight, str(line))
+            block = block.next()
+            top += h
+        p.end()
+
+    # -- marker lines -----------------------------------------------------------
+    def _line_selection(self, line: int, color: QColor) -> QTextEdit.ExtraSelection:
+        sel = QTextEdit.ExtraSelection()
+        sel.format.setBackground(color)
+        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        cur = QTextCursor(self.document().findBlockByNumber(line - 1))
+        cur.clearSelection()
+        sel.cursor = cur
+        return sel
+
+    def _refresh_selections(self) -> None:
+        sels = []
+        n = self.blockCount()
+        if self._marker_line and 1 <= self._marker_line <= n and self._marker_line != self._error_line:
+            sels.append(self._line_selection(self._marker_line, self.colors["marker_bg"]))
+        if self._error_line and 1 <= self._error_line <= n:
+            sels.append(self._line_selection(self._error_line, self.colors["error_bg"]))
+        self.setExtraSelections(sels)
+        self._gutter.update()
+
+    def _ensure_line_visible(self, line: int) -> None:
+        block = self.document().findBlockByNumber(line - 1)
+        if not block.isValid():
+            return
+        first = self.firstVisibleBlock().blockNumber() + 1
+        visible = max(1, int(self.viewport().height() / max(1, self.fontMetrics().height())))
+        if not (first <= line < first + visible - 1):
+            bar = self.verticalScrollBar()
+            bar.setValue(max(0, line - 1 - visible // 3))
+
+    def mouseReleaseEvent(self, event) -> None:
+        super().mouseReleaseEvent(event)
+        if event.button() == Qt.MouseButton.LeftButton and not self.textCursor().hasSelection():
+            self.line_clicked.emit(self.textCursor().blockNumber() + 1)

@@ -1,0 +1,234 @@
+"""The timeline bar: first / back / play-pause / forward / last, a scrub strip, speed.
+
+The bar only moves a cursor; the model (``model.timeline.Timeline``) owns it
+and the window listens (STYLE.md: the model owns time). The strip paints the
+forward steps and the backward steps in different colours so a learner sees
+where backward begins, and can be dragged to scrub.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
+                               QToolButton, QWidget)
+
+# (label, steps per second; 0 = instant). The slow end is for explaining in a lecture.
+SPEEDS = [("Lecture (1/s)", 1.0), ("Slow (2/s)", 2.0), ("Normal (5/s)", 5.0),
+          ("Fast (20/s)", 20.0), ("Very fast (100/s)", 100.0), ("Instant", 0.0)]
+DEFAULT_SPEED = 3
+
+
+class ScrubStrip(QWidget):
+    """A painted slider: one segment per run of forward / backward steps.
+
+    ``value`` is the cursor, 0..maximum. Dragging emits ``scrubbed(value)``.
+    """
+
+    scrubbed = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._kinds: list[str] = []     # per step: "op" | "backward" | "backward_call"
+        self._segments: list[tuple[int, int, str]] = []
+        self._value = 0
+        self._available = 0             # steps received so far while a run streams
+        self.colors = {"op": QColor("#0072B2"), "backward": QColor("#D55E00"),
+                       "track": QColor("#d1d5db"), "handle": QColor("#111827"),
+                       "marker": QColor("#6b7280")}
+        self.setMinimumHeight(26)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+
+    def sizeHint(self) -> QSize:
+        return QSize(400, max(26, int(self.fontMetrics().height() * 1.6)))
+
+    def set_kinds(self, kinds: Sequence[str]) -> None:
+        self._kinds = list(kinds)
+        segs: list[tuple[int, int, str]] = []
+        for i, k in enumerate(self._kinds):
+            k = "backward" if k.startswith("backward") else "op"
+            if segs and segs[-1][2] == k:
+                segs[-1] = (segs[-1][0], i + 1, k)
+            else:
+                segs.append((i, i + 1, k))
+        self._segments = segs
+        self._available = len(self._kinds)
+        self.update()
+
+    def maximum(self) -> int:
+        return len(self._kinds)
+
+    def value(self) -> int:
+        return self._value
+
+    def set_value(self, v: int) -> None:
+        v = max(0, min(int(v), self.maximum()))
+        if v != self._value:
+            self._value = v
+            self.update()
+
+    # -- painting ---------------------------------------------------------------
+    def _track_rect(self) -> QRectF:
+        h = self.height()
+        pad = 10
+        return QRectF(pad, h * 0.3, max(1, self.width() - 2 * pad), h * 0.4)
+
+    def _x_of(self, v: int) -> float:
+        r = self._track_rect()
+        n = max(1, self.maximum())
+        return r.left() + r.width() * v / n
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        r = self._track_rect()
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(self.colors["track"])
+        p.drawRoundedRect(r, r.height() / 2, r.height() / 2)
+        for start, end, kind in self._segments:
+            x0, x1 = self._x_of(start), self._x_of(end)
+            c = QColor(self.colors[kind])
+            # the part already stepped through is solid, the rest faded
+            cut = min(max(self._x_of(self._value), x0), x1)
+            p.setBrush(c)
+            p.drawRect(QRectF(x0, r.top(), cut - x0, r.height()))
+            c.setAlpha(90)
+            p.setBrush(c)
+            p.drawRect(QRectF(cut, r.top(), x1 - cut, r.height()))
+        # a tick where each backward pass starts
+        p.setPen(QPen(self.colors["marker"], 2))
+        for i, k in enumerate(self._kinds):
+            if k == "backward_call":
+                x = self._x_of(i)
+                p.drawLine(int(x), int(r.top() - 4), int(x), int(r.bottom() + 4))
+        x = self._x_of(self._value)
+        rad = self.height() * 0.32
+        p.setPen(QPen(QColor("#ffffff"), 2))
+        p.setBrush(self.colors["handle"])
+        p.drawEllipse(QRectF(x - rad, self.height() / 2 - rad, 2 * rad, 2 * rad))
+        p.end()
+
+    # -- scrubbing --------------------------------------------------------------
+    def _value_at(self, x: float) -> int:
+        r = self._track_rect()
+        n = self.maximum()
+        return max(0, min(n, round((x - r.left()) / max(1.0, r.width()) * n)))
+
+    def mousePressEvent(self, event) -> None:
+        self._scrub(event.position().x())
+
+    def mouseMoveEvent(self, event) -> None:
+        if event.buttons() & Qt.MouseButton.LeftButton:
+            self._scrub(event.position().x())
+
+    def _scrub(self, x: float) -> None:
+        v = self._value_at(x)
+        if v != self._value:
+            self.set_value(v)
+            self.scrubbed.emit(v)
+
+
+class TimelineBar(QWidget):
+    """Stepping controls. Emits requests; the window moves the Timeline's cursor."""
+
+    first_requested = Signal()
+    back_requested = Signal()
+    play_toggled = Signal(bool)
+    forward_requested = Signal()
+    last_requested = Signal()
+    cursor_requested = Signal(int)
+    speed_changed = Signal(float)      # steps per second, 0 = instant
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(6, 4, 6, 4)
+        lay.setSpacing(6)
+
+        def button(text, tip, signal):
+            b = QToolButton(self)
+            b.setText(text)
+            b.setToolTip(tip)
+            b.setAutoRaise(False)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            b.clicked.connect(signal)
+            lay.addWidget(b)
+            return b
+
+        self.first_button = button("\u23ee", "First step (Home)", self.first_requested)
+        self.back_button = button("\u25c0", "Step back (Left / PageUp)", self.back_requested)
+        self.play_button = button("\u25b6", "Play / pause (Space)", self._on_play_clicked)
+        self.play_button.setCheckable(True)
+        self.forward_button = button("\u25b6\u258f", "Step forward (Right / PageDown)",
+                                     self.forward_requested)
+        self.last_button = button("\u23ed", "Last step (End)", self.last_requested)
+        self.strip = ScrubStrip(self)
+        self.strip.scrubbed.connect(self.cursor_requested)
+        lay.addWidget(self.strip, 1)
+        self.position_label = QLabel("0 / 0", self)
+        self.position_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("00000 / 00000 backward"))
+        lay.addWidget(self.position_label)
+        self.speed_box = QComboBox(self)
+        self.speed_box.setToolTip("Playback speed: slow for explaining in a lecture, or instant")
+        self.speed_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        for label, _ in SPEEDS:
+            self.speed_box.addItem(label)
+        self.speed_box.setCurrentIndex(DEFAULT_SPEED)
+        self.speed_box.currentIndexChanged.connect(
+            lambda i: self.speed_changed.emit(SPEEDS[i][1]))
+        lay.addWidget(self.speed_box)
+        self.set_text_scale(1.0)
+
+    def speed(self) -> float:
+        return SPEEDS[self.speed_box.currentIndex()][1]
+
+    def set_speed(self, steps_per_second: float) -> None:
+        best = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i][1] - steps_per_second))
+        self.speed_box.setCurrentIndex(best)
+
+    def set_playing(self, playing: bool) -> None:
+        self.play_button.blockSignals(True)
+        self.play_button.setChecked(playing)
+        self.play_button.setText("\u23f8" if playing else "\u25b6")
+        self.play_button.blockSignals(False)
+
+    def is_playing(self) -> bool:
+        return self.play_button.isChecked()
+
+    def _on_play_clicked(self) -> None:
+        playing = self.play_button.isChecked()
+        self.set_playing(playing)
+        self.play_toggled.emit(playing)
+
+    def set_steps(self, kinds: Sequence[str]) -> None:
+        self.strip.set_kinds(kinds)
+
+    def set_cursor(self, value: int, total: int, phase: str = "") -> None:
+        self.strip.set_value(value)
+        extra = f"  {phase}" if phase else ""
+        self.position_label.setText(f"{value} / {total}{extra}")
+        for b in (self.first_button, self.back_button):
+            b.setEnabled(value > 0)
+        for b in (self.forward_button, self.last_button):
+            b.setEnabled(value < total)
+
+    def set_colors(self, forward: str, backward: str, track: str, handle: str) -> None:
+        self.strip.colors.update(op=QColor(forward), backward=QColor(backward),
+                                 track=QColor(track), handle=QColor(handle))
+        self.strip.update()
+
+    def set_text_scale(self, f: float) -> None:
+        font = QFont(self.font())
+        font.setPointSizeF(11.0 * f)
+        for w in (self.position_label, self.speed_box):
+            w.setFont(font)
+        big = QFont(font)
+        big.setPointSizeF(15.0 * f)
+        for b in (self.first_button, self.back_button, self.play_button,
+                  self.forward_button, self.last_button):
+            b.setFont(big)
+            b.setMinimumSize(int(40 * f), int(34 * f))
+        self.strip.setMinimumHeight(int(26 * f))
