@@ -1,0 +1,583 @@
+"""Loading and checking scenario files (quiz questions with a runnable snippet).
+
+A scenario is one TOML file under ``scenarios/`` (format: ``scenarios/README.md``);
+a lesson is an ordered list of scenario ids under ``scenarios/lessons/``.
+
+Loading never stops at a broken file: :func:`load_dir` returns the scenarios
+that are sound and a list of problems, each ``file:line: message`` with the
+line of the TOML syntax error or of the offending key. :func:`verify` runs a
+scenario's snippet (in a worker process through :func:`graphscope.trace`, or
+with plain ``python`` when asked) and compares what happened with the
+scenario's ``expect`` table. ``graphscope scenarios check [DIR]`` is
+:func:`check_main`.
+
+No torch here (layering rule): snippets always run in another process.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+CATEGORIES = ("conceptual", "predict_output", "model_choice", "hyperparameter", "debug", "practice")
+# The problem set's own words, easiest first (the browser sorts by this order).
+DIFFICULTIES = ("easy", "medium", "intermediate", "advanced", "hard", "expert")
+STATUSES = ("ok", "error", "exit")
+
+REQUIRED = ("id", "title", "category", "difficulty", "question", "options", "answer",
+            "hint", "explanation", "snippet", "expect")
+OPTIONAL = ("mistakes", "reveal_hides_output", "note", "focus", "tags", "source")
+EXPECT_KEYS = ("stdout", "stdout_contains", "error_type", "error_message", "status")
+LESSON_KEYS = ("title", "description", "scenarios")
+
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+# Each snippet runs in a fresh process; this bounds a runaway one during a check.
+VERIFY_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What running the snippet must show. Every field given is checked."""
+    stdout: Optional[str] = None               # exact stdout
+    stdout_contains: tuple = ()                # substrings stdout must contain
+    error_type: Optional[str] = None           # exception class name ("RuntimeError")
+    error_message: Optional[str] = None        # substring of the exception message
+    status: Optional[str] = None               # ok | error | exit
+
+    @property
+    def expected_status(self) -> str:
+        if self.status:
+            return self.status
+        return "error" if self.error_type else "ok"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    title: str
+    category: str
+    difficulty: str
+    question: str
+    options: tuple
+    answer: str
+    hint: str
+    explanation: str
+    snippet: str
+    expect: Expect
+    mistakes: tuple = ()
+    reveal_hides_output: bool = False
+    note: Optional[str] = None
+    focus: Optional[str] = None
+    tags: tuple = ()
+    source: Optional[str] = None
+    path: Optional[Path] = None
+    lines: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def line_of(self, key: str) -> int:
+        """1-based line of ``key`` in the file (1 when not found)."""
+        return self.lines.get(key, 1)
+
+    def where(self, key: str = "id") -> str:
+        return f"{self.path}:{self.line_of(key)}"
+
+    def option(self, key: str) -> Optional[Option]:
+        return next((o for o in self.options if o.key == key), None)
+
+    @property
+    def snippet_filename(self) -> str:
+        return f"{self.id}.py"
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    scenario_ids: tuple
+    description: str = ""
+    path: Optional[Path] = None
+    lines: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a snippet run ended, in the terms ``expect`` speaks."""
+    status: str
+    stdout: str
+    error_type: Optional[str] = None
+    error_message: Optional[str] = None
+    stderr: str = ""
+
+
+class ScenarioError(ValueError):
+    """A file that could not be read as a scenario or lesson; ``problems`` say why."""
+
+    def __init__(self, problems: list):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# ---------------------------------------------------------------- locating keys
+
+def _key_lines(text: str) -> dict:
+    """Line of each top-level key (and of ``[expect]``/``[[options]]`` tables).
+
+    tomllib gives no positions, so keys are found by a line scan: good enough
+    to point a teacher at the right line, and never used for the values.
+    """
+    lines: dict = {}
+    table = None
+    key_re = re.compile(r'^\s*("?)([A-Za-z0-9_.-]+)\1\s*=')
+    for n, raw in enumerate(text.splitlines(), 1):
+        s = raw.strip()
+        if s.startswith("[["):
+            name = s.strip("[] ")
+            table = name
+            lines.setdefault(name, n)
+            continue
+        if s.startswith("["):
+            table = s.strip("[] ")
+            lines.setdefault(table, n)
+            continue
+        m = key_re.match(raw)
+        if not m:
+            continue
+        key = m.group(2)
+        if table is None:
+            lines.setdefault(key, n)
+        else:
+            lines.setdefault(f"{table}.{key}", n)
+    return lines
+
+
+def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int:
+    line = getattr(exc, "lineno", None)  # Python 3.14 adds lineno
+    if line:
+        return line
+    m = re.search(r"at line (\d+)", str(exc))
+    return int(m.group(1)) if m else 1
+
+
+def _read_toml(path: Path):
+    """(data, key_lines) or raise ScenarioError with a file:line problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError([f"{path}:1: cannot read file: {e}"])
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise ScenarioError([f"{path}:{_toml_error_line(e)}: bad TOML: {msg}"])
+    return data, _key_lines(text)
+
+
+# ---------------------------------------------------------------- scenarios
+
+def load_file(path) -> Scenario:
+    """One scenario file; raises :class:`ScenarioError` listing every fault found."""
+    path = Path(path)
+    data, lines = _read_toml(path)
+    problems: list = []
+
+    def bad(key: str, message: str):
+        problems.append(f"{path}:{lines.get(key, 1)}: {message}")
+
+    for key in REQUIRED:
+        if key not in data:
+            bad(key, f"missing field '{key}'")
+    for key in data:
+        if key not in REQUIRED and key not in OPTIONAL:
+            bad(key, f"unknown field '{key}' (fields: {', '.join(REQUIRED + OPTIONAL)})")
+
+    def text_field(key, required=True):
+        v = data.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str) or (required and not v.strip()):
+            bad(key, f"'{key}' must be a non-empty string")
+            return None
+        return v
+
+    sid = text_field("id")
+    if sid is not None and not _ID_RE.match(sid):
+        bad("id", f"id '{sid}' must be lower-case letters, digits, '-' or '_'")
+    for key in ("title", "question", "hint", "explanation", "snippet", "answer"):
+        text_field(key)
+    for key in ("note", "focus", "source"):
+        text_field(key)
+
+    category = text_field("category")
+    if category is not None and category not in CATEGORIES:
+        bad("category", f"unknown category '{category}' (one of: {', '.join(CATEGORIES)})")
+    difficulty = text_field("difficulty")
+    if difficulty is not None and difficulty not in DIFFICULTIES:
+        bad("difficulty", f"unknown difficulty '{difficulty}' (one of: {', '.join(DIFFICULTIES)})")
+
+    options = []
+    raw_opts = data.get("options")
+    if raw_opts is not None:
+        if not isinstance(raw_opts, list) or len(raw_opts) < 2:
+            bad("options", "'options' must be a list of at least two {key, text} tables")
+        else:
+            seen = set()
+            for i, o in enumerate(raw_opts):
+                if not (isinstance(o, dict) and isinstance(o.get("key"), str)
+                        and isinstance(o.get("text"), str) and o["key"].strip() and o["text"].strip()):
+                    bad("options", f"option {i + 1} must have a non-empty 'key' and 'text'")
+                    continue
+                if o["key"] in seen:
+                    bad("options", f"option key '{o['key']}' appears twice")
+                seen.add(o["key"])
+                options.append(Option(o["key"], o["text"]))
+    answer = data.get("answer")
+    if isinstance(answer, str) and options and answer not in {o.key for o in options}:
+        bad("answer", f"answer '{answer}' is not among the options ({', '.join(o.key for o in options)})")
+
+    def str_list(key):
+        v = data.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            bad(key, f"'{key}' must be a list of strings")
+            return ()
+        return tuple(v)
+
+    mistakes, tags = str_list("mistakes"), str_list("tags")
+    hides = data.get("reveal_hides_output", False)
+    if not isinstance(hides, bool):
+        bad("reveal_hides_output", "'reveal_hides_output' must be true or false")
+        hides = False
+
+    expect = _parse_expect(data.get("expect"), bad) if "expect" in data else None
+
+    focus = data.get("focus")
+    snippet = data.get("snippet")
+    if isinstance(focus, str) and isinstance(snippet, str) and not re.search(
+            rf"\b{re.escape(focus)}\b", snippet):
+        bad("focus", f"focus '{focus}' does not occur in the snippet")
+
+    if problems:
+        raise ScenarioError(problems)
+    return Scenario(
+        id=sid, title=data["title"], category=category, difficulty=difficulty,
+        question=data["question"], options=tuple(options), answer=answer, hint=data["hint"],
+        explanation=data["explanation"], snippet=snippet, expect=expect, mistakes=mistakes,
+        reveal_hides_output=hides, note=data.get("note"), focus=focus, tags=tags,
+        source=data.get("source"), path=path, lines=lines)
+
+
+def _parse_expect(raw, bad) -> Optional[Expect]:
+    if not isinstance(raw, dict):
+        bad("expect", "'expect' must be a table: { stdout = \"...\" } or "
+                      "{ error_type = \"RuntimeError\", error_message = \"...\" } or { status = \"ok\" }")
+        return None
+    for key in raw:
+        if key not in EXPECT_KEYS:
+            bad("expect", f"unknown key 'expect.{key}' (keys: {', '.join(EXPECT_KEYS)})")
+    if not any(k in raw for k in ("stdout", "stdout_contains", "error_type", "status")):
+        bad("expect", "'expect' must give stdout, stdout_contains, error_type or status")
+    for key in ("stdout", "error_type", "error_message", "status"):
+        if key in raw and not isinstance(raw[key], str):
+            bad("expect", f"'expect.{key}' must be a string")
+            return None
+    contains = raw.get("stdout_contains", [])
+    if isinstance(contains, str):
+        contains = [contains]
+    if not isinstance(contains, list) or not all(isinstance(c, str) for c in contains):
+        bad("expect", "'expect.stdout_contains' must be a string or a list of strings")
+        return None
+    if "error_message" in raw and "error_type" not in raw:
+        bad("expect", "'expect.error_message' needs 'expect.error_type'")
+    status = raw.get("status")
+    if status is not None and status not in STATUSES:
+        bad("expect", f"unknown status '{status}' (one of: {', '.join(STATUSES)})")
+    if status not in (None, "error") and "error_type" in raw:
+        bad("expect", f"status '{status}' contradicts 'expect.error_type'")
+    return Expect(stdout=raw.get("stdout"), stdout_contains=tuple(contains),
+                  error_type=raw.get("error_type"), error_message=raw.get("error_message"),
+                  status=status)
+
+
+def _scenario_files(directory: Path) -> list:
+    # Lessons live in a sub-folder; every other *.toml directly in the folder is a scenario.
+    return sorted(p for p in directory.glob("*.toml") if p.is_file())
+
+
+def load_dir(path) -> tuple:
+    """``(scenarios, problems)`` for every ``*.toml`` directly in ``path``.
+
+    A broken file is left out and described in ``problems``; the others load.
+    Two files with the same id: the first (by file name) is kept, both are named.
+    """
+    directory = Path(path)
+    scenarios: list = []
+    problems: list = []
+    if not directory.is_dir():
+        return [], [f"{directory}:1: not a folder"]
+    by_id: dict = {}
+    for f in _scenario_files(directory):
+        try:
+            s = load_file(f)
+        except ScenarioError as e:
+            problems.extend(e.problems)
+            continue
+        first = by_id.get(s.id)
+        if first is not None:
+            problems.append(f"{s.where('id')}: duplicate id '{s.id}' (also in {first.where('id')})")
+            continue
+        by_id[s.id] = s
+        scenarios.append(s)
+    return scenarios, problems
+
+
+def bundled_dir() -> Path:
+    """The scenarios that ship with GraphScope."""
+    from graphscope.resources import data_dir
+    return data_dir("scenarios")
+
+
+def find(scenario_id: str, directories=None) -> Optional[Scenario]:
+    """The scenario with this id in ``directories`` (default: the bundled folder)."""
+    for d in directories or [bundled_dir()]:
+        for s in load_dir(d)[0]:
+            if s.id == scenario_id:
+                return s
+    return None
+
+
+# ---------------------------------------------------------------- lessons
+
+def load_lesson(path) -> Lesson:
+    """A lesson file: ``title``, optional ``description``, ``scenarios = [ids]``."""
+    path = Path(path)
+    data, lines = _read_toml(path)
+    problems = []
+
+    def bad(key, message):
+        problems.append(f"{path}:{lines.get(key, 1)}: {message}")
+
+    for key in ("title", "scenarios"):
+        if key not in data:
+            bad(key, f"missing field '{key}'")
+    for key in data:
+        if key not in LESSON_KEYS:
+            bad(key, f"unknown field '{key}' (fields: {', '.join(LESSON_KEYS)})")
+    ids = data.get("scenarios", [])
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        bad("scenarios", "'scenarios' must be a non-empty list of scenario ids")
+        ids = []
+    if not isinstance(data.get("title", ""), str):
+        bad("title", "'title' must be a string")
+    if problems:
+        raise ScenarioError(problems)
+    return Lesson(id=path.stem, title=data["title"], scenario_ids=tuple(ids),
+                  description=data.get("description", ""), path=path, lines=lines)
+
+
+def load_lessons(path) -> tuple:
+    """``(lessons, problems)`` for ``path/lessons/*.toml``."""
+    lessons, problems = [], []
+    for f in sorted((Path(path) / "lessons").glob("*.toml")):
+        try:
+            lessons.append(load_lesson(f))
+        except ScenarioError as e:
+            problems.extend(e.problems)
+    return lessons, problems
+
+
+def check_lesson(lesson: Lesson, known_ids) -> list:
+    """Problems with a lesson's references (ids that no scenario has, repeats)."""
+    line = lesson.lines.get("scenarios", 1)
+    out, seen = [], set()
+    for sid in lesson.scenario_ids:
+        if sid not in known_ids:
+            out.append(f"{lesson.path}:{line}: lesson names unknown scenario '{sid}'")
+        if sid in seen:
+            out.append(f"{lesson.path}:{line}: lesson names scenario '{sid}' twice")
+        seen.add(sid)
+    return out
+
+
+# ---------------------------------------------------------------- running snippets
+
+def _short_type(name: Optional[str]) -> Optional[str]:
+    # Plain python prints "torch.fx.proxy.TraceError"; compare the class name.
+    return name.rsplit(".", 1)[-1] if name else name
+
+
+def run_traced(source: str, filename: str, timeout: float = VERIFY_TIMEOUT) -> Outcome:
+    """Run in a GraphScope worker (the path the app takes)."""
+    import graphscope
+    tr = graphscope.trace(source, filename, timeout=timeout)
+    err = tr.error
+    return Outcome(status=tr.status, stdout=tr.stdout, stderr=tr.stderr,
+                   error_type=_short_type(err.type) if err else None,
+                   error_message=err.message if err else None)
+
+
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt|[A-Z]\w*))(?:: (.*))?$")
+
+
+def parse_traceback(stderr: str):
+    """(type, message) of the exception a ``python`` run printed last, or (None, None)."""
+    lines = stderr.rstrip("\n").splitlines()
+    start = None
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("Traceback (most recent call last):"):
+            start = i
+            break
+    if start is None:
+        return None, None
+    # The exception line is the first unindented line after the frames; the
+    # message may continue over several lines.
+    for j in range(start + 1, len(lines)):
+        ln = lines[j]
+        if ln and not ln.startswith(" "):
+            m = _EXC_LINE.match(ln)
+            if m:
+                msg = "\n".join([m.group(2) or ""] + lines[j + 1:])
+                return _short_type(m.group(1)), msg
+    return None, None
+
+
+def run_plain(source: str, filename: str, timeout: float = VERIFY_TIMEOUT) -> Outcome:
+    """Run with plain ``python FILE`` in a fresh process: what the learner would see."""
+    with tempfile.TemporaryDirectory(prefix="graphscope-") as tmp:
+        f = Path(tmp) / filename
+        f.write_text(source, encoding="utf-8")
+        env = dict(os.environ, PYTHONIOENCODING="utf-8")
+        try:
+            p = subprocess.run([sys.executable, str(f)], capture_output=True, text=True,
+                               encoding="utf-8", timeout=timeout, cwd=tmp, env=env)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout or ""
+            return Outcome("timeout", out if isinstance(out, str) else out.decode(),
+                           "Timeout", f"did not finish within {timeout:g} s")
+    if p.returncode == 0:
+        return Outcome("ok", p.stdout, stderr=p.stderr)
+    etype, emsg = parse_traceback(p.stderr)
+    if etype is not None:
+        return Outcome("error", p.stdout, etype, emsg, p.stderr)
+    if p.returncode < 0:
+        return Outcome("crash", p.stdout, "Crash", f"killed by signal {-p.returncode}", p.stderr)
+    return Outcome("exit", p.stdout, stderr=p.stderr)  # sys.exit(n): no traceback
+
+
+def _runner_available() -> bool:
+    try:
+        import graphscope.runner  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_runner() -> Callable:
+    """The worker when the capture engine is installed, else plain python."""
+    return run_traced if _runner_available() else run_plain
+
+
+def compare(scenario: Scenario, outcome: Outcome) -> list:
+    """Problems (``file:line: ...``) where ``outcome`` is not what ``expect`` claims."""
+    e = scenario.expect
+    at = scenario.where("expect")
+    out = []
+    if outcome.status != e.expected_status:
+        what = (f"{outcome.error_type}: {outcome.error_message}" if outcome.error_type
+                else outcome.status)
+        out.append(f"{at}: snippet no longer behaves as claimed: expected status "
+                   f"'{e.expected_status}', got '{outcome.status}' ({_clip(what)})")
+    if e.stdout is not None and outcome.stdout != e.stdout:
+        out.append(f"{at}: snippet no longer behaves as claimed: stdout differs\n"
+                   f"    expected: {e.stdout!r}\n    got:      {outcome.stdout!r}")
+    for piece in e.stdout_contains:
+        if piece not in outcome.stdout:
+            out.append(f"{at}: snippet no longer behaves as claimed: stdout lacks {piece!r}"
+                       f" (got {_clip(outcome.stdout)!r})")
+    if e.error_type is not None and outcome.error_type != _short_type(e.error_type):
+        out.append(f"{at}: snippet no longer behaves as claimed: expected {e.error_type}, "
+                   f"got {outcome.error_type or 'no exception'}")
+    if e.error_message is not None and e.error_message not in (outcome.error_message or ""):
+        out.append(f"{at}: snippet no longer behaves as claimed: error message lacks "
+                   f"{e.error_message!r} (got {_clip(outcome.error_message or '')!r})")
+    return out
+
+
+def _clip(s: str, n: int = 160) -> str:
+    s = str(s)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def verify(scenario: Scenario, run: Optional[Callable] = None) -> list:
+    """Run the scenario's snippet and list how it departs from ``expect`` (empty: fine)."""
+    run = run or default_runner()
+    try:
+        outcome = run(scenario.snippet, scenario.snippet_filename)
+    except Exception as e:  # a runner failure is a check failure, not a crash of the check
+        return [f"{scenario.where('snippet')}: could not run the snippet: {type(e).__name__}: {e}"]
+    return compare(scenario, outcome)
+
+
+# ---------------------------------------------------------------- the command
+
+def check(directory=None, run: Optional[Callable] = None, verify_snippets: bool = True,
+          jobs: int = 2) -> tuple:
+    """``(scenarios, problems)`` after validating and (optionally) running everything."""
+    directory = Path(directory) if directory else bundled_dir()
+    scenarios, problems = load_dir(directory)
+    lessons, lesson_problems = load_lessons(directory)
+    problems += lesson_problems
+    ids = {s.id for s in scenarios}
+    for lesson in lessons:
+        problems += check_lesson(lesson, ids)
+    if verify_snippets and scenarios:
+        run = run or default_runner()
+        # Each snippet is its own process; two at a time matches the small machines
+        # classrooms use and keeps a check of the bundled set to well under a minute.
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for found in pool.map(lambda s: verify(s, run), scenarios):
+                problems += found
+    return scenarios, problems
+
+
+def check_main(directory=None, *, run_snippets: bool = True, plain: bool = False,
+               jobs: int = 2, out=None) -> int:
+    """``graphscope scenarios check [DIR]``: print ``file:line: problem`` lines and a
+    summary; 0 when everything is sound, 1 otherwise."""
+    out = out or sys.stdout
+    directory = Path(directory) if directory else bundled_dir()
+    runner = run_plain if plain else None
+    scenarios, problems = check(directory, run=runner, verify_snippets=run_snippets, jobs=jobs)
+    for p in problems:
+        print(p, file=out)
+    files = len(_scenario_files(directory)) if directory.is_dir() else 0
+    verb = "checked and ran" if run_snippets else "checked"
+    print(f"{verb} {files} scenario file(s) in {directory}: {len(scenarios)} loaded, "
+          f"{len(problems)} problem(s)", file=out)
+    return 1 if problems else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="graphscope scenarios check",
+                                 description="Validate scenario files and run their snippets.")
+    ap.add_argument("dir", nargs="?", help="folder of scenario files (default: the bundled ones)")
+    ap.add_argument("--no-run", action="store_true", help="check the files only, run nothing")
+    ap.add_argument("--plain", action="store_true", help="run snippets with plain python, not the worker")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="snippets run at once (default 2)")
+    a = ap.parse_args(argv)
+    return check_main(a.dir, run_snippets=not a.no_run, plain=a.plain, jobs=a.jobs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
