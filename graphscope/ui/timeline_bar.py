@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from PySide6.QtCore import QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
                                QToolButton, QWidget)
 
@@ -18,6 +18,54 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
 SPEEDS = [("Lecture (1/s)", 1.0), ("Slow (2/s)", 2.0), ("Normal (5/s)", 5.0),
           ("Fast (20/s)", 20.0), ("Very fast (100/s)", 100.0), ("Instant", 0.0)]
 DEFAULT_SPEED = 3
+
+
+def control_icon(kind: str, color: str = "#1f2937", size: int = 64) -> QIcon:
+    """A drawn icon (fonts on a lecture-room PC may lack the media glyphs).
+
+    ``kind``: first | back | play | pause | forward | last | run | stop.
+    """
+    pm = QPixmap(size, size)
+    pm.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pm)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(QColor(color))
+    s = size
+    top, bot, mid = s * 0.22, s * 0.78, s * 0.5
+
+    def tri(x0, x1):          # pointing right if x1 > x0
+        p.drawPolygon(QPolygonF([QPointF(x0, top), QPointF(x1, mid), QPointF(x0, bot)]))
+
+    def bar(x):
+        p.drawRect(QRectF(x, top, s * 0.1, bot - top))
+
+    if kind in ("play", "run"):
+        if kind == "run":
+            p.setBrush(QColor("#15803d"))
+        tri(s * 0.3, s * 0.78)
+    elif kind == "pause":
+        p.drawRect(QRectF(s * 0.28, top, s * 0.14, bot - top))
+        p.drawRect(QRectF(s * 0.58, top, s * 0.14, bot - top))
+    elif kind == "stop":
+        p.setBrush(QColor("#b91c1c"))
+        p.drawRoundedRect(QRectF(s * 0.26, s * 0.26, s * 0.48, s * 0.48), s * 0.06, s * 0.06)
+    elif kind == "forward":
+        tri(s * 0.24, s * 0.66)
+        bar(s * 0.68)
+    elif kind == "back":
+        tri(s * 0.76, s * 0.34)
+        bar(s * 0.22)
+    elif kind == "last":
+        tri(s * 0.14, s * 0.46)
+        tri(s * 0.42, s * 0.74)
+        bar(s * 0.76)
+    elif kind == "first":
+        tri(s * 0.86, s * 0.54)
+        tri(s * 0.58, s * 0.26)
+        bar(s * 0.14)
+    p.end()
+    return QIcon(pm)
 
 
 class ScrubStrip(QWidget):
@@ -148,9 +196,9 @@ class TimelineBar(QWidget):
         lay.setContentsMargins(6, 4, 6, 4)
         lay.setSpacing(6)
 
-        def button(text, tip, signal):
+        def button(kind, tip, signal):
             b = QToolButton(self)
-            b.setText(text)
+            b.setIcon(control_icon(kind))
             b.setToolTip(tip)
             b.setAutoRaise(False)
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -158,13 +206,13 @@ class TimelineBar(QWidget):
             lay.addWidget(b)
             return b
 
-        self.first_button = button("\u23ee", "First step (Home)", self.first_requested)
-        self.back_button = button("\u25c0", "Step back (Left / PageUp)", self.back_requested)
-        self.play_button = button("\u25b6", "Play / pause (Space)", self._on_play_clicked)
+        self.first_button = button("first", "First step (Home)", self.first_requested)
+        self.back_button = button("back", "Step back (Left / PageUp)", self.back_requested)
+        self.play_button = button("play", "Play / pause (Space)", self._on_play_clicked)
         self.play_button.setCheckable(True)
-        self.forward_button = button("\u25b6\u258f", "Step forward (Right / PageDown)",
+        self.forward_button = button("forward", "Step forward (Right / PageDown)",
                                      self.forward_requested)
-        self.last_button = button("\u23ed", "Last step (End)", self.last_requested)
+        self.last_button = button("last", "Last step (End)", self.last_requested)
         self.strip = ScrubStrip(self)
         self.strip.scrubbed.connect(self.cursor_requested)
         lay.addWidget(self.strip, 1)
@@ -180,6 +228,7 @@ class TimelineBar(QWidget):
         self.speed_box.currentIndexChanged.connect(
             lambda i: self.speed_changed.emit(SPEEDS[i][1]))
         lay.addWidget(self.speed_box)
+        self._icon_color = "#1f2937"
         self.set_text_scale(1.0)
 
     def speed(self) -> float:
@@ -192,7 +241,7 @@ class TimelineBar(QWidget):
     def set_playing(self, playing: bool) -> None:
         self.play_button.blockSignals(True)
         self.play_button.setChecked(playing)
-        self.play_button.setText("\u23f8" if playing else "\u25b6")
+        self.play_button.setIcon(control_icon("pause" if playing else "play", self._icon_color))
         self.play_button.blockSignals(False)
 
     def is_playing(self) -> bool:
@@ -219,6 +268,11 @@ class TimelineBar(QWidget):
         self.strip.colors.update(op=QColor(forward), backward=QColor(backward),
                                  track=QColor(track), handle=QColor(handle))
         self.strip.update()
+        self._icon_color = handle
+        for b, kind in ((self.first_button, "first"), (self.back_button, "back"),
+                        (self.forward_button, "forward"), (self.last_button, "last")):
+            b.setIcon(control_icon(kind, handle))
+        self.set_playing(self.is_playing())
 
     def set_text_scale(self, f: float) -> None:
         font = QFont(self.font())
@@ -229,6 +283,6 @@ class TimelineBar(QWidget):
         big.setPointSizeF(15.0 * f)
         for b in (self.first_button, self.back_button, self.play_button,
                   self.forward_button, self.last_button):
-            b.setFont(big)
-            b.setMinimumSize(int(40 * f), int(34 * f))
+            b.setIconSize(QSize(int(24 * f), int(24 * f)))
+            b.setMinimumSize(int(40 * f), int(36 * f))
         self.strip.setMinimumHeight(int(26 * f))

@@ -1,0 +1,112 @@
+"""Qt wrapper of ``graphscope.runner.Runner``: messages in batches on the GUI thread.
+
+The runner calls back on its reader thread. Touching widgets there is not
+allowed, and one signal per message would repaint per message, so the reader
+only appends to a buffer under a lock and wakes the GUI thread once (a queued
+signal) when the buffer goes from empty to non-empty. The GUI thread then
+drains everything that arrived meanwhile: one ``batch`` signal, one repaint.
+A busy GUI thread therefore gets bigger batches, never a backlog of wake-ups.
+
+Each run has a generation number; messages of an older run (a stopped one
+whose reader is still finishing) are dropped.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+from PySide6.QtCore import QObject, Qt, Signal
+
+from graphscope import protocol as P
+
+
+class RunController(QObject):
+    """Run / stop snippets; ``batch(list)`` of protocol messages, then ``finished(End)``."""
+
+    started = Signal()
+    batch = Signal(list)
+    finished = Signal(object)        # protocol.End
+    _wake = Signal()
+
+    def __init__(self, parent=None, timeout: Optional[float] = 60.0, **run_fields):
+        super().__init__(parent)
+        self.timeout = timeout
+        self.run_fields = run_fields
+        self._lock = threading.Lock()
+        self._buffer: list = []
+        self._generation = 0
+        self._running = False
+        self._runner = None
+        self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
+
+    # -- control ---------------------------------------------------------------
+    def runner(self):
+        if self._runner is None:
+            from graphscope.runner import Runner
+            self._runner = Runner()
+        return self._runner
+
+    def is_running(self) -> bool:
+        return self._running
+
+    def run(self, source: str, filename: str = "<snippet>") -> None:
+        """Start ``source`` in a worker (stopping a run still going)."""
+        if self._running:
+            self.stop()
+        with self._lock:
+            self._generation += 1
+            gen = self._generation
+            self._buffer.clear()
+        self._running = True
+        self.started.emit()
+
+        def on_message(msg, gen=gen):
+            self._receive(gen, msg)
+
+        try:
+            self.runner().start(source, filename, on_message, timeout=self.timeout,
+                                **self.run_fields)
+        except Exception as e:  # the worker could not even start: say so, keep the window
+            self._receive(gen, P.End(status="crash", error=P.ErrorInfo(
+                type="Crash", message=f"could not start the worker: {e}")))
+
+    def stop(self) -> None:
+        """Stop the running snippet; the runner reports End(status='stopped')."""
+        if self._running and self._runner is not None:
+            self._runner.stop()
+
+    def shutdown(self) -> None:
+        """Stop everything and release worker processes (window closing, test teardown)."""
+        with self._lock:
+            self._generation += 1       # late messages of the run are dropped
+        self._running = False
+        if self._runner is not None:
+            try:
+                self._runner.close()
+            finally:
+                self._runner = None
+
+    # -- reader thread -> GUI thread -------------------------------------------
+    def _receive(self, gen: int, msg) -> None:
+        with self._lock:
+            if gen != self._generation:
+                return
+            wake = not self._buffer
+            self._buffer.append(msg)
+        if wake:
+            self._wake.emit()
+
+    def _drain(self) -> None:
+        with self._lock:
+            msgs, self._buffer = self._buffer, []
+        if not msgs:
+            return
+        end = None
+        if msgs[-1].T == "end" or any(m.T == "end" for m in msgs):
+            end = next(m for m in msgs if m.T == "end")
+            msgs = [m for m in msgs if m.T != "end"]
+        if msgs:
+            self.batch.emit(msgs)
+        if end is not None and self._running:
+            self._running = False
+            self.finished.emit(end)
