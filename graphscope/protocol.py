@@ -213,10 +213,28 @@ class Run:
     static: Optional[dict] = None     # static-capture request (issue 5), or None
 
 
+@dataclass(frozen=True, slots=True)
+class StaticResult:
+    """One static capture of a snippet's function or module (issue 5), made after
+    the snippet ran and the recorder was off. ``kind``: fx | jit | export |
+    explain | timing. Stored in ``Trace.static[kind]``; see docs/trace-format.md."""
+    T: ClassVar[str] = "static"
+    kind: str
+    target: str
+    ok: bool
+    summary: str = ""            # one plain-language sentence: what happened
+    text: str = ""               # the captured graph as the tool prints it
+    graph: list = field(default_factory=list)     # [{name, op, target, args, line}]
+    error: Optional[dict] = None  # {type, message, explanation, line}
+    warnings: list = field(default_factory=list)  # [{category, message, line}]
+    details: dict = field(default_factory=dict)   # kind-specific (jit: eager vs traced, ...)
+    duration: float = 0.0
+
+
 MESSAGE_TYPES: dict[str, type] = {
     cls.T: cls for cls in (TensorInfo, TensorUpdate, Op, ModuleCall, BackwardCall,
                            BackwardStep, Region, Branch, Output, Truncated, End,
-                           Ready, Run)
+                           Ready, Run, StaticResult)
 }
 
 
