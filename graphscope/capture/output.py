@@ -1,0 +1,106 @@
+"""The snippet's stdout/stderr as Output messages.
+
+Each ``write`` becomes one Output chunk with its own ``seq`` (NOTE [seq] in
+protocol.py), so the console can show exactly what had been printed at any
+point of the timeline; concatenating the chunks gives the bytes plain Python
+would have written. Past ``max_output`` characters (stdout and stderr
+together) output is dropped and one Truncated(reason="output") is sent.
+"""
+from __future__ import annotations
+
+import io
+
+from graphscope import protocol as P
+
+
+class OutputLimit:
+    """Shared character budget of both streams."""
+
+    def __init__(self, limit: int, emit) -> None:
+        self.left = limit
+        self.limit = limit
+        self.emit = emit
+        self.hit = False
+
+    def take(self, text: str) -> str:
+        if self.left >= len(text):
+            self.left -= len(text)
+            return text
+        kept = text[: max(self.left, 0)]
+        self.left = 0
+        if not self.hit:
+            self.hit = True
+            self.emit(P.Truncated("output", self.limit,
+                                  f"Output stopped after {self.limit:,} characters (the limit); "
+                                  "the snippet kept running."))
+        return kept
+
+
+class CapturedStream(io.TextIOBase):
+    """A text stream that turns writes into Output messages."""
+
+    def __init__(self, name: str, emit, seq, limit: OutputLimit) -> None:
+        super().__init__()
+        self._name = name
+        self._emit = emit
+        self._seq = seq
+        self._limit = limit
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "strict"
+
+    @property
+    def name(self):
+        return f"<{self._name}>"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, s) -> int:
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if s:
+            kept = self._limit.take(s) if not self._limit.hit else ""
+            if kept:
+                self._emit(P.Output(next(self._seq), self._name, kept))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+class ClosedStdin(io.TextIOBase):
+    """stdin for the snippet: always at end of file (there is no keyboard)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size=-1) -> str:
+        return ""
+
+    def readline(self, size=-1) -> str:
+        return ""
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    def isatty(self) -> bool:
+        return False
+
+
+INPUT_EOF = ("input() is not available: GraphScope runs the snippet without a keyboard, "
+             "so stdin is at end of file. Put the value in the code instead.")
+
+
+def closed_input(prompt=""):
+    """Replacement for builtins.input inside the snippet."""
+    raise EOFError(INPUT_EOF)

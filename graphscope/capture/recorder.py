@@ -1,0 +1,431 @@
+"""The recorder: a TorchFunctionMode that turns every torch call into protocol messages.
+
+Entered around the snippet by ``session.run_snippet`` (never a global patch),
+so it sees only calls made on the snippet's thread (NOTE [threads]). While the
+mode handles a call, PyTorch disables it, so a composite such as
+``F.multi_head_attention_forward`` is one op: the torch calls it makes
+internally are not seen (its autograd sub-graph is still walked in backward).
+
+What is recorded (docs/trace-format.md):
+- every call whose result holds a tensor, plus in-place calls (with version
+  counters before/after), ``.grad`` reads and writes, ``requires_grad``
+  changes, ``retain_grad`` and the reads that hand a tensor's value to Python
+  (``bool``, ``item``, ``tolist``, ``int``, ``float``), which also make a
+  Branch message;
+- calls that return no tensor (``x.size()``, ``x.dim()``, ``repr(x)``) and the
+  other attribute getters (``.shape``, ``.dtype``, ``.requires_grad``,
+  ``.grad_fn``, ``.is_leaf``...) are not recorded: they change nothing and
+  would bury the graph in noise. ``.data``, ``.T``/``.mT``/``.H``/``.mH``,
+  ``.real``/``.imag`` make tensors and are recorded (``.data`` as a detach).
+
+NOTE [threads]: a TorchFunctionMode is thread-local, so ops another thread
+runs are not recorded, and that thread runs exactly as under plain Python.
+
+The per-op path (``_call``) is the hot loop of the whole capture: locals only,
+no dataclass reprs, name facts cached per function.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from graphscope import protocol as P
+from graphscope.capture import summaries
+from graphscope.capture.tensor_ids import TensorIds
+
+Tensor = torch.Tensor
+_TB = torch._C.TensorBase
+_is_grad_enabled = torch.is_grad_enabled
+_is_inference_mode_enabled = torch.is_inference_mode_enabled
+_Parameter = torch.nn.Parameter
+
+# getters that make a new tensor and are recorded; every other getset is passed through
+_VIEW_GETTERS = {"T", "mT", "H", "mH", "real", "imag"}
+_VIEW_NAMES = frozenset("""view view_as t transpose permute expand expand_as squeeze unsqueeze
+narrow select getitem split chunk unbind as_strided diagonal unfold movedim moveaxis
+swapaxes swapdims unflatten flatten reshape real imag T mT H mH split_with_sizes
+tensor_split hsplit vsplit dsplit alias""".split())
+_FACTORY_NAMES = frozenset("""tensor as_tensor from_numpy zeros ones empty full rand randn randint
+randperm arange linspace logspace eye zeros_like ones_like empty_like full_like rand_like
+randn_like randint_like scalar_tensor normal""".split())
+_BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int__": "int",
+                 "__float__": "float", "__index__": "index", "__complex__": "complex"}
+
+
+def _short_name(func) -> tuple[str, str, str]:
+    """(short name, qualified name, kind guess) of a torch callable."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    owner = getattr(func, "__self__", None)
+    qual = getattr(func, "__qualname__", None) or name
+    mod = getattr(func, "__module__", None)
+    if qual.startswith(("TensorBase.", "Tensor.")):
+        qualname = "torch.Tensor." + qual.split(".", 1)[1]
+    elif qual.startswith("_VariableFunctionsClass."):
+        qualname = "torch." + name
+    elif mod:
+        qualname = f"{mod}.{qual}"
+    else:
+        qualname = f"torch.{qual}"
+    kind = "call"
+    short = name
+    if name.startswith("__") and name.endswith("__"):
+        core = name[2:-2]
+        if core in ("setitem",):
+            short, kind = "setitem", "inplace"
+        elif core.startswith("i") and core[1:] in _INPLACE_DUNDERS:
+            short, kind = core[1:] + "_", "inplace"
+        elif core.startswith("r") and core[1:] in _R_DUNDERS:
+            short = _R_DUNDERS[core[1:]]
+        else:
+            short = _DUNDER_ALIASES.get(core, core)
+    elif name.endswith("_") and not name.startswith("_"):
+        kind = "inplace"
+    if short in _VIEW_NAMES:
+        kind = "view"
+    elif short in _FACTORY_NAMES:
+        kind = "factory"
+    if short in ("detach", "detach_"):
+        kind = "detach"
+    elif short == "requires_grad_":
+        kind = "requires_grad"
+    elif short == "retain_grad":
+        kind = "retain_grad"
+    del owner
+    return short, qualname, kind
+
+
+_INPLACE_DUNDERS = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+                    "and", "or", "xor", "lshift", "rshift"}
+_DUNDER_ALIASES = {"truediv": "div", "floordiv": "floor_divide", "mod": "remainder",
+                   "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+                   "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+                   "invert": "bitwise_not", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+                   "eq": "eq", "ne": "ne", "neg": "neg", "abs": "abs", "pos": "positive"}
+_R_DUNDERS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv":
+              "floor_divide", "mod": "remainder", "pow": "pow", "matmul": "matmul",
+              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+              "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
+
+
+def _flatten(obj, out: list) -> None:
+    """Append the tensors in obj (tensor, or list/tuple/dict of them, nested) to out."""
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            if isinstance(x, Tensor):
+                out.append(x)
+            elif isinstance(x, (list, tuple, dict)):
+                _flatten(x, out)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _flatten(x, out)
+
+
+def _grad_fn_name(t):
+    g = t.grad_fn
+    return None if g is None else g.name().removeprefix("torch::autograd::")
+
+
+class Recorder(TorchFunctionMode):
+    """Records the snippet's torch calls; see the module docstring."""
+
+    def __init__(self, run: P.Run, emit, seq=None) -> None:
+        super().__init__()
+        self.emit = emit
+        self.seq = seq if seq is not None else itertools.count()
+        self.filename = run.filename
+        self.value_limit = run.value_limit
+        self.max_ops = run.max_ops
+        self.ids = TensorIds()
+        self.n_ops = 0
+        self.recording = True
+        self.module = None            # current module path, kept by modules.py
+        self.names = None             # names.NameTracker, set by the session
+        self.backward = None          # backward.BackwardTracer, set by the session
+        self.failed = None            # (exception, op id, tensor id) of the last failing call
+        self.state: dict[int, tuple] = {}   # tid -> (requires_grad, is_leaf, grad_fn) last sent
+        self.grad_fn_ops: dict = {}   # reserved for backward.py
+        self.n_branches = 0
+        self._names_cache: dict = {}
+        self._last_frame_line = None
+        self._special = self._build_special()
+
+    # -- dispatch ---------------------------------------------------------------
+    def _build_special(self) -> dict:
+        sp = {}
+        for attr, v in vars(_TB).items():
+            if type(v).__name__ == "getset_descriptor":
+                sp[v.__get__] = None       # pass through (shape, dtype, grad_fn, ...)
+                sp[v.__set__] = None
+        sp[_TB.grad.__get__] = Recorder._grad_read
+        sp[_TB.grad.__set__] = Recorder._grad_write
+        sp[_TB.requires_grad.__set__] = Recorder._requires_grad_set
+        sp[_TB.data.__get__] = Recorder._data_get
+        for a in _VIEW_GETTERS:
+            sp[getattr(_TB, a).__get__] = Recorder._view_get
+        for name in _BRANCH_KINDS:
+            f = getattr(_TB, name, None)
+            if f is not None:
+                sp[f] = Recorder._branch
+        sp[torch.Tensor.backward] = Recorder._backward
+        sp[torch.autograd.grad] = Recorder._backward
+        for f in (torch.Tensor.__repr__, torch.Tensor.__format__, _TB.size, _TB.dim,
+                  _TB.numel, torch.Tensor.__len__, _TB.is_floating_point,
+                  _TB.is_complex, _TB.data_ptr, _TB.element_size, _TB.stride,
+                  torch.Tensor.__hash__, _TB.is_contiguous, _TB.get_device,
+                  torch.Tensor.__reduce_ex__, torch.Tensor.__deepcopy__):
+            sp[f] = None
+        return sp
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        if not self.recording:
+            return func(*args, **kwargs)
+        try:
+            handler = self._special.get(func, self)
+        except TypeError:  # unhashable callable
+            handler = self
+        if handler is self:
+            return self._call(func, args, kwargs)
+        if handler is None:
+            return func(*args, **kwargs)
+        return handler(self, func, args, kwargs)
+
+    # -- frames and lines ---------------------------------------------------------
+    def snippet_frame(self):
+        """Innermost frame running the snippet's own code (module, its functions, classes)."""
+        f = sys._getframe(2)
+        fn = self.filename
+        while f is not None:
+            if f.f_code.co_filename == fn:
+                return f
+            f = f.f_back
+        return None
+
+    # -- tensors -----------------------------------------------------------------
+    def tensor_id(self, t, seq, created_by=None) -> int:
+        """Id of t, emitting its TensorInfo the first time it is seen."""
+        tid, new = self.ids.lookup(t)
+        if new:
+            self._emit_info(t, tid, seq, created_by)
+        return tid
+
+    def _emit_info(self, t, tid, seq, created_by) -> None:
+        value, stats = summaries.value_of(t, self.value_limit)
+        g = t.grad_fn
+        gname = None if g is None else g.name().removeprefix("torch::autograd::")
+        rg = t.requires_grad
+        leaf = t.is_leaf
+        self.state[tid] = (rg, leaf, gname)
+        self.emit(P.TensorInfo(
+            tid, list(t.shape), str(t.dtype)[6:], str(t.device), rg, leaf, gname,
+            None, value, stats, None, None, created_by, isinstance(t, _Parameter),
+            bool(t.retains_grad) if not leaf else False, t._version, seq))
+
+    def update_state(self, t, tid, extra=None) -> None:
+        """Emit a TensorUpdate if requires_grad / is_leaf / grad_fn changed since last sent."""
+        g = t.grad_fn
+        gname = None if g is None else g.name().removeprefix("torch::autograd::")
+        now = (t.requires_grad, t.is_leaf, gname)
+        fields = dict(extra) if extra else {}
+        if self.state.get(tid) != now:
+            self.state[tid] = now
+            fields.update(requires_grad=now[0], is_leaf=now[1], grad_fn=now[2])
+        if fields:
+            self.emit(P.TensorUpdate(tid, fields))
+
+    # -- the hot path ---------------------------------------------------------------
+    def _call(self, func, args, kwargs, kind_override=None):
+        try:
+            facts = self._names_cache[func]
+        except KeyError:
+            facts = self._names_cache[func] = _short_name(func)
+        except TypeError:
+            facts = _short_name(func)
+        name, qualname, kind = facts
+        if kind_override:
+            kind = kind_override
+        grad_enabled = _is_grad_enabled()
+        ins = []
+        for a in args:
+            if isinstance(a, Tensor):
+                ins.append(a)
+            elif isinstance(a, (list, tuple, dict)):
+                _flatten(a, ins)
+        if kwargs:
+            for a in kwargs.values():
+                _flatten(a, ins)
+        before = None
+        if kind == "inplace" and ins:
+            before = ins[0]._version
+        elif "out" in kwargs:
+            outs_kw = []
+            _flatten(kwargs["out"], outs_kw)
+            before = [(t, t._version) for t in outs_kw]
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as e:
+            self._failed_call(e, name, qualname, kind, grad_enabled, ins)
+            raise
+        outs = []
+        if isinstance(result, Tensor):
+            outs.append(result)
+        elif isinstance(result, (list, tuple, dict)):
+            _flatten(result, outs)
+        if not outs and kind != "inplace" and before is None:
+            return result
+        self._record(name, qualname, kind, grad_enabled, ins, outs, before, None)
+        return result
+
+    def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars):
+        """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None)."""
+        op_id = self.n_ops
+        if op_id >= self.max_ops:
+            self._truncate()
+            return None
+        self.n_ops = op_id + 1
+        seq = next(self.seq)
+        frame = self.snippet_frame()
+        line = frame.f_lineno if frame is not None else None
+        if self.names is not None and frame is not None:
+            key = (frame, line)
+            if key != self._last_frame_line:
+                self._last_frame_line = key
+                self.names.scan(frame)
+        lookup = self.ids.lookup
+        in_ids = []
+        for t in ins:
+            tid, new = lookup(t)
+            if new:
+                self._emit_info(t, tid, seq, None)
+            in_ids.append(tid)
+        out_ids = []
+        gname = None
+        versions = None
+        if outs:
+            first = outs[0]
+            g = first.grad_fn
+            if g is not None:
+                gname = g.name().removeprefix("torch::autograd::")
+                if self.backward is not None:
+                    self.backward.tag(g, op_id)
+            for t in outs:
+                tid, new = lookup(t)
+                if new:
+                    self._emit_info(t, tid, seq, op_id)
+                elif kind == "inplace" or kind == "requires_grad" or kind == "detach":
+                    self.update_state(t, tid)
+                out_ids.append(tid)
+            if kind == "call" and first._is_view() and first._base is not None:
+                kind = "view"
+        if before is not None:
+            if isinstance(before, int):
+                t0 = ins[0]
+                versions = {str(in_ids[0]): [before, t0._version]}
+                if not outs:
+                    self.update_state(t0, in_ids[0])
+            else:
+                versions = {str(lookup(t)[0]): [v, t._version] for t, v in before}
+        self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
+                       gname, self.module, _is_inference_mode_enabled(), kind, versions,
+                       scalars))
+        return op_id
+
+    def _failed_call(self, e, name, qualname, kind, grad_enabled, ins):
+        op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None)
+        tid = self.ids.get(ins[0]) if ins else None
+        self.failed = (e, op_id, tid)
+
+    def _truncate(self) -> None:
+        if self.recording:
+            self.recording = False
+            self.emit(P.Truncated("ops", self.max_ops,
+                                  f"Recording stopped after {self.max_ops:,} ops (the limit); "
+                                  "the snippet kept running, later ops are not shown."))
+
+    # -- special calls -------------------------------------------------------------
+    def _grad_read(self, func, args, kwargs):
+        result = func(*args, **kwargs)
+        t = args[0]
+        outs = [result] if isinstance(result, Tensor) else []
+        self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t], outs,
+                     None, None)
+        return result
+
+    def _grad_write(self, func, args, kwargs):
+        grad_enabled = _is_grad_enabled()
+        result = func(*args, **kwargs)
+        t = args[0]
+        ins = [t]
+        if len(args) > 1 and isinstance(args[1], Tensor):
+            ins.append(args[1])
+        op = self._record("grad", "torch.Tensor.grad", "grad_write", grad_enabled, ins, [],
+                          None, None if len(ins) > 1 else ["None"])
+        if op is not None:
+            tid = self.ids.get(t)
+            g = args[1] if len(args) > 1 else None
+            fields = {"grad": None, "grad_stats": None}
+            if isinstance(g, Tensor):
+                fields["grad"], fields["grad_stats"] = summaries.value_of(g, self.value_limit)
+            self.emit(P.TensorUpdate(tid, fields))
+        return result
+
+    def _requires_grad_set(self, func, args, kwargs):
+        grad_enabled = _is_grad_enabled()
+        result = func(*args, **kwargs)
+        t = args[0]
+        self._record("requires_grad", "torch.Tensor.requires_grad", "requires_grad",
+                     grad_enabled, [t], [t], None, [repr(args[1]) if len(args) > 1 else ""])
+        return result
+
+    def _data_get(self, func, args, kwargs):
+        return self._call(func, args, kwargs, "detach") if False else self._named_get(
+            func, args, kwargs, "data", "detach")
+
+    def _view_get(self, func, args, kwargs):
+        return self._named_get(func, args, kwargs, func.__self__.__name__, "view")
+
+    def _named_get(self, func, args, kwargs, name, kind):
+        grad_enabled = _is_grad_enabled()
+        result = func(*args, **kwargs)
+        if isinstance(result, Tensor):
+            self._record(name, "torch.Tensor." + name, kind, grad_enabled, [args[0]],
+                         [result], None, None)
+        return result
+
+    def _branch(self, func, args, kwargs):
+        kind = _BRANCH_KINDS.get(func.__name__, "item")
+        grad_enabled = _is_grad_enabled()
+        t = args[0] if args and isinstance(args[0], Tensor) else None
+        try:
+            value = func(*args, **kwargs)
+        except BaseException as e:
+            self._failed_call(e, func.__name__.strip("_"), "torch.Tensor." + func.__name__,
+                              "item", grad_enabled, [t] if t is not None else [])
+            raise
+        op_id = self._record(kind if kind != "int" and kind != "float" else kind,
+                             "torch.Tensor." + func.__name__,
+                             "bool" if kind == "bool" else "item", grad_enabled,
+                             [t] if t is not None else [], [], None, None)
+        if op_id is not None:
+            shown = value
+            if kind == "tolist" and t is not None and t.numel() > self.value_limit:
+                shown = None
+            elif isinstance(shown, complex):
+                shown = str(shown)
+            frame = self.snippet_frame()
+            bid = self.n_branches
+            self.n_branches = bid + 1
+            self.emit(P.Branch(bid, next(self.seq), frame.f_lineno if frame else None, kind,
+                               self.ids.get(t) if t is not None else None, shown, op_id))
+        return value
+
+    def _backward(self, func, args, kwargs):
+        if self.backward is None:
+            return func(*args, **kwargs)
+        return self.backward.run(func, args, kwargs)

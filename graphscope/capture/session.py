@@ -1,0 +1,181 @@
+"""Run one snippet in this process under the recorder (docs/architecture.md).
+
+``run_snippet(run, emit) -> End`` is the whole contract: every protocol message
+goes to ``emit`` in the order it happens, the End is returned (not emitted),
+and whatever happens every hook, mode, stream and patched global is restored
+before it returns.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+import linecache
+import sys
+import time
+import traceback
+import types
+import warnings
+
+import torch
+
+from graphscope import protocol as P
+from graphscope.capture import regions as regions_mod
+from graphscope.capture import summaries
+from graphscope.capture.backward import BackwardTracer
+from graphscope.capture.modules import ModuleHooks
+from graphscope.capture.names import NameTracker
+from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
+                                       closed_input)
+from graphscope.capture.recorder import Recorder
+
+
+def run_snippet(run: P.Run, emit) -> P.End:
+    """Run ``run.source`` as ``__main__`` under the recorder; see the module docstring."""
+    t0 = time.perf_counter()
+    seq = itertools.count()
+    filename = run.filename or "<snippet>"
+    try:
+        code = compile(run.source, filename, "exec", dont_inherit=True)
+    except SyntaxError as e:  # also IndentationError / TabError
+        return P.End("error", P.ErrorInfo(type(e).__name__, e.msg or str(e), e.lineno,
+                                          e.offset, _format_syntax_error(e)),
+                     None, time.perf_counter() - t0)
+    except (ValueError, OverflowError) as e:  # e.g. null bytes in the source
+        return P.End("error", P.ErrorInfo(type(e).__name__, str(e)), None,
+                     time.perf_counter() - t0)
+
+    for region in regions_mod.find_regions(run.source):
+        emit(P.Region(region.kind, region.grad_enabled, region.start_line, region.end_line,
+                      region.form, region.label))
+
+    module = types.ModuleType("__main__")
+    g = module.__dict__
+    g["__file__"] = filename
+    g["__builtins__"] = _snippet_builtins()
+    g["__cached__"] = None
+    _register_source(filename, run.source)
+
+    recorder = Recorder(run, emit, seq)
+    recorder.names = NameTracker(recorder.ids, emit)
+    recorder.backward = BackwardTracer(recorder)
+    hooks = ModuleHooks(recorder)
+    limit = OutputLimit(run.max_output, emit)
+
+    saved = (sys.stdout, sys.stderr, sys.stdin, sys.argv, sys.modules.get("__main__"),
+             torch.is_grad_enabled(), torch.get_default_dtype())
+    status, error, exit_code = "ok", None, None
+    try:
+        sys.stdout = CapturedStream("stdout", emit, seq, limit)
+        sys.stderr = CapturedStream("stderr", emit, seq, limit)
+        sys.stdin = ClosedStdin()
+        sys.argv = [filename]
+        sys.modules["__main__"] = module
+        hooks.install()
+        try:
+            with recorder:
+                exec(code, g)
+        except SystemExit as e:
+            status, exit_code = "exit", _exit_code(e)
+        except BaseException as e:  # KeyboardInterrupt (interrupt) included
+            status = "error"
+            error = _error_info(e, filename, recorder)
+        finally:
+            hooks.remove()
+            recorder.backward.remove_all()
+        try:
+            _finish(recorder, g)
+        except Exception:
+            pass  # final facts are best effort; the run's outcome stands
+        _flush(sys.stdout)
+        _flush(sys.stderr)
+    finally:
+        (sys.stdout, sys.stderr, sys.stdin, sys.argv, main, grad, dtype) = saved
+        if main is not None:
+            sys.modules["__main__"] = main
+        torch.set_grad_enabled(grad)
+        torch.set_default_dtype(dtype)
+    return P.End(status, error, exit_code, time.perf_counter() - t0)
+
+
+def _snippet_builtins() -> dict:
+    b = dict(builtins.__dict__)
+    b["input"] = closed_input
+    return b
+
+
+def _register_source(filename: str, source: str) -> None:
+    # so tracebacks and warnings can show the snippet's lines, as for a real file
+    if not (filename.startswith("<") and filename.endswith(">")) or True:
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def _flush(stream) -> None:
+    try:
+        stream.flush()
+    except Exception:
+        pass
+
+
+def _exit_code(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    # like the interpreter: a non-int code is printed to stderr and the status is 1
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _snippet_frames(tb, filename):
+    return [fs for fs in traceback.extract_tb(tb)
+            if fs.filename == filename and fs.name != "_graphscope_call"]
+
+
+def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
+    frames = _snippet_frames(e.__traceback__, filename)
+    line = frames[-1].lineno if frames else None
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames)
+    lines += traceback.format_exception_only(type(e), e)
+    op = tensor = None
+    if recorder.failed is not None and recorder.failed[0] is e:
+        op, tensor = recorder.failed[1], recorder.failed[2]
+    msg = str(e)
+    if isinstance(e, KeyError) and e.args:
+        msg = repr(e.args[0]) if len(e.args) == 1 else str(e)
+    return P.ErrorInfo(type(e).__name__, msg, line, None, "".join(lines), op, tensor)
+
+
+def _format_syntax_error(e: SyntaxError) -> str:
+    return "".join(traceback.format_exception_only(type(e), e))
+
+
+def _finish(recorder: Recorder, g: dict) -> None:
+    """Facts known only at the end: names still bound, final .grad, changed flags."""
+    recorder.names.scan_mapping(g)
+    limit = recorder.value_limit
+    emit = recorder.emit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for t, tid in recorder.ids.live():
+            fields = {}
+            try:
+                grad = t._grad
+                g_fn = t.grad_fn
+                gname = None if g_fn is None else g_fn.name().removeprefix("torch::autograd::")
+                now = (t.requires_grad, t.is_leaf, gname)
+                if recorder.state.get(tid) != now:
+                    fields.update(requires_grad=now[0], is_leaf=now[1], grad_fn=now[2])
+                if grad is not None:
+                    v, s = summaries.value_of(grad, limit)
+                    fields.update(grad=v, grad_stats=s)
+                if not now[1] and t.retains_grad:
+                    fields["retains_grad"] = True
+            except Exception:
+                continue
+            if fields:
+                emit(P.TensorUpdate(tid, fields))

@@ -1,0 +1,76 @@
+"""Value summaries of tensors: the whole value when small, statistics above.
+
+A Summary (see protocol.Summary) is ``{"value", "stats", "shape", "dtype"}``:
+``value`` is the nested list (or a number for 0-d) when ``numel <= limit``,
+else None; ``stats`` is ``{numel, min, max, mean, std}`` otherwise. Complex
+values are written as strings (``"(1+2j)"``) so a trace stays plain JSON;
+NaN and inf stay floats (the protocol writes them with ``allow_nan``).
+Everything here runs with grad disabled and never keeps the tensor.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+_no_grad = torch.no_grad
+_float_types = (torch.float16, torch.bfloat16)
+
+
+def value_of(t, limit: int):
+    """(value, stats) of ``t``: exactly one of them is not None (both None if unreadable)."""
+    try:
+        n = t.numel()
+        if n <= limit:
+            with _no_grad():
+                v = t.detach().tolist()
+            if t.is_complex():
+                v = _complex_to_text(v)
+            return v, None
+        return None, stats_of(t)
+    except Exception:  # meta / sparse / exotic tensors: no value, never an error
+        return None, None
+
+
+def stats_of(t) -> dict | None:
+    try:
+        with _no_grad():
+            d = t.detach()
+            n = d.numel()
+            if n == 0:
+                return {"numel": 0, "min": None, "max": None, "mean": None, "std": None}
+            if d.is_complex():
+                d = d.abs()
+            if d.dtype == torch.bool or not d.is_floating_point():
+                d = d.double()
+            elif d.dtype in _float_types:
+                d = d.float()
+            lo, hi = torch.aminmax(d)
+            if n > 1:
+                std, mean = torch.std_mean(d)
+                std = std.item()
+            else:
+                mean, std = d.reshape(()), 0.0
+            return {"numel": n, "min": lo.item(), "max": hi.item(),
+                    "mean": mean.item(), "std": std}
+    except Exception:
+        return None
+
+
+def summary(t, limit: int) -> dict | None:
+    """Summary dict of a tensor (or None for a non-tensor)."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    value, stats = value_of(t, limit)
+    return {"value": value, "stats": stats, "shape": list(t.shape),
+            "dtype": str(t.dtype).removeprefix("torch.")}
+
+
+def _complex_to_text(v):
+    if isinstance(v, list):
+        return [_complex_to_text(x) for x in v]
+    return str(v)
+
+
+def finite(x) -> bool:
+    return isinstance(x, float) and math.isfinite(x)
