@@ -1,0 +1,133 @@
+"""Lessons: a teacher's ordered scenarios, walked one after another.
+
+``LessonWalker`` is the cursor over the lesson (no widgets), ``LessonBar`` shows
+"3 / 10" with Previous / Next. The keys (N / P and Ctrl+PageDown / Ctrl+PageUp,
+beside the clicker's PageDown / PageUp that step the timeline) are bound by
+``classroom.py`` on the window.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+from graphscope import scenarios as _scn
+from graphscope.ui.presentation import NORMAL_PX
+
+
+def resolve_lesson(path, known=(), folders=()) -> tuple:
+    """``(title, scenarios, problems)`` for a lesson file.
+
+    Ids are looked up in ``known`` (scenarios already loaded), then in the
+    lesson's own folder and its parent (a lesson in ``scenarios/lessons/``
+    names scenarios in ``scenarios/``), then in the bundled folder. An id that
+    is nowhere is a problem, and the rest of the lesson still runs.
+    """
+    path = Path(path)
+    try:
+        lesson = _scn.load_lesson(path)
+    except _scn.ScenarioError as e:
+        return path.stem, [], list(e.problems)
+    except OSError as e:
+        return path.stem, [], [f"{path}:1: {e.strerror or e}"]
+    by_id = {s.id: s for s in known}
+    problems = []
+    dirs = [path.parent, path.parent.parent, *map(Path, folders), _scn.bundled_dir()]
+    for d in dirs:
+        if all(i in by_id for i in lesson.scenario_ids):
+            break
+        if d.is_dir():
+            for s in _scn.load_dir(d)[0]:
+                by_id.setdefault(s.id, s)
+    found = []
+    line = lesson.lines.get("scenarios", 1)
+    for sid in lesson.scenario_ids:
+        if sid in by_id:
+            found.append(by_id[sid])
+        else:
+            problems.append(f"{path}:{line}: lesson names unknown scenario '{sid}'")
+    return lesson.title, found, problems
+
+
+class LessonWalker(QObject):
+    """Where we are in a lesson. ``scenario_changed(scenario)`` on every move."""
+
+    scenario_changed = Signal(object)
+
+    def __init__(self, scenarios=(), title: str = "", parent=None):
+        super().__init__(parent)
+        self.title = title
+        self.scenarios = list(scenarios)
+        self.index = 0
+
+    def start(self, index: int = 0):
+        if self.scenarios:
+            self.index = max(0, min(index, len(self.scenarios) - 1))
+            self.scenario_changed.emit(self.current)
+
+    @property
+    def current(self):
+        return self.scenarios[self.index] if self.scenarios else None
+
+    def next(self) -> bool:
+        if self.index + 1 >= len(self.scenarios):
+            return False
+        self.index += 1
+        self.scenario_changed.emit(self.current)
+        return True
+
+    def previous(self) -> bool:
+        if self.index <= 0 or not self.scenarios:
+            return False
+        self.index -= 1
+        self.scenario_changed.emit(self.current)
+        return True
+
+    def progress_text(self) -> str:
+        if not self.scenarios:
+            return "0 / 0"
+        return f"{self.index + 1} / {len(self.scenarios)}"
+
+
+class LessonBar(QWidget):
+    """``Lesson title   < Previous   3 / 10   Next >``."""
+
+    def __init__(self, walker: LessonWalker, parent=None):
+        super().__init__(parent)
+        self.setObjectName("LessonBar")
+        self.walker = walker
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(6, 2, 6, 2)
+        self.title_label = QLabel(objectName="LessonTitle")
+        self.prev_button = QPushButton("\u25C0 Previous (P)")
+        self.progress_label = QLabel(objectName="LessonProgress")
+        self.next_button = QPushButton("Next (N) \u25B6")
+        for b in (self.prev_button, self.next_button):
+            b.setFocusPolicy(Qt.NoFocus)
+        self.prev_button.clicked.connect(walker.previous)
+        self.next_button.clicked.connect(walker.next)
+        lay.addWidget(self.title_label, 1)
+        lay.addWidget(self.prev_button)
+        lay.addWidget(self.progress_label)
+        lay.addWidget(self.next_button)
+        walker.scenario_changed.connect(self.refresh)
+        self.set_text_scale(1.0)
+        self.refresh()
+
+    def refresh(self, *_):
+        w = self.walker
+        self.title_label.setText(w.title)
+        self.progress_label.setText(w.progress_text())
+        self.prev_button.setEnabled(w.index > 0)
+        self.next_button.setEnabled(w.index + 1 < len(w.scenarios))
+
+    def set_text_scale(self, factor: float, min_px: int | None = None):
+        px = max(min_px or 0, round(NORMAL_PX * max(0.5, float(factor))))
+        f = QFont(self.font())
+        f.setPixelSize(px)
+        self.setFont(f)
+        self.setStyleSheet(f"#LessonBar QLabel, #LessonBar QPushButton {{ font-size: {px}px; }}"
+                           f" #LessonProgress {{ font-weight: 700; padding: 0 {px // 2}px; }}"
+                           f" #LessonTitle {{ font-weight: 700; }}")

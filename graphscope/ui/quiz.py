@@ -1,0 +1,411 @@
+"""Quiz panel: one scenario's question, options, hint, reveal and the session score.
+
+The panel never runs anything itself. It shows the question and options before
+any code runs, asks for the output to stay hidden when the scenario says seeing
+it would give the answer away, and on Reveal emits ``reveal_requested`` so the
+window (wired in ``classroom.py``) runs the snippet live. That keeps the panel
+testable without a window or a worker.
+
+NOTE [no colour alone]: right and wrong options are marked with a glyph and a
+word as well as a colour (Okabe-Ito blue / vermillion), so the marks read the
+same to colour-blind viewers and on a washed-out projector.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QKeyEvent
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
+                               QSizePolicy, QVBoxLayout, QWidget)
+
+from graphscope.ui.presentation import NORMAL_PX, palette
+
+OPTION_KEYS = "ABCDEFGH"
+
+
+@dataclass
+class QuizScore:
+    """Score for the session: the first answer given to each scenario counts."""
+    answers: dict = field(default_factory=dict)   # scenario id -> (chosen, correct: bool)
+
+    def record(self, scenario_id: str, chosen: str, correct: bool) -> bool:
+        """Record an answer; False if this scenario was already answered."""
+        if scenario_id in self.answers:
+            return False
+        self.answers[scenario_id] = (chosen, correct)
+        return True
+
+    @property
+    def correct(self) -> int:
+        return sum(1 for _, ok in self.answers.values() if ok)
+
+    @property
+    def answered(self) -> int:
+        return len(self.answers)
+
+    def text(self) -> str:
+        return f"Score {self.correct} / {self.answered}"
+
+
+def rich(text: str) -> str:
+    """Plain scenario text -> minimal HTML: `code` spans, paragraphs, line breaks."""
+    if not text:
+        return ""
+    parts = re.split(r"(`[^`]+`)", str(text).strip())
+    out = []
+    for p in parts:
+        if len(p) > 2 and p.startswith("`") and p.endswith("`"):
+            out.append(f"<code>{html.escape(p[1:-1])}</code>")
+        else:
+            out.append(html.escape(p))
+    body = "".join(out)
+    return body.replace("\n\n", "<br><br>").replace("\n", "<br>")
+
+
+def _option_list(scenario) -> list[tuple[str, str]]:
+    opts = getattr(scenario, "options", None) or []
+    result = []
+    for i, o in enumerate(opts):
+        if isinstance(o, dict):
+            result.append((str(o.get("key", OPTION_KEYS[i])).upper(), str(o.get("text", ""))))
+        elif isinstance(o, (list, tuple)) and len(o) == 2:
+            result.append((str(o[0]).upper(), str(o[1])))
+        else:   # an object with key/text, or a bare string
+            key = getattr(o, "key", None) or OPTION_KEYS[i]
+            result.append((str(key).upper(), str(getattr(o, "text", o))))
+    return result
+
+
+def _mistakes(scenario) -> list[str]:
+    m = getattr(scenario, "mistakes", None) or []
+    if isinstance(m, str):
+        return [m] if m.strip() else []
+    return [str(x) for x in m if str(x).strip()]
+
+
+class OptionButton(QPushButton):
+    """One answer option: the key in a badge-like prefix, the text wrapped."""
+
+    def __init__(self, key: str, text: str, parent=None):
+        super().__init__(parent)
+        self.key = key
+        self.option_text = text
+        self.mark = ""          # "" | "right" | "wrong" | "chosen"
+        self.setCheckable(True)
+        self.setFocusPolicy(Qt.NoFocus)   # keys A-D go to the panel, never "click" twice
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Minimum)
+        self._label = QLabel(self)
+        self._label.setWordWrap(True)
+        self._label.setTextFormat(Qt.RichText)
+        self._label.setAttribute(Qt.WA_TransparentForMouseEvents)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 8)
+        lay.addWidget(self._label)
+        self.refresh()
+
+    def refresh(self):
+        glyph = {"right": "\u2714 ", "wrong": "\u2718 "}.get(self.mark, "")
+        word = {"right": "  <b>(correct)</b>", "wrong": "  <b>(your answer)</b>"}.get(self.mark, "")
+        self._label.setText(f"<b>{glyph}{self.key}</b>&nbsp;&nbsp;{rich(self.option_text)}{word}")
+        self.setProperty("mark", self.mark or "none")
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self.updateGeometry()
+
+    def sizeHint(self):
+        s = self._label.sizeHint()
+        m = self.layout().contentsMargins()
+        s.setHeight(self._label.heightForWidth(max(self.width() - 24, 100)) + m.top() + m.bottom())
+        return s
+
+    def hasHeightForWidth(self):
+        return True
+
+    def heightForWidth(self, w):
+        m = self.layout().contentsMargins()
+        return self._label.heightForWidth(max(w - m.left() - m.right(), 50)) + m.top() + m.bottom()
+
+    def label_text(self) -> str:
+        return self._label.text()
+
+
+class QuizPanel(QWidget):
+    """The question of one scenario, its options (keys A-D), Hint and Reveal.
+
+    Signals: ``answer_chosen(key)``, ``reveal_requested(scenario)`` (the window
+    runs the snippet), ``output_hidden_changed(bool)`` (hide console and printed
+    values while True), ``score_changed(correct, answered)``.
+    """
+
+    answer_chosen = Signal(str)
+    reveal_requested = Signal(object)
+    output_hidden_changed = Signal(bool)
+    score_changed = Signal(int, int)
+
+    def __init__(self, scenario=None, score: QuizScore | None = None, parent=None):
+        super().__init__(parent)
+        self.setObjectName("QuizPanel")
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.scenario = None
+        self.score = score if score is not None else QuizScore()
+        self.chosen: str | None = None
+        self.revealed = False
+        self.hint_shown = False
+        self.output_hidden = False
+        self._scale = 1.0
+        self._min_px = NORMAL_PX
+        self._theme = "light"
+        self.buttons: list[OptionButton] = []
+        self._build()
+        self.set_scenario(scenario)
+
+    # -- construction --------------------------------------------------------
+    def _build(self):
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        outer.addWidget(self.scroll)
+        body = QWidget()
+        body.setObjectName("QuizBody")
+        self.scroll.setWidget(body)
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(14, 12, 14, 12)
+        lay.setSpacing(10)
+
+        self.meta_label = QLabel(objectName="QuizMeta")
+        self.title_label = QLabel(objectName="QuizTitle", wordWrap=True)
+        self.question_label = QLabel(objectName="QuizQuestion", wordWrap=True)
+        self.question_label.setTextFormat(Qt.RichText)
+        self.question_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        for w in (self.meta_label, self.title_label, self.question_label):
+            lay.addWidget(w)
+
+        self.options_box = QVBoxLayout()
+        self.options_box.setSpacing(8)
+        lay.addLayout(self.options_box)
+
+        row = QHBoxLayout()
+        self.hint_button = QPushButton("Hint (H)", objectName="QuizHintButton")
+        self.reveal_button = QPushButton("Reveal (R)", objectName="QuizRevealButton")
+        self.hint_button.clicked.connect(self.show_hint)
+        self.reveal_button.clicked.connect(self.reveal)
+        for b in (self.hint_button, self.reveal_button):
+            b.setFocusPolicy(Qt.NoFocus)
+            row.addWidget(b)
+        row.addStretch(1)
+        self.score_label = QLabel(objectName="QuizScore")
+        row.addWidget(self.score_label)
+        lay.addLayout(row)
+
+        self.hidden_label = QLabel(
+            "Output is hidden until Reveal: it would give the answer away.",
+            objectName="QuizHiddenNote", wordWrap=True)
+        self.hint_label = QLabel(objectName="QuizHint", wordWrap=True)
+        self.result_label = QLabel(objectName="QuizResult", wordWrap=True)
+        self.explanation_label = QLabel(objectName="QuizExplanation", wordWrap=True)
+        self.note_label = QLabel(objectName="QuizNote", wordWrap=True)
+        self.mistakes_label = QLabel(objectName="QuizMistakes", wordWrap=True)
+        for w in (self.hidden_label, self.hint_label, self.result_label,
+                  self.explanation_label, self.note_label, self.mistakes_label):
+            w.setTextFormat(Qt.RichText)
+            w.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            lay.addWidget(w)
+        lay.addStretch(1)
+        self._apply_style()
+
+    # -- scenario ------------------------------------------------------------
+    def set_scenario(self, scenario):
+        """Show a new scenario's question, unanswered and unrevealed."""
+        self.scenario = scenario
+        self.chosen = None
+        self.revealed = False
+        self.hint_shown = False
+        for b in self.buttons:
+            self.options_box.removeWidget(b)
+            b.deleteLater()
+        self.buttons = []
+        if scenario is None:
+            self.meta_label.setText("")
+            self.title_label.setText("No scenario")
+            self.question_label.setText("Open a scenario from the browser (Scenarios menu).")
+        else:
+            cat = str(getattr(scenario, "category", "") or "").replace("_", " ")
+            diff = str(getattr(scenario, "difficulty", "") or "")
+            self.meta_label.setText(" \u00b7 ".join(x for x in (cat.title(), diff) if x))
+            self.title_label.setText(str(getattr(scenario, "title", "") or scenario.id))
+            self.question_label.setText(rich(getattr(scenario, "question", "")))
+            for key, text in _option_list(scenario):
+                b = OptionButton(key, text)
+                b.clicked.connect(lambda _=False, k=key: self.choose(k))
+                self.options_box.addWidget(b)
+                self.buttons.append(b)
+        for w in (self.hint_label, self.result_label, self.explanation_label,
+                  self.note_label, self.mistakes_label):
+            w.clear()
+            w.hide()
+        has_hint = bool(scenario is not None and getattr(scenario, "hint", ""))
+        self.hint_button.setEnabled(has_hint)
+        self.reveal_button.setEnabled(scenario is not None)
+        self._set_output_hidden(bool(scenario is not None
+                                     and getattr(scenario, "reveal_hides_output", False)))
+        self._update_score()
+        self._apply_style()
+
+    @property
+    def answer(self) -> str | None:
+        a = getattr(self.scenario, "answer", None)
+        return str(a).upper() if a else None
+
+    # -- learner actions -----------------------------------------------------
+    def choose(self, key: str):
+        """Pick an option (before Reveal; the pick can change until then)."""
+        key = key.upper()
+        if self.revealed or not any(b.key == key for b in self.buttons):
+            for b in self.buttons:   # a checkable button toggles itself: undo
+                b.setChecked(b.key == self.chosen)
+            return
+        self.chosen = key
+        for b in self.buttons:
+            b.setChecked(b.key == key)
+        self.answer_chosen.emit(key)
+
+    def show_hint(self):
+        if self.scenario is None or not getattr(self.scenario, "hint", ""):
+            return
+        self.hint_shown = True
+        self.hint_label.setText(f"<b>Hint</b><br>{rich(self.scenario.hint)}")
+        self.hint_label.show()
+
+    def reveal(self):
+        """Mark the right option (and a wrong pick), show explanation, note and
+        common mistakes, unhide output, count the score, and ask for a live run."""
+        if self.scenario is None:
+            return
+        first = not self.revealed
+        self.revealed = True
+        right = self.answer
+        for b in self.buttons:
+            b.mark = "right" if b.key == right else ("wrong" if b.key == self.chosen else "")
+            b.setChecked(b.key == self.chosen)
+            b.refresh()
+        if self.chosen is None:
+            verdict = f"The answer is <b>{right}</b>."
+        elif self.chosen == right:
+            verdict = f"\u2714 <b>Correct</b>: {right}."
+        else:
+            verdict = f"\u2718 <b>Not quite</b>: you chose {self.chosen}, the answer is <b>{right}</b>."
+        self.result_label.setText(verdict)
+        self.result_label.setProperty("verdict", "none" if self.chosen is None
+                                      else ("right" if self.chosen == right else "wrong"))
+        self.result_label.show()
+        expl = getattr(self.scenario, "explanation", "")
+        if expl:
+            self.explanation_label.setText(f"<b>Why</b><br>{rich(expl)}")
+            self.explanation_label.show()
+        note = getattr(self.scenario, "note", "")
+        if note:
+            self.note_label.setText(f"<b>What PyTorch really does</b><br>{rich(note)}")
+            self.note_label.show()
+        mistakes = _mistakes(self.scenario)
+        if mistakes:
+            items = "".join(f"<li>{rich(m)}</li>" for m in mistakes)
+            self.mistakes_label.setText(f"<b>Common mistakes</b><ul>{items}</ul>")
+            self.mistakes_label.show()
+        if first and self.chosen is not None:
+            self.score.record(str(self.scenario.id), self.chosen, self.chosen == right)
+        self._update_score()
+        self._set_output_hidden(False)
+        self._apply_style()
+        self.reveal_requested.emit(self.scenario)
+
+    def handle_key(self, key: int, text: str = "") -> bool:
+        """Quiz keys: A-D pick, H hint, R reveal. True if used."""
+        t = (text or "").upper()
+        if len(t) == 1 and t in OPTION_KEYS and any(b.key == t for b in self.buttons):
+            self.choose(t)
+            return True
+        if t == "H":
+            self.show_hint()
+            return True
+        if t == "R":
+            self.reveal()
+            return True
+        return False
+
+    def keyPressEvent(self, e: QKeyEvent):
+        if not (e.modifiers() & (Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier)) \
+                and self.handle_key(e.key(), e.text()):
+            e.accept()
+            return
+        super().keyPressEvent(e)
+
+    # -- view state ----------------------------------------------------------
+    def _set_output_hidden(self, hidden: bool):
+        self.hidden_label.setVisible(hidden)
+        if hidden != self.output_hidden:
+            self.output_hidden = hidden
+            self.output_hidden_changed.emit(hidden)
+
+    def _update_score(self):
+        self.score_label.setText(self.score.text())
+        self.score_changed.emit(self.score.correct, self.score.answered)
+
+    def option(self, key: str) -> OptionButton:
+        return next(b for b in self.buttons if b.key == key.upper())
+
+    # -- presentation --------------------------------------------------------
+    def set_text_scale(self, factor: float, min_px: int | None = None):
+        """Scale every text in the panel; ``min_px`` is the smallest text allowed."""
+        self._scale = max(0.5, float(factor))
+        if min_px is not None:
+            self._min_px = int(min_px)
+        self._apply_style()
+
+    def set_theme(self, name: str):
+        self._theme = name
+        self._apply_style()
+
+    def base_px(self) -> int:
+        return max(self._min_px, round(NORMAL_PX * self._scale))
+
+    def _apply_style(self):
+        px = self.base_px()
+        c = palette(self._theme)
+        f = QFont(self.font())
+        f.setPixelSize(px)
+        self.setFont(f)
+        self.setStyleSheet(f"""
+            #QuizPanel, #QuizBody {{ background: {c['bg']}; color: {c['fg']}; }}
+            QLabel {{ color: {c['fg']}; font-size: {px}px; }}
+            #QuizMeta {{ color: {c['muted']}; font-size: {px}px; font-weight: 600; }}
+            #QuizTitle {{ font-size: {round(px * 1.35)}px; font-weight: 700; }}
+            #QuizQuestion {{ font-size: {round(px * 1.15)}px; }}
+            code {{ font-family: monospace; }}
+            QPushButton {{ font-size: {px}px; padding: {px // 3}px {px}px;
+                           background: {c['button']}; color: {c['fg']};
+                           border: 2px solid {c['border']}; border-radius: 6px; }}
+            QPushButton:disabled {{ color: {c['muted']}; }}
+            OptionButton {{ text-align: left; }}
+            OptionButton:checked {{ border: 4px solid {c['accent']}; background: {c['chosen_bg']}; }}
+            OptionButton[mark="right"] {{ border: 4px solid {c['right']}; background: {c['right_bg']}; }}
+            OptionButton[mark="wrong"] {{ border: 4px dashed {c['wrong']}; background: {c['wrong_bg']}; }}
+            #QuizScore {{ font-weight: 700; }}
+            #QuizHiddenNote {{ color: {c['muted']}; font-style: italic; }}
+            #QuizHint {{ background: {c['hint_bg']}; border-left: 5px solid {c['accent']}; padding: 6px; }}
+            #QuizResult {{ font-size: {round(px * 1.2)}px; }}
+            #QuizResult[verdict="right"] {{ color: {c['right']}; }}
+            #QuizResult[verdict="wrong"] {{ color: {c['wrong']}; }}
+            #QuizNote {{ background: {c['note_bg']}; border-left: 5px solid {c['wrong']}; padding: 6px; }}
+            #QuizMistakes {{ padding: 2px; }}
+        """)
+        for b in self.buttons:
+            b.style().unpolish(b)
+            b.style().polish(b)
+        self.result_label.style().unpolish(self.result_label)
+        self.result_label.style().polish(self.result_label)

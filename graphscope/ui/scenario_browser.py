@@ -1,0 +1,232 @@
+"""Scenario browser: scenarios by category and difficulty, a search box, and the
+problems of files that did not load.
+
+Double-click or Enter on a scenario emits ``scenario_activated(scenario)``; the
+window (``classroom.py``) loads its snippet and shows its question. A teacher's
+folder is added with ``add_folder``: its broken files are listed with their
+``file:line: problem`` and never keep the other scenarios from showing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QKeyEvent
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from graphscope import scenarios as _scn
+from graphscope.ui.presentation import NORMAL_PX
+
+ALL = "All"
+_ROLE = Qt.UserRole + 1
+
+
+def category_title(cat: str) -> str:
+    return {"predict_output": "Predict output", "model_choice": "Model choice"}.get(
+        cat, str(cat).replace("_", " ").capitalize())
+
+
+def _cat_rank(cat: str) -> int:
+    return _scn.CATEGORIES.index(cat) if cat in _scn.CATEGORIES else len(_scn.CATEGORIES)
+
+
+def _diff_rank(diff: str) -> int:
+    return _scn.DIFFICULTIES.index(diff) if diff in _scn.DIFFICULTIES else len(_scn.DIFFICULTIES)
+
+
+def matches(scenario, text: str) -> bool:
+    """Search: every word must appear in the id, title, question, category, tags or snippet."""
+    words = text.lower().split()
+    if not words:
+        return True
+    hay = " ".join(str(x) for x in (
+        scenario.id, getattr(scenario, "title", ""), getattr(scenario, "question", ""),
+        getattr(scenario, "category", ""), category_title(getattr(scenario, "category", "")),
+        getattr(scenario, "difficulty", ""), " ".join(getattr(scenario, "tags", ()) or ()),
+        getattr(scenario, "snippet", ""))).lower()
+    return all(w in hay for w in words)
+
+
+class _Tree(QTreeWidget):
+    """Enter opens the current scenario (double-click does too)."""
+    enter_pressed = Signal(object)
+
+    def keyPressEvent(self, e: QKeyEvent):
+        if e.key() in (Qt.Key_Return, Qt.Key_Enter) and self.currentItem() is not None:
+            self.enter_pressed.emit(self.currentItem())
+            e.accept()
+            return
+        super().keyPressEvent(e)
+
+
+class ScenarioBrowser(QWidget):
+    """Scenarios grouped by category, sorted by difficulty, filtered by search,
+    category and difficulty. ``scenario_activated(scenario)`` on double-click/Enter."""
+
+    scenario_activated = Signal(object)
+
+    def __init__(self, scenarios=(), problems=(), parent=None):
+        super().__init__(parent)
+        self.setObjectName("ScenarioBrowser")
+        self.scenarios: list = []
+        self.problems: list[str] = []
+        self.folders: list[Path] = []
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        self.search = QLineEdit(placeholderText="Search scenarios\u2026", objectName="ScenarioSearch")
+        self.search.setClearButtonEnabled(True)
+        lay.addWidget(self.search)
+        row = QHBoxLayout()
+        self.category_box = QComboBox(objectName="CategoryFilter")
+        self.difficulty_box = QComboBox(objectName="DifficultyFilter")
+        row.addWidget(self.category_box, 1)
+        row.addWidget(self.difficulty_box, 1)
+        lay.addLayout(row)
+        self.tree = _Tree(objectName="ScenarioTree")
+        self.tree.setHeaderLabels(["Scenario", "Difficulty"])
+        self.tree.setRootIsDecorated(True)
+        self.tree.setUniformRowHeights(False)
+        self.tree.setWordWrap(True)
+        lay.addWidget(self.tree, 1)
+        self.count_label = QLabel(objectName="ScenarioCount")
+        lay.addWidget(self.count_label)
+        self.problems_label = QLabel("Files that did not load", objectName="ProblemsTitle")
+        self.problems_list = QListWidget(objectName="ScenarioProblems")
+        self.problems_list.setWordWrap(True)
+        lay.addWidget(self.problems_label)
+        lay.addWidget(self.problems_list)
+
+        self.search.textChanged.connect(self.refilter)
+        self.category_box.currentIndexChanged.connect(self.refilter)
+        self.difficulty_box.currentIndexChanged.connect(self.refilter)
+        self.tree.itemActivated.connect(self._on_item_activated)
+        self.tree.enter_pressed.connect(self._on_item_activated)
+        self.set_scenarios(scenarios, problems)
+        self.set_text_scale(1.0)
+
+    # -- content --------------------------------------------------------------
+    def set_scenarios(self, scenarios, problems=()):
+        """Replace the list (the bundled scenarios, say)."""
+        self.scenarios = list(scenarios)
+        self.problems = [str(p) for p in problems]
+        self._rebuild()
+
+    def add_scenarios(self, scenarios, problems=()):
+        """Add scenarios; one with an id already listed replaces the older one."""
+        new = {s.id: s for s in scenarios}
+        self.scenarios = [s for s in self.scenarios if s.id not in new] + list(scenarios)
+        self.problems += [str(p) for p in problems]
+        self._rebuild()
+
+    def add_folder(self, path) -> tuple:
+        """Load a teacher's folder (``scenarios.load_dir``): good files are added,
+        broken ones listed with ``file:line: problem``. Returns (scenarios, problems)."""
+        path = Path(path)
+        try:
+            found, problems = _scn.load_dir(path)
+        except Exception as e:   # a loader bug must not take the window down
+            found, problems = [], [f"{path}:1: could not read the folder: {e}"]
+        self.folders.append(path)
+        self.add_scenarios(found, problems)
+        return found, problems
+
+    def find(self, scenario_id: str):
+        return next((s for s in self.scenarios if s.id == scenario_id), None)
+
+    def _rebuild(self):
+        cats = sorted({s.category for s in self.scenarios}, key=_cat_rank)
+        diffs = sorted({s.difficulty for s in self.scenarios}, key=_diff_rank)
+        for box, values, title in ((self.category_box, cats, category_title),
+                                   (self.difficulty_box, diffs, str)):
+            current = box.currentData()
+            box.blockSignals(True)
+            box.clear()
+            box.addItem("All categories" if box is self.category_box else "All difficulties", ALL)
+            for v in values:
+                box.addItem(title(v), v)
+            i = box.findData(current)
+            box.setCurrentIndex(i if i >= 0 else 0)
+            box.blockSignals(False)
+        self.problems_list.clear()
+        for p in self.problems:
+            self.problems_list.addItem(p)
+        has_problems = bool(self.problems)
+        self.problems_label.setVisible(has_problems)
+        self.problems_list.setVisible(has_problems)
+        self.refilter()
+
+    # -- filtering ------------------------------------------------------------
+    def set_filter(self, text: str = None, category: str = None, difficulty: str = None):
+        """Set any of the search text, category and difficulty (``None`` keeps it)."""
+        if category is not None:
+            self.category_box.setCurrentIndex(max(0, self.category_box.findData(category)))
+        if difficulty is not None:
+            self.difficulty_box.setCurrentIndex(max(0, self.difficulty_box.findData(difficulty)))
+        if text is not None:
+            self.search.setText(text)
+        self.refilter()
+
+    def filtered(self) -> list:
+        cat = self.category_box.currentData() or ALL
+        diff = self.difficulty_box.currentData() or ALL
+        text = self.search.text()
+        out = [s for s in self.scenarios
+               if (cat == ALL or s.category == cat) and (diff == ALL or s.difficulty == diff)
+               and matches(s, text)]
+        return sorted(out, key=lambda s: (_cat_rank(s.category), _diff_rank(s.difficulty), s.title))
+
+    def visible_ids(self) -> list[str]:
+        """Ids shown, in display order (for tests and for "first match")."""
+        ids = []
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            ids += [top.child(j).data(0, _ROLE).id for j in range(top.childCount())]
+        return ids
+
+    def refilter(self, *_):
+        self.tree.clear()
+        shown = self.filtered()
+        groups: dict = {}
+        for s in shown:
+            top = groups.get(s.category)
+            if top is None:
+                top = QTreeWidgetItem([category_title(s.category), ""])
+                f = QFont(top.font(0))
+                f.setBold(True)
+                top.setFont(0, f)
+                top.setFlags(Qt.ItemIsEnabled)
+                groups[s.category] = top
+                self.tree.addTopLevelItem(top)
+            item = QTreeWidgetItem([s.title, s.difficulty])
+            item.setData(0, _ROLE, s)
+            item.setToolTip(0, f"{s.id}\n{s.question}")
+            top.addChild(item)
+        self.tree.expandAll()
+        n, total = len(shown), len(self.scenarios)
+        self.count_label.setText(f"{n} of {total} scenarios" if n != total else f"{total} scenarios")
+        first = self.tree.topLevelItem(0)
+        if first is not None and first.childCount():
+            self.tree.setCurrentItem(first.child(0))
+
+    # -- opening ----------------------------------------------------------------
+    def _on_item_activated(self, item, *_):
+        s = item.data(0, _ROLE) if item is not None else None
+        if s is not None:
+            self.scenario_activated.emit(s)
+
+    def activate(self, scenario_id: str) -> bool:
+        s = self.find(scenario_id)
+        if s is not None:
+            self.scenario_activated.emit(s)
+        return s is not None
+
+    # -- presentation -------------------------------------------------------------
+    def set_text_scale(self, factor: float, min_px: int | None = None):
+        px = max(min_px or 0, round(NORMAL_PX * max(0.5, float(factor))))
+        f = QFont(self.font())
+        f.setPixelSize(px)
+        self.setFont(f)
+        self.setStyleSheet(f"#ScenarioBrowser, #ScenarioBrowser * {{ font-size: {px}px; }}"
+                           f" #ScenarioProblems {{ color: #D55E00; }}")
+        self.tree.setColumnWidth(0, max(180, px * 16))
