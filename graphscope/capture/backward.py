@@ -1,16 +1,240 @@
-"""Backward passes (stub, grown below)."""
+"""Backward passes: one BackwardStep per autograd Node the engine executes.
+
+``Tensor.backward`` and ``torch.autograd.grad`` both reach the recorder's
+``__torch_function__``; ``BackwardTracer.run`` then
+
+1. emits the BackwardCall,
+2. walks the graph from the roots iteratively (chains of 20,000 ops are
+   normal; recursion would overflow) and puts a prehook and a post hook on
+   every Node it finds,
+3. runs the real call. The mode is off while its handler runs, so torch calls
+   made inside the user's tensor hooks and custom ``autograd.Function.backward``
+   run normally but are not recorded as ops (re-entering the mode would
+   dispatch ``Tensor.backward`` to itself again),
+4. removes every handle in ``finally``, whatever the engine raised.
+
+NOTE [node ids]: a Node's Python wrapper is not stable (PyTorch makes a new
+one when the old one died), so the forward op that made a Node and the
+Node's stable id are stored in ``node.metadata`` (a dict owned by the C++
+Node), under ``_KEY``. AccumulateGrad nodes can be recreated for the same leaf
+across graphs, so their id is keyed by the leaf's tensor id instead: two
+backward calls into the same leaf show the same node.
+
+A step's ``seq`` is taken in the prehook (when the engine starts the node);
+the message is emitted from the post hook, when the gradients it sent and a
+leaf's new ``.grad`` are known. Steps whose node raised are emitted in
+``finally`` without what they would have sent.
+"""
 from __future__ import annotations
+
+import torch
+from torch.autograd.graph import get_gradient_edge
+
+from graphscope import protocol as P
+from graphscope.capture.summaries import summary
+
+_KEY = "graphscope"
+Tensor = torch.Tensor
 
 
 class BackwardTracer:
     def __init__(self, recorder) -> None:
-        self.recorder = recorder
+        self.r = recorder
+        self.n_calls = 0
+        self.n_steps = 0
+        self.n_nodes = 0
+        self.acc_nodes: dict[int, int] = {}   # leaf tensor id -> node id
+        self._handles: list = []
 
-    def tag(self, grad_fn, op_id) -> None:
-        pass
+    # -- forward side ---------------------------------------------------------------
+    def tag(self, grad_fn, op_id, out_tid=None) -> None:
+        """Remember that ``grad_fn`` was made by op ``op_id`` (NOTE [node ids])."""
+        try:
+            grad_fn.metadata[_KEY] = [op_id, out_tid, None]
+        except Exception:
+            pass
 
+    # -- backward call ----------------------------------------------------------------
     def run(self, func, args, kwargs):
-        return func(*args, **kwargs)
+        r = self.r
+        is_grad = func is torch.autograd.grad
+        if is_grad:
+            outputs = args[0] if args else kwargs.get("outputs")
+            inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
+            retain = _arg(args, kwargs, 3, "retain_graph", None)
+            create = bool(_arg(args, kwargs, 4, "create_graph", False))
+        else:
+            outputs = args[0]
+            inputs = _arg(args, kwargs, 4, "inputs", None)
+            retain = _arg(args, kwargs, 2, "retain_graph", None)
+            create = bool(_arg(args, kwargs, 3, "create_graph", False))
+        if retain is None:
+            retain = create
+        roots = _tensors(outputs)
+        ins = _tensors(inputs)
+        if r.n_ops >= r.max_ops:
+            r._truncate()
+        if not r.recording:
+            return func(*args, **kwargs)
+
+        seq = next(r.seq)
+        frame = r.snippet_frame()
+        if frame is not None:
+            r.names.scan(frame)
+        call_id = self.n_calls
+        self.n_calls = call_id + 1
+        root_ids = [r.tensor_id(t, seq) for t in roots]
+        in_ids = [r.tensor_id(t, seq) for t in ins]
+        r.emit(P.BackwardCall(call_id, seq, "grad" if is_grad else "backward",
+                              frame.f_lineno if frame is not None else None,
+                              root_ids, in_ids, bool(retain), create))
+
+        pending: dict[int, list] = {}   # node id -> [seq, node, grad_outputs, grad_before]
+        handles = self._handles
+        start = len(handles)
+        try:
+            self._hook_graph(call_id, roots, pending)
+            result = func(*args, **kwargs)
+        except BaseException as e:
+            if r.failed is None or r.failed[0] is not e:
+                r.failed = (e, None, root_ids[0] if root_ids else None)
+            raise
+        finally:
+            for h in handles[start:]:
+                h.remove()
+            del handles[start:]
+            for nid, p in sorted(pending.items(), key=lambda kv: kv[1][0]):
+                self._emit_step(call_id, nid, p, None, None)
+            pending.clear()
+        if is_grad and r.recording:
+            outs = _tensors(result)
+            for t in outs:
+                r.tensor_id(t, seq)
+        return result
+
+    def _hook_graph(self, call_id, roots, pending) -> None:
+        """Put a prehook and a post hook on every Node reachable from the roots."""
+        stack = []
+        for t in roots:
+            node = t.grad_fn
+            if node is None and t.requires_grad:
+                try:
+                    node = get_gradient_edge(t).node
+                except Exception:
+                    node = None
+            if node is not None:
+                stack.append(node)
+        seen: set[int] = set()
+        keep = []       # wrappers stay alive during the call, so id() stays unique
+        handles = self._handles
+        limit = self.r.value_limit
+        node_id = self._node_id
+        emit_step = self._emit_step
+        r = self.r
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            keep.append(node)
+            nid = node_id(node)
+            for nxt, _ in node.next_functions:
+                if nxt is not None and id(nxt) not in seen:
+                    stack.append(nxt)
+
+            def pre(grad_outputs, node=node, nid=nid):
+                was = r.recording
+                r.recording = False
+                try:
+                    before = None
+                    var = getattr(node, "variable", None) if _is_acc(node) else None
+                    if var is not None:
+                        before = summary(var._grad, limit) if var._grad is not None else None
+                    pending[nid] = [next(r.seq), node,
+                                    [summary(g, limit) for g in grad_outputs], before]
+                finally:
+                    r.recording = was
+
+            def post(grad_inputs, grad_outputs, nid=nid):
+                p = pending.pop(nid, None)
+                if p is None:
+                    return
+                was = r.recording
+                r.recording = False
+                try:
+                    emit_step(call_id, nid, p, grad_inputs, True)
+                finally:
+                    r.recording = was
+
+            handles.append(node.register_prehook(pre))
+            handles.append(node.register_hook(post))
+        del keep
+
+    def _node_id(self, node) -> int:
+        meta = node.metadata
+        info = meta.get(_KEY)
+        if info is None:
+            info = meta[_KEY] = [None, None, None]
+        if info[2] is None:
+            if _is_acc(node):
+                tid = self.r.tensor_id(node.variable, 0)
+                nid = self.acc_nodes.get(tid)
+                if nid is None:
+                    nid = self.acc_nodes[tid] = self._new_node()
+                info[1] = tid
+            else:
+                nid = self._new_node()
+            info[2] = nid
+        return info[2]
+
+    def _new_node(self) -> int:
+        n = self.n_nodes
+        self.n_nodes = n + 1
+        return n
+
+    def _emit_step(self, call_id, nid, p, grad_inputs, ran) -> None:
+        seq, node, grad_outputs, before = p
+        limit = self.r.value_limit
+        info = node.metadata.get(_KEY) or [None, None, None]
+        nxt = []
+        for n, _ in node.next_functions:
+            if n is not None:
+                m = n.metadata.get(_KEY)
+                if m is not None and m[2] is not None:
+                    nxt.append(m[2])
+        after = None
+        if _is_acc(node) and ran:
+            g = node.variable._grad
+            after = summary(g, limit) if g is not None else None
+        sid = self.n_steps
+        self.n_steps = sid + 1
+        self.r.emit(P.BackwardStep(
+            sid, seq, call_id, node.name().removeprefix("torch::autograd::"), nid, info[0],
+            info[1], nxt, grad_outputs,
+            [summary(g, limit) for g in grad_inputs] if grad_inputs is not None else [],
+            before, after))
 
     def remove_all(self) -> None:
-        pass
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+
+def _is_acc(node) -> bool:
+    return type(node).__name__ == "AccumulateGrad"
+
+
+def _arg(args, kwargs, i, name, default):
+    if name in kwargs:
+        return kwargs[name]
+    return args[i] if len(args) > i else default
+
+
+def _tensors(obj) -> list:
+    if obj is None:
+        return []
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for t in obj if isinstance(t, Tensor)]
+    return []

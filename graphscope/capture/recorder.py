@@ -312,8 +312,6 @@ class Recorder(TorchFunctionMode):
             g = first.grad_fn
             if g is not None:
                 gname = g.name().removeprefix("torch::autograd::")
-                if self.backward is not None:
-                    self.backward.tag(g, op_id)
             for t in outs:
                 tid, new = lookup(t)
                 if new:
@@ -321,6 +319,8 @@ class Recorder(TorchFunctionMode):
                 elif kind == "inplace" or kind == "requires_grad" or kind == "detach":
                     self.update_state(t, tid)
                 out_ids.append(tid)
+            if g is not None and self.backward is not None:
+                self.backward.tag(g, op_id, out_ids[0])
             if kind == "call" and first._is_view() and first._base is not None:
                 kind = "view"
         if before is not None:
