@@ -244,6 +244,7 @@ class QuizPanel(QWidget):
                 b = OptionButton(key, text)
                 b.clicked.connect(lambda _=False, k=key: self.choose(k))
                 self.options_box.addWidget(b)
+                b.show()    # a child added to a shown parent stays hidden until told
                 self.buttons.append(b)
         for w in (self.hint_label, self.result_label, self.explanation_label,
                   self.note_label, self.mistakes_label):

@@ -1,0 +1,146 @@
+"""Quiz panel: question before anything runs, hidden output, keys, hint, reveal, score."""
+import textwrap
+
+import pytest
+from PySide6.QtCore import Qt
+
+from graphscope import scenarios as scn
+from graphscope.ui.quiz import QuizPanel, QuizScore
+
+# The offscreen platform says this on every show(); it is not about our code.
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+TEMPLATE = '''
+id = "{id}"
+title = "{title}"
+category = "predict_output"
+difficulty = "intermediate"
+question = "What does this print? Look at `y`."
+options = [
+  {{ key = "A", text = "tensor([2., 4.])" }},
+  {{ key = "B", text = "tensor([3., 4.])" }},
+  {{ key = "C", text = "RuntimeError" }},
+  {{ key = "D", text = "Nothing" }},
+]
+answer = "{answer}"
+hint = "Which branch runs?"
+explanation = "The sum is 3, so y = x * 2... or is it?"
+mistakes = ["Thinking the condition is checked at graph-build time.", "Forgetting grad_fn."]
+note = "{note}"
+reveal_hides_output = {hides}
+snippet = """
+import torch
+x = torch.tensor([1.0, 2.0])
+print(x * 2)
+"""
+expect = {{ stdout = "tensor([2., 4.])\\n" }}
+'''
+
+
+def make(tmp_path, sid="q1", answer="A", hides="true", note="PyTorch differs here."):
+    p = tmp_path / f"{sid}.toml"
+    p.write_text(TEMPLATE.format(id=sid, title=sid.upper(), answer=answer, hides=hides, note=note))
+    return scn.load_file(p)
+
+
+@pytest.fixture
+def panel(qtbot, tmp_path):
+    w = QuizPanel()
+    qtbot.addWidget(w)
+    w.resize(600, 900)
+    w.show()
+    return w
+
+
+def test_question_shown_and_output_hidden_before_reveal(panel, tmp_path, qtbot):
+    s = make(tmp_path)
+    with qtbot.waitSignal(panel.output_hidden_changed) as sig:
+        panel.set_scenario(s)
+    assert sig.args == [True]
+    assert panel.output_hidden and panel.hidden_label.isVisible()
+    assert "<code>y</code>" in panel.question_label.text()
+    assert [b.key for b in panel.buttons] == ["A", "B", "C", "D"]
+    assert all(b.isVisible() for b in panel.buttons)
+    # nothing about the answer is visible yet
+    for w in (panel.explanation_label, panel.note_label, panel.mistakes_label,
+              panel.result_label, panel.hint_label):
+        assert not w.isVisible()
+    assert all(b.mark == "" for b in panel.buttons)
+
+
+def test_scenario_that_does_not_hide_output(panel, tmp_path):
+    panel.set_scenario(make(tmp_path, hides="false"))
+    assert not panel.output_hidden and not panel.hidden_label.isVisible()
+
+
+def test_keys_pick_an_option_and_hint_shows(panel, tmp_path, qtbot):
+    panel.set_scenario(make(tmp_path))
+    with qtbot.waitSignal(panel.answer_chosen) as sig:
+        qtbot.keyClick(panel, Qt.Key_C)
+    assert sig.args == ["C"] and panel.chosen == "C"
+    assert panel.option("C").isChecked() and not panel.option("A").isChecked()
+    qtbot.keyClick(panel, Qt.Key_B)          # a pick can change before Reveal
+    assert panel.chosen == "B" and not panel.option("C").isChecked()
+    assert not panel.hint_label.isVisible()
+    qtbot.mouseClick(panel.hint_button, Qt.LeftButton)
+    assert panel.hint_label.isVisible() and "Which branch runs?" in panel.hint_label.text()
+
+
+def test_reveal_marks_right_and_wrong_and_shows_explanation(panel, tmp_path, qtbot):
+    s = make(tmp_path, answer="A")
+    panel.set_scenario(s)
+    panel.choose("B")
+    with qtbot.waitSignal(panel.reveal_requested) as run_req, \
+            qtbot.waitSignal(panel.output_hidden_changed) as hidden:
+        qtbot.mouseClick(panel.reveal_button, Qt.LeftButton)
+    assert run_req.args == [s]            # the window runs the snippet live on this
+    assert hidden.args == [False] and not panel.hidden_label.isVisible()
+    assert panel.option("A").mark == "right" and "\u2714" in panel.option("A").label_text()
+    assert panel.option("B").mark == "wrong" and "\u2718" in panel.option("B").label_text()
+    assert panel.option("C").mark == "" and panel.option("D").mark == ""
+    assert "Not quite" in panel.result_label.text()
+    assert panel.explanation_label.isVisible() and "sum is 3" in panel.explanation_label.text()
+    assert panel.note_label.isVisible() and "PyTorch differs" in panel.note_label.text()
+    assert panel.mistakes_label.isVisible() and panel.mistakes_label.text().count("<li>") == 2
+    # a pick after Reveal changes nothing
+    panel.choose("A")
+    assert panel.chosen == "B"
+
+
+def test_score_counts_first_answer_per_scenario(panel, tmp_path, qtbot):
+    a, b, c = make(tmp_path, "q1", "A"), make(tmp_path, "q2", "C"), make(tmp_path, "q3", "D")
+    panel.set_scenario(a)
+    panel.choose("A")
+    with qtbot.waitSignal(panel.score_changed) as sig:
+        panel.reveal()
+    assert sig.args == [1, 1] and panel.score_label.text() == "Score 1 / 1"
+    panel.reveal()                           # revealing twice does not count twice
+    assert panel.score.answered == 1
+    panel.set_scenario(b)
+    panel.choose("A")
+    panel.reveal()
+    assert (panel.score.correct, panel.score.answered) == (1, 2)
+    panel.set_scenario(c)
+    panel.reveal()                           # revealed without a pick: not scored
+    assert panel.score.answered == 2 and "answer is <b>D</b>" in panel.result_label.text()
+    panel.set_scenario(a)                    # back to an answered one: the score stays
+    panel.choose("B")
+    panel.reveal()
+    assert panel.score_label.text() == "Score 1 / 2"
+
+
+def test_score_is_shared_between_panels():
+    score = QuizScore()
+    assert score.record("x", "A", True) and not score.record("x", "B", False)
+    assert score.text() == "Score 1 / 1"
+
+
+def test_text_scale_applies_with_minimum(panel, tmp_path):
+    panel.set_scenario(make(tmp_path))
+    panel.set_text_scale(1.0)
+    small = panel.base_px()
+    panel.set_text_scale(2.0)
+    assert panel.base_px() == 2 * small
+    assert f"font-size: {2 * small}px" in panel.styleSheet()
+    panel.set_text_scale(0.5, min_px=18)
+    assert panel.base_px() == 18
