@@ -67,8 +67,19 @@ class Trace:
             self.truncation = msg
         elif t == "end":
             self.end = msg
+            self._fill_passes()
+        elif t == "static":  # issue 5: one entry per tool, see docs/trace-format.md
+            self.static = {**(self.static or {}), msg.kind: _row(msg)}
         elif t == "ready":
             self.torch_version = msg.torch_version
+
+    def _fill_passes(self) -> None:
+        # imported here: passes.py reads a Trace, trace.py must not need it at import time
+        from graphscope.model.passes import passes_as_dicts
+        try:
+            self.passes = passes_as_dicts(self)
+        except Exception:  # a derived view: never let it stop a trace from loading
+            self.passes = []
 
     def extend(self, msgs) -> None:
         for m in msgs:
@@ -163,13 +174,15 @@ class Trace:
             if d.get("truncation"):
                 tr.apply(P.from_dict({**d["truncation"], "t": "truncated"}))
             tr.truncated = bool(d.get("truncated"))
-            tr.passes = d.get("passes") or []
             tr.static = d.get("static")
             status = d.get("status")
             if status and status != "running":
                 err = P.error_from_dict(d["error"]) if d.get("error") else None
                 tr.end = P.End(status=status, error=err, exit_code=d.get("exit_code"),
                                duration=d.get("duration"))
+            tr.passes = d.get("passes") or []
+            if not tr.passes and tr.end is not None:
+                tr._fill_passes()
         except (P.ProtocolError, TypeError, ValueError, KeyError) as e:
             raise TraceFormatError(f"malformed trace: {e}") from None
         return tr
