@@ -1,16 +1,90 @@
-"""nn.Module calls: global forward hooks with removable handles (stub, grown below)."""
+"""nn.Module calls: ModuleCall messages and ``Op.module`` paths.
+
+Global forward hooks (``register_module_forward_pre_hook`` /
+``register_module_forward_hook``) with handles removed in the session's
+``finally`` -- the approach of PyTorch's own ``torch/utils/module_tracker.py``.
+Paths are qualified names relative to the outermost module being called
+(``0``, ``encoder.layers.1.linear1``); the outermost module itself has the
+path ``""`` (its class is in ``ModuleCall.type``). A module that is called
+inside another but is not registered as its submodule gets
+``<parent path>.<ClassName>``.
+
+The post hook is registered with ``always_call=True`` so a forward that raises
+still closes its call (its ModuleCall is emitted with the ops made so far).
+"""
 from __future__ import annotations
+
+import torch
+from torch.nn.modules import module as _module
+
+from graphscope import protocol as P
+
+Tensor = torch.Tensor
 
 
 class ModuleHooks:
     def __init__(self, recorder) -> None:
-        self.recorder = recorder
+        self.r = recorder
         self.handles = []
+        self.stack: list = []         # [module, path, first_op, seq, line, input ids]
+        self.paths: dict[int, str] = {}
 
     def install(self) -> None:
-        pass
+        self.handles.append(_module.register_module_forward_pre_hook(self._on_pre))
+        self.handles.append(_module.register_module_forward_hook(self._on_post,
+                                                                 always_call=True))
 
     def remove(self) -> None:
         for h in self.handles:
             h.remove()
         self.handles.clear()
+        self.stack.clear()
+        self.paths.clear()
+        self.r.module = None
+
+    def _on_pre(self, module, args):
+        r = self.r
+        if not r.recording:
+            return None
+        stack = self.stack
+        if not stack:
+            self.paths = {id(m): name for name, m in module.named_modules()}
+            path = ""
+        else:
+            path = self.paths.get(id(module))
+            if path is None:
+                parent = stack[-1][1]
+                path = f"{parent}.{type(module).__name__}" if parent else type(module).__name__
+        r.recording = False
+        try:
+            seq = next(r.seq)
+            frame = r.snippet_frame()
+            ins = [r.tensor_id(a, seq) for a in args if isinstance(a, Tensor)]
+        finally:
+            r.recording = True
+        stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins])
+        r.module = path
+        return None
+
+    def _on_post(self, module, args, output):
+        stack = self.stack
+        if not stack or stack[-1][0] is not module:
+            return None
+        _, path, first, seq, line, ins = stack.pop()
+        r = self.r
+        r.module = stack[-1][1] if stack else None
+        if not r.recording:
+            return None
+        outs = []
+        if isinstance(output, Tensor):
+            outs = [output]
+        elif isinstance(output, (tuple, list)):
+            outs = [o for o in output if isinstance(o, Tensor)]
+        r.recording = False
+        try:
+            out_ids = [r.tensor_id(t, seq) for t in outs]
+            r.emit(P.ModuleCall(seq, path, type(module).__name__, line, first, r.n_ops - 1,
+                                ins, out_ids))
+        finally:
+            r.recording = True
+        return None

@@ -321,8 +321,6 @@ class Recorder(TorchFunctionMode):
                 out_ids.append(tid)
             if g is not None and self.backward is not None:
                 self.backward.tag(g, op_id, out_ids[0])
-            if kind == "call" and first._is_view() and first._base is not None:
-                kind = "view"
         if before is not None:
             if isinstance(before, int):
                 t0 = ins[0]
