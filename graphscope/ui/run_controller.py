@@ -41,10 +41,15 @@ class RunController(QObject):
 
     # -- control ---------------------------------------------------------------
     def runner(self):
+        """The Runner (created on first use; it starts a warm worker at once)."""
         if self._runner is None:
             from graphscope.runner import Runner
-            self._runner = Runner()
+            self._runner = Runner(warm=True)
         return self._runner
+
+    def warm_up(self) -> None:
+        """Start the warm worker now, so the first Run is fast."""
+        self.runner()
 
     def is_running(self) -> bool:
         return self._running
@@ -60,20 +65,21 @@ class RunController(QObject):
         self._running = True
         self.started.emit()
 
-        def on_message(msg, gen=gen):
-            self._receive(gen, msg)
+        def on_messages(msgs, gen=gen):
+            self._receive(gen, msgs)
 
         try:
-            self.runner().start(source, filename, on_message, timeout=self.timeout,
+            self.runner().start(source, filename, on_messages, timeout=self.timeout,
                                 **self.run_fields)
         except Exception as e:  # the worker could not even start: say so, keep the window
-            self._receive(gen, P.End(status="crash", error=P.ErrorInfo(
-                type="Crash", message=f"could not start the worker: {e}")))
+            self._receive(gen, [P.End(status="crash", error=P.ErrorInfo(
+                type="Crash", message=f"could not start the worker: {e}"))])
 
     def stop(self) -> None:
         """Stop the running snippet; the runner reports End(status='stopped')."""
         if self._running and self._runner is not None:
-            self._runner.stop()
+            self._runner.stop()          # returns within about a second
+            self._drain()                # deliver its End(stopped) now
 
     def shutdown(self) -> None:
         """Stop everything and release worker processes (window closing, test teardown)."""
@@ -87,12 +93,12 @@ class RunController(QObject):
                 self._runner = None
 
     # -- reader thread -> GUI thread -------------------------------------------
-    def _receive(self, gen: int, msg) -> None:
+    def _receive(self, gen: int, msgs: list) -> None:
         with self._lock:
             if gen != self._generation:
                 return
             wake = not self._buffer
-            self._buffer.append(msg)
+            self._buffer.extend(msgs)
         if wake:
             self._wake.emit()
 
