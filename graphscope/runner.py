@@ -1,0 +1,551 @@
+"""Starts, stops and watches worker processes (no torch, no Qt).
+
+A :class:`Runner` owns at most one running worker and, when ``warm=True``, one
+warm worker that has already imported torch and waits for its ``Run``; a
+snippet given to :meth:`Runner.start` goes to the warm worker, so a small one
+goes from Run to complete trace in a fraction of a second. Each worker runs one
+snippet and exits (isolation: nothing of one run leaks into the next).
+
+A reader thread per run reads the worker's event pipe and its fd 1/2 pipes and
+calls ``on_messages(list_of_messages)`` in batches, ending with exactly one
+``End``: the worker's own, or one the runner makes when the worker was stopped
+(``stopped``), ran out of time (``timeout``) or died without one (``crash``,
+with the signal or exit code and the snippet line faulthandler saw).
+
+Interrupt, stop and close are separate operations, as in Thonny's backend
+control: ``interrupt`` sends SIGINT (the snippet sees KeyboardInterrupt),
+``stop`` terminates, waits briefly, then kills; ``close`` also ends the warm
+worker. Workers run in their own process group (a terminal's Ctrl+C reaches
+only the GraphScope process, which stops the run) and the whole group is
+killed, so processes the snippet started do not outlive it either.
+"""
+from __future__ import annotations
+
+import atexit
+import codecs
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Optional
+
+from graphscope import protocol as P
+from graphscope.model.trace import Trace
+
+STARTUP_TIMEOUT = 120.0   # importing torch on a cold disk can take a while
+STOP_GRACE = 0.3          # terminate -> kill
+_DRAIN_AFTER_EOF = 0.3    # wait for the last fd 1/2 output once the event pipe closed
+_READ_SIZE = 1 << 20
+
+_SIGNAL_HINTS = {
+    "SIGSEGV": "segmentation fault",
+    "SIGBUS": "bus error",
+    "SIGILL": "illegal instruction",
+    "SIGFPE": "floating-point exception",
+    "SIGABRT": "aborted",
+    "SIGKILL": "out of memory, or killed from outside",
+}
+
+OnMessages = Callable[[list], None]
+
+
+class _Worker:
+    """One worker process and the runner's ends of its pipes."""
+
+    def __init__(self, python: Optional[str] = None):
+        cmd_r, cmd_w = os.pipe()
+        ev_r, ev_w = os.pipe()
+        fault_r, fault_w = os.pipe()
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
+        # Importable from a plain checkout too (appended: an installed copy wins).
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)
+        try:
+            self.proc = subprocess.Popen(
+                [python or sys.executable, "-m", "graphscope.capture.worker",
+                 str(cmd_r), str(ev_w), str(fault_w)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(cmd_r, ev_w, fault_w), start_new_session=True, env=env)
+        except BaseException:
+            for fd in (cmd_r, cmd_w, ev_r, ev_w, fault_r, fault_w):
+                os.close(fd)
+            raise
+        for fd in (cmd_r, ev_w, fault_w):
+            os.close(fd)
+        self.pid = self.proc.pid
+        self.cmd_w: Optional[int] = cmd_w
+        self.ev_r, self.fault_r = ev_r, fault_r
+        self.out_r = self.proc.stdout.fileno()
+        self.err_r = self.proc.stderr.fileno()
+        self._closed = False
+
+    def send(self, msg) -> None:
+        """Write the one command and close the pipe (a worker takes one Run)."""
+        fd, self.cmd_w = self.cmd_w, None
+        if fd is None:
+            return
+        try:
+            data = memoryview(P.encode(msg))
+            while data:
+                data = data[os.write(fd, data):]
+        except OSError:
+            pass  # it died; the reader sees EOF and reports how
+        finally:
+            os.close(fd)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self, grace: float = STOP_GRACE) -> None:
+        """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group."""
+        if self.proc.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        self._signal_group(signal.SIGKILL)  # leftovers the snippet started
+        try:
+            self.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _signal_group(self, sig) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            if self.proc.poll() is None:
+                try:
+                    self.proc.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+
+    def interrupt(self) -> None:
+        self._signal_group(signal.SIGINT)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.cmd_w is not None:
+            os.close(self.cmd_w)
+            self.cmd_w = None
+        for fd in (self.ev_r, self.fault_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class _RunSession:
+    """One run on one worker: the reader thread and how the run ended."""
+
+    def __init__(self, runner: "Runner", worker: Optional[_Worker], run: P.Run,
+                 on_messages: Optional[OnMessages], timeout: Optional[float],
+                 start_error: Optional[str] = None):
+        self.runner = runner
+        self.worker = worker
+        self.run = run
+        self.on_messages = on_messages
+        self.timeout = timeout
+        self.start_error = start_error
+        self.end: Optional[P.End] = None
+        self.done = threading.Event()
+        self.running = False          # Run sent, End not yet seen
+        self._stop_requested = False
+        self._timed_out = False
+        self._t_run: Optional[float] = None
+        self.thread = threading.Thread(target=self._main, name="graphscope-reader", daemon=True)
+
+    # -- control (any thread) ------------------------------------------------
+    def stop(self) -> None:
+        self._stop_requested = True
+        if self.worker is not None:
+            self.worker.kill()
+
+    def interrupt(self) -> None:
+        if self.running and self.worker is not None:
+            self.worker.interrupt()
+
+    # -- reader thread -------------------------------------------------------
+    def _main(self) -> None:
+        end = None
+        try:
+            if self.start_error is not None:
+                end = _start_failure(self.start_error, "")
+            else:
+                end = self._read()
+        except Exception as e:  # a bug here must still end the run
+            end = P.End(status="crash", error=P.ErrorInfo(
+                type="InternalError", message=f"GraphScope's runner failed: {type(e).__name__}: {e}",
+                traceback=traceback.format_exc()))
+        finally:
+            if self.worker is not None:
+                self.worker.kill(grace=0.5)  # normally already gone: this reaps it
+                self.worker.close()
+            self.running = False
+            self.end = end
+            self._deliver([end])
+            self.runner._run_finished(self)
+            self.done.set()
+
+    def _deliver(self, batch: list) -> None:
+        if batch and self.on_messages is not None:
+            try:
+                self.on_messages(batch)
+            except Exception:
+                traceback.print_exc()
+
+    def _read(self) -> P.End:
+        w = self.worker
+        run = self.run
+        names = {w.ev_r: "events", w.out_r: "stdout", w.err_r: "stderr", w.fault_r: "fault"}
+        decoders = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
+                    "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
+        poller = select.poll()
+        for fd in names:
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        open_fds = set(names)
+        pending = bytearray()
+        startup_log: list[str] = []
+        fault = bytearray()
+        end: Optional[P.End] = None
+        last_seq = 0
+        out_chars = 0
+        out_capped = False
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        events_closed_at: Optional[float] = None
+        exited_at: Optional[float] = None
+
+        while open_fds:
+            now = time.monotonic()
+            if w.ev_r not in open_fds:
+                if events_closed_at is None:
+                    events_closed_at = now
+                if now - events_closed_at > _DRAIN_AFTER_EOF:
+                    break  # fd 1/2 held open by something the snippet started
+            elif exited_at is None and not w.alive():
+                exited_at = now
+            elif exited_at is not None and now - exited_at > _DRAIN_AFTER_EOF:
+                break  # worker gone, event pipe held open by a forked child
+            if self._stop_requested:
+                w.kill()
+            if now >= deadline:
+                if self._t_run is None:
+                    w.kill(grace=0)
+                    return _start_failure("the worker did not start within "
+                                          f"{STARTUP_TIMEOUT:g} s", "".join(startup_log))
+                self._timed_out = True
+                w.kill()
+                deadline = float("inf")
+            batch: list = []
+            for fd, _ev in poller.poll(max(0.0, min(0.1, deadline - now)) * 1000):
+                try:
+                    data = os.read(fd, _READ_SIZE)
+                except OSError:
+                    data = b""
+                if not data:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                kind = names[fd]
+                if kind == "events":
+                    pending += data
+                    cut = pending.rfind(b"\n")
+                    if cut < 0:
+                        continue
+                    lines = bytes(pending[:cut]).split(b"\n")
+                    del pending[:cut + 1]
+                    for line in lines:
+                        try:
+                            msg = P.decode(line)
+                        except P.ProtocolError:
+                            continue  # only the worker writes here; never act on garbage
+                        t = msg.T
+                        if t == "ready":
+                            if self._t_run is None:
+                                batch.append(msg)
+                                w.send(run)
+                                self._t_run = time.monotonic()
+                                self.running = True
+                                deadline = (self._t_run + self.timeout) if self.timeout else float("inf")
+                        elif t == "end":
+                            end = msg
+                        else:
+                            seq = getattr(msg, "seq", None)
+                            if seq is not None and seq > last_seq:
+                                last_seq = seq
+                            batch.append(msg)
+                elif kind == "fault":
+                    fault += data
+                else:
+                    text = decoders[kind].decode(data)
+                    if not text:
+                        continue
+                    if self._t_run is None:
+                        startup_log.append(text)
+                    elif not out_capped:
+                        out_chars += len(text)
+                        if out_chars > run.max_output:
+                            out_capped = True
+                            batch.append(P.Truncated(
+                                reason="output", limit=run.max_output,
+                                message=f"output written below Python (fd 1/2) passed "
+                                        f"{run.max_output:,} characters; the rest is not shown"))
+                        else:
+                            batch.append(P.Output(seq=last_seq, stream=kind, text=text))
+            self._deliver(batch)
+
+        duration = (time.monotonic() - self._t_run) if self._t_run is not None else None
+        if end is not None:
+            return end
+        if self._stop_requested:
+            return P.End(status="stopped", duration=duration,
+                         error=P.ErrorInfo(type="Stopped", message="stopped before the snippet finished"))
+        if self._timed_out:
+            return P.End(status="timeout", duration=duration, error=P.ErrorInfo(
+                type="Timeout", message=f"the snippet ran longer than {self.timeout:g} s and was stopped"))
+        if self._t_run is None:
+            w.kill(grace=0.5)
+            return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
+        w.kill(grace=1.0)  # it closed its pipe: reap it to learn how it died
+        return _crash_end(w.proc.returncode, fault.decode("utf-8", "replace"), run.filename, duration)
+
+
+def _exit_text(rc: Optional[int]) -> str:
+    if rc is None:
+        return "worker did not exit"
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        hint = _SIGNAL_HINTS.get(name)
+        return f"worker killed by {name}" + (f" ({hint})" if hint else "")
+    if rc == 0:
+        return "worker exited with code 0 before the snippet finished (os._exit(0)?)"
+    return f"worker exited with code {rc} (os._exit?)"
+
+
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
+
+
+def _crash_end(rc, fault_text: str, filename: str, duration) -> P.End:
+    """End for a worker that died without reporting: signal or exit code, and
+    the innermost snippet line from faulthandler's dump when there is one."""
+    frames = []
+    for ln in fault_text.splitlines():
+        m = _FAULT_FRAME.match(ln)
+        if m and m.group("file") == filename:
+            frames.append((int(m.group("line")), m.group("func")))
+    line = frames[0][0] if frames else None  # faulthandler lists most recent first
+    tb = None
+    if frames:
+        tb = "\n".join(f'  File "{filename}", line {n}, in {f}' for n, f in reversed(frames))
+    message = _exit_text(rc) + (f" at line {line}" if line else "")
+    return P.End(status="crash", exit_code=rc, duration=duration,
+                 error=P.ErrorInfo(type="Crash", message=message, line=line, traceback=tb))
+
+
+def _start_failure(reason: str, log: str) -> P.End:
+    lines = [ln for ln in log.strip().splitlines() if ln.strip()]
+    detail = f": {lines[-1].strip()}" if lines else ""
+    return P.End(status="crash", error=P.ErrorInfo(
+        type="WorkerStartError",
+        message=f"the GraphScope worker could not start ({reason}){detail}",
+        traceback=log.strip() or None))
+
+
+class Runner:
+    """Runs snippets in worker processes, one at a time.
+
+    ``warm=True`` keeps one worker with torch already imported ready in the
+    background (started now and again after each run). Call :meth:`close`
+    when done; no worker outlives it.
+    """
+
+    def __init__(self, warm: bool = True, python: Optional[str] = None):
+        self._python = python
+        self._warm_enabled = warm
+        self._lock = threading.Lock()
+        self._warm: Optional[_Worker] = None
+        self._session: Optional[_RunSession] = None
+        self._closed = False
+        if warm:
+            self._spawn_warm()
+
+    # -- public API ------------------------------------------------------------
+    def start(self, source: str, filename: str = "<snippet>",
+              on_messages: Optional[OnMessages] = None, timeout: Optional[float] = 30.0,
+              **run_fields) -> None:
+        """Run ``source`` in a worker; returns at once. ``on_messages`` is called
+        from a reader thread with lists of protocol messages, the last one an End.
+        ``run_fields`` are other fields of :class:`protocol.Run` (``max_ops``...)."""
+        run = P.Run(source=source, filename=filename, **run_fields)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this Runner is closed")
+            if self._session is not None and not self._session.done.is_set():
+                raise RuntimeError("a run is already in progress")
+            worker, self._warm = self._warm, None
+            if worker is not None and not worker.alive() and _sent_ready_then_died(worker):
+                worker.close()
+                worker = None
+            error = None
+            if worker is None:
+                try:
+                    worker = _Worker(self._python)
+                except OSError as e:
+                    error = f"{type(e).__name__}: {e}"
+            session = _RunSession(self, worker, run, on_messages, timeout, start_error=error)
+            self._session = session
+        session.thread.start()
+
+    def stop(self) -> Optional[P.End]:
+        """Stop the current run (terminate, short wait, kill). Returns within about
+        a second; the run's last message is End(status="stopped") unless it had
+        already ended."""
+        s = self._session
+        if s is None:
+            return None
+        if not s.done.is_set():
+            s.stop()
+            if threading.current_thread() is not s.thread:
+                s.done.wait(0.6)
+        return s.end
+
+    def interrupt(self) -> None:
+        """Send SIGINT: the snippet sees KeyboardInterrupt where it is."""
+        s = self._session
+        if s is not None:
+            s.interrupt()
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[P.End]:
+        """Block until the current run ends; its End (None if none or still running)."""
+        s = self._session
+        if s is None:
+            return None
+        s.done.wait(timeout)
+        return s.end
+
+    @property
+    def running(self) -> bool:
+        s = self._session
+        return s is not None and not s.done.is_set()
+
+    def worker_pids(self) -> set:
+        """Process ids of the workers this runner owns right now (warm and running)."""
+        pids = set()
+        with self._lock:
+            if self._warm is not None:
+                pids.add(self._warm.pid)
+            s = self._session
+            if s is not None and not s.done.is_set() and s.worker is not None:
+                pids.add(s.worker.pid)
+        return pids
+
+    def close(self) -> None:
+        """Stop any run and end the warm worker; the Runner cannot be used again."""
+        with self._lock:
+            self._closed = True
+            warm, self._warm = self._warm, None
+        self.stop()
+        s = self._session
+        if s is not None:
+            s.done.wait(3.0)
+        if warm is not None:
+            warm.kill(grace=0)
+            warm.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- internals -------------------------------------------------------------
+    def _spawn_warm(self) -> None:
+        try:
+            w = _Worker(self._python)
+        except OSError:
+            return  # start() will try again and report the error
+        with self._lock:
+            if self._closed or self._warm is not None:
+                stale = w
+            else:
+                self._warm, stale = w, None
+        if stale is not None:
+            stale.kill(grace=0)
+            stale.close()
+
+    def _run_finished(self, session: _RunSession) -> None:
+        # A worker that could not start would fail again: do not spin up another.
+        failed = (session.end is not None and session.end.error is not None
+                  and session.end.error.type == "WorkerStartError")
+        if self._warm_enabled and not self._closed and not failed:
+            self._spawn_warm()
+
+
+def _sent_ready_then_died(worker: _Worker) -> bool:
+    """A warm worker that died while idle (killed from outside) is replaced
+    silently; one that died before Ready is a start failure worth reporting."""
+    r, _, _ = select.select([worker.ev_r], [], [], 0)
+    if not r:
+        return False
+    try:
+        head = os.read(worker.ev_r, 1 << 16)
+    except OSError:
+        return False
+    return head.startswith(b'{"t":"ready"')
+
+
+# -- blocking convenience ---------------------------------------------------------
+
+_shared: Optional[Runner] = None
+_shared_lock = threading.Lock()
+
+
+def shared_runner() -> Runner:
+    """The process-wide Runner used by :func:`run_to_trace` (keeps a warm worker)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared._closed:
+            _shared = Runner(warm=True)
+            atexit.register(_shared.close)
+        return _shared
+
+
+def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[float] = 30.0,
+                 *, runner: Optional[Runner] = None, **run_fields) -> Trace:
+    """Run ``source`` in a worker and return the complete :class:`Trace` (blocking).
+
+    Uses the shared warm Runner unless ``runner`` is given (or the shared one is
+    busy in another thread, in which case a one-off Runner is used)."""
+    trace = Trace(source=source, filename=filename)
+    own = None
+    if runner is None:
+        runner = shared_runner()
+        try:
+            runner.start(source, filename, trace.extend, timeout=timeout, **run_fields)
+        except RuntimeError:
+            runner = own = Runner(warm=False)
+            runner.start(source, filename, trace.extend, timeout=timeout, **run_fields)
+    else:
+        runner.start(source, filename, trace.extend, timeout=timeout, **run_fields)
+    try:
+        runner.wait()
+    except BaseException:  # Ctrl+C while waiting: never leave the worker behind
+        runner.stop()
+        raise
+    finally:
+        if own is not None:
+            own.close()
+    return trace
