@@ -1,0 +1,596 @@
+"""The graph the window draws: tensors and ops as nodes, data flow as edges.
+
+Built from protocol messages, either all at once (``build_graph(trace)``) or
+one message at a time while a run streams in (``GraphBuilder.apply``), which
+returns what changed so a view can add exactly those nodes.
+
+NOTE [step numbering]: the timeline (model/timeline.py) has one step per Op,
+per BackwardCall and per BackwardStep, in ``seq`` order (protocol NOTE [seq]).
+``Node.step`` / ``Edge.step`` are indices into that list. The builder counts
+those messages as they arrive, which gives the same numbers because the worker
+emits them in ``seq`` order; ``build_graph`` replays a stored trace through
+``step_events`` so both agree with ``Timeline.steps``.
+
+NOTE [node ids]: ``t<id>`` a tensor, ``o<id>`` an op, ``t<id>@o<op>`` a ghost
+copy of a heavily shared tensor drawn next to one consumer (see FANOUT_LIMIT),
+``t<id>~<k>`` the tensor after its k-th in-place change (or an op that handed
+back a tensor already drawn): the data-flow graph stays acyclic, and later
+consumers connect to the newest version.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from graphscope import protocol as P
+
+# A tensor used by more consumers than this (an RNN's weights over 500 steps,
+# the input sequence) gets a ghost copy beside each further consumer, so no edge
+# spans the whole graph (the shape that stalls Graphviz, /work/shared/ANCHORS.md).
+# A weight shared by two layers (the shared-weights lesson) stays one node.
+FANOUT_LIMIT = 4
+
+# Ops that make no op node: the factory's output tensor stands for itself, and
+# reads of .grad, .item(), bool() and flag changes are facts about tensors.
+_NO_OP_NODE = {"factory", "grad_read", "grad_write", "retain_grad", "requires_grad",
+               "item", "bool"}
+
+FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "inference",
+                   "detached", "missing_requires_grad", "retains_grad", "error", "branch",
+                   "inplace", "view", "module"})
+
+
+@dataclass(eq=False)
+class Node:
+    id: str
+    kind: str                      # "tensor" | "op"
+    label: str
+    detail: str
+    op: Optional[int] = None       # op id (op nodes; tensors: the op that made it)
+    tensor: Optional[int] = None   # tensor id (tensor nodes)
+    line: Optional[int] = None
+    step: Optional[int] = None
+    flags: frozenset = frozenset()
+    ghost_of: Optional[str] = None
+    region: Optional[int] = None   # index into Graph.regions
+
+    def __repr__(self):
+        return f"Node({self.id!r}, {self.label!r}, {self.detail!r}, step={self.step}, flags={sorted(self.flags)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    src: str
+    dst: str
+    kind: str                      # "data" | "nograd" | "detach"
+    step: Optional[int] = None
+
+
+@dataclass
+class RegionBox:
+    label: str                     # "torch.no_grad(), lines 3-4"
+    kind: str                      # no_grad | inference_mode | set_grad_enabled
+    node_ids: list
+    lines: tuple                   # (start_line, end_line)
+
+
+@dataclass
+class GraphDelta:
+    """What one message changed: new nodes/edges in order, nodes whose text or flags changed."""
+    nodes: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    changed: list = field(default_factory=list)
+    regions_changed: bool = False
+
+    def __bool__(self):
+        return bool(self.nodes or self.edges or self.changed or self.regions_changed)
+
+    def merge(self, other: "GraphDelta") -> None:
+        self.nodes += other.nodes
+        self.edges += other.edges
+        seen = {n.id for n in self.changed}
+        self.changed += [n for n in other.changed if n.id not in seen]
+        self.regions_changed |= other.regions_changed
+
+
+class Graph:
+    """Nodes in insertion order (which is step order), edges, regions, adjacency."""
+
+    def __init__(self):
+        self.nodes: dict[str, Node] = {}
+        self.edges: list[Edge] = []
+        self.regions: list[RegionBox] = []
+        self.preds: dict[str, list[str]] = {}
+        self.succs: dict[str, list[str]] = {}
+        self.tensor_node: dict[int, str] = {}        # tensor id -> newest node carrying it
+        self.op_nodes: dict[int, list[str]] = {}     # op id -> nodes that op created
+        self.in_src: dict[tuple, str] = {}           # (op id, tensor id) -> node feeding it
+        self.out_node: dict[tuple, str] = {}         # (op id, tensor id) -> node it produced
+        self._node_steps: list[int] = []             # step of each node, in order
+        self._nx = None
+        self._nx_size = -1
+
+    # -- queries ------------------------------------------------------------
+    def __len__(self):
+        return len(self.nodes)
+
+    def node(self, node_id: str) -> Optional[Node]:
+        return self.nodes.get(node_id)
+
+    def edge_kind(self, src: str, dst: str) -> Optional[str]:
+        for e in self.edges:
+            if e.src == src and e.dst == dst:
+                return e.kind
+        return None
+
+    def count_upto(self, step: int) -> int:
+        """How many nodes (a prefix of ``nodes``) exist at timeline step ``step``."""
+        return bisect.bisect_right(self._node_steps, step)
+
+    def nodes_of_line(self, line: int) -> list[str]:
+        """Nodes created by ops on source line ``line`` (editor click -> selection)."""
+        return [n.id for n in self.nodes.values() if n.line == line and n.ghost_of is None]
+
+    def nodes_of_tensor(self, tensor_id: int) -> list[str]:
+        """Every node drawing this tensor: original, versions and ghosts."""
+        return [n.id for n in self.nodes.values() if n.tensor == tensor_id]
+
+    @property
+    def nx(self):
+        """A networkx.DiGraph view (built on demand; for analysis, not hot loops)."""
+        if self._nx is None or self._nx_size != (len(self.nodes), len(self.edges)):
+            import networkx as nx
+            g = nx.DiGraph()
+            for n in self.nodes.values():
+                g.add_node(n.id, kind=n.kind, label=n.label, step=n.step)
+            for e in self.edges:
+                g.add_edge(e.src, e.dst, kind=e.kind, step=e.step)
+            self._nx, self._nx_size = g, (len(self.nodes), len(self.edges))
+        return self._nx
+
+    # -- growing (GraphBuilder only) -----------------------------------------
+    def _add_node(self, node: Node) -> Node:
+        self.nodes[node.id] = node
+        self.preds[node.id] = []
+        self.succs[node.id] = []
+        # steps are non-decreasing in insertion order (NOTE [step numbering])
+        s = node.step if node.step is not None else (self._node_steps[-1] if self._node_steps else 0)
+        if self._node_steps and s < self._node_steps[-1]:
+            s = self._node_steps[-1]
+        self._node_steps.append(s)
+        return node
+
+    def _add_edge(self, edge: Edge) -> Edge:
+        self.edges.append(edge)
+        self.succs[edge.src].append(edge.dst)
+        self.preds[edge.dst].append(edge.src)
+        return edge
+
+
+def shape_text(shape) -> str:
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
+        return "scalar"
+    return "x".join(str(s) for s in shape)
+
+
+def dtype_text(dtype) -> str:
+    return str(dtype or "").removeprefix("torch.")
+
+
+def tensor_detail(info: Optional[P.TensorInfo]) -> str:
+    if info is None:
+        return ""
+    return f"{shape_text(info.shape)} {dtype_text(info.dtype)}".strip()
+
+
+def step_events(trace) -> list:
+    """Ops, backward calls and backward steps of ``trace`` in timeline order (by seq)."""
+    ev = list(trace.ops) + list(trace.backward_calls) + list(trace.backward)
+    ev.sort(key=lambda m: m.seq)
+    return ev
+
+
+class GraphBuilder:
+    """Grows a Graph one protocol message at a time.
+
+    ``apply(msg)`` returns a GraphDelta. Messages that are not about the graph
+    (Output, Truncated, ...) give an empty delta. The builder keeps its own
+    small lookups; it never modifies a Trace.
+    """
+
+    def __init__(self, fanout_limit: int = FANOUT_LIMIT):
+        self.graph = Graph()
+        self.fanout_limit = fanout_limit
+        self.step = -1                      # index of the last step seen
+        self.tensors: dict[int, P.TensorInfo] = {}
+        self.ops: dict[int, P.Op] = {}
+        self.uses: dict[int, int] = {}      # tensor id -> consumers so far
+        self.versions: dict[int, int] = {}  # tensor id -> version nodes made
+        self.region_msgs: list[P.Region] = []
+        self._branch_tensors: set[int] = set()
+        self._missing: set[int] = set()     # tensor ids flagged missing_requires_grad
+        self._error: Optional[P.ErrorInfo] = None
+        self._ghosts: dict[int, list[str]] = {}  # tensor id -> ghost node ids
+
+    # -- dispatch -------------------------------------------------------------
+    def apply(self, msg) -> GraphDelta:
+        h = getattr(self, "_on_" + msg.T, None)
+        return h(msg) if h else GraphDelta()
+
+    def extend(self, msgs: Iterable) -> GraphDelta:
+        d = GraphDelta()
+        for m in msgs:
+            d.merge(self.apply(m))
+        return d
+
+    # -- tensors ----------------------------------------------------------------
+    def _on_tensor(self, msg: P.TensorInfo) -> GraphDelta:
+        self.tensors[msg.id] = msg
+        return self._refresh_tensor(msg.id)
+
+    def _on_tensor_update(self, msg: P.TensorUpdate) -> GraphDelta:
+        old = self.tensors.get(msg.id)
+        if old is None:
+            return GraphDelta()
+        known = {f.name for f in dataclasses.fields(P.TensorInfo)}
+        self.tensors[msg.id] = dataclasses.replace(
+            old, **{k: v for k, v in msg.fields.items() if k in known and k != "id"})
+        return self._refresh_tensor(msg.id)
+
+    def _refresh_tensor(self, tid: int) -> GraphDelta:
+        d = GraphDelta()
+        info = self.tensors[tid]
+        for nid in self._tensor_node_ids(tid):
+            node = self.graph.nodes[nid]
+            label, detail, flags = self._tensor_text(info, node)
+            if (label, detail, flags) != (node.label, node.detail, node.flags):
+                node.label, node.detail, node.flags = label, detail, flags
+                d.changed.append(node)
+        return d
+
+    def _tensor_node_ids(self, tid: int) -> list[str]:
+        # the original, its versions and ghosts; kept short by construction
+        ids = []
+        base = f"t{tid}"
+        if base in self.graph.nodes:
+            ids.append(base)
+        for k in range(1, self.versions.get(tid, 0) + 1):
+            ids.append(f"{base}~{k}")
+        ids.extend(self._ghosts.get(tid, ()))
+        return ids
+
+    def _tensor_text(self, info: Optional[P.TensorInfo], node: Node):
+        tid = node.tensor
+        name = info.name if info and info.name else None
+        label = name or f"t{tid}"
+        detail = tensor_detail(info)
+        flags = set(f for f in node.flags if f in ("no_grad", "inference", "detached", "inplace",
+                                                    "view", "module", "error", "branch"))
+        if info is not None:
+            if info.requires_grad:
+                flags.add("requires_grad")
+            if info.is_leaf:
+                flags.add("leaf")
+            if info.is_param:
+                flags.add("param")
+            if info.grad_fn:
+                flags.add("grad_fn")
+            if info.retains_grad:
+                flags.add("retains_grad")
+        if tid in self._branch_tensors:
+            flags.add("branch")
+        if tid in self._missing and node.ghost_of is None:
+            flags.add("missing_requires_grad")
+        if "~" in node.id:
+            # a later version: is_leaf/grad_fn of the TensorInfo describe the first sight
+            flags.add("inplace")
+        return label, detail, frozenset(flags)
+
+    def _new_tensor_node(self, nid: str, tid: int, step: int, op: Optional[P.Op],
+                         extra=(), ghost_of=None) -> Node:
+        info = self.tensors.get(tid)
+        node = Node(id=nid, kind="tensor", label="", detail="", op=op.id if op else None,
+                    tensor=tid, line=op.line if op else None, step=step,
+                    flags=frozenset(extra), ghost_of=ghost_of)
+        node.label, node.detail, node.flags = self._tensor_text(info, node)
+        return self.graph._add_node(node)
+
+    # -- ops ------------------------------------------------------------------------
+    def _on_op(self, op: P.Op) -> GraphDelta:
+        self.step += 1
+        step = self.step
+        self.ops[op.id] = op
+        g = self.graph
+        d = GraphDelta()
+        created = g.op_nodes.setdefault(op.id, [])
+        if op.kind in _NO_OP_NODE:
+            self._on_fact_op(op, step, d, created)
+            return d
+
+        is_detach = op.kind == "detach" or op.name == "detach"
+        op_flags = set()
+        if op.grad_fn:
+            op_flags.add("grad_fn")
+        if not op.grad_enabled:
+            op_flags.add("inference" if op.inference else "no_grad")
+        if op.inference:
+            op_flags.add("inference")
+        if op.kind == "inplace":
+            op_flags.add("inplace")
+        if op.kind == "view":
+            op_flags.add("view")
+        if is_detach:
+            op_flags.add("detached")
+        if op.module:
+            op_flags.add("module")
+
+        # inputs first (new source nodes), then the op, then its outputs
+        in_nodes = []
+        for tid in op.inputs:
+            src = self._input_node(tid, op, step, d)
+            in_nodes.append((tid, src))
+        onode = Node(id=f"o{op.id}", kind="op", label=op.name,
+                     detail=op.grad_fn or "no grad", op=op.id, line=op.line, step=step,
+                     flags=frozenset(op_flags))
+        g._add_node(onode)
+        d.nodes.append(onode)
+        created.append(onode.id)
+        for tid, src in in_nodes:
+            g.in_src[(op.id, tid)] = src
+            kind = "detach" if is_detach else self._edge_kind(tid, op)
+            d.edges.append(g._add_edge(Edge(src, onode.id, kind, step)))
+
+        out_extra = set()
+        if not op.grad_enabled:
+            out_extra.add("inference" if op.inference else "no_grad")
+        if op.inference:
+            out_extra.add("inference")
+        if op.kind == "view":
+            out_extra.add("view")
+        if is_detach:
+            out_extra.add("detached")
+        if op.module:
+            out_extra.add("module")
+        for tid in op.outputs:
+            nid = self._output_node_id(tid)
+            tnode = self._new_tensor_node(nid, tid, step, op, out_extra)
+            g.tensor_node[tid] = nid
+            g.out_node[(op.id, tid)] = nid
+            self.uses[tid] = 0
+            d.nodes.append(tnode)
+            created.append(nid)
+            info = self.tensors.get(tid)
+            if is_detach:
+                kind = "detach"
+            elif info is not None and not info.requires_grad:
+                kind = "nograd"
+            elif not op.grad_enabled:
+                kind = "nograd"
+            else:
+                kind = "data"
+            d.edges.append(g._add_edge(Edge(onode.id, nid, kind, step)))
+        self._place_in_regions(created, op, d)
+        return d
+
+    def _on_fact_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
+        g = self.graph
+        if op.kind == "factory":
+            extra = set()
+            if not op.grad_enabled:
+                extra.add("inference" if op.inference else "no_grad")
+            if op.inference:
+                extra.add("inference")
+            for tid in op.outputs:
+                nid = self._output_node_id(tid)
+                node = self._new_tensor_node(nid, tid, step, op, extra)
+                g.tensor_node[tid] = nid
+                g.out_node[(op.id, tid)] = nid
+                self.uses[tid] = 0
+                d.nodes.append(node)
+                created.append(nid)
+            self._place_in_regions(created, op, d)
+        elif op.kind == "grad_read":
+            # reading x.grad where x can never get one: the missing requires_grad lesson
+            for tid in op.inputs:
+                info = self.tensors.get(tid)
+                if info is not None and not info.requires_grad:
+                    d.merge(self._flag_missing([tid]))
+        elif op.kind in ("requires_grad", "retain_grad"):
+            for tid in op.inputs:
+                if tid in self.tensors:
+                    d.merge(self._refresh_tensor(tid))
+
+    def _input_node(self, tid: int, op: P.Op, step: int, d: GraphDelta) -> str:
+        g = self.graph
+        nid = g.tensor_node.get(tid)
+        if nid is None:
+            # first seen as an input (made outside the recorder, e.g. at import)
+            nid = f"t{tid}"
+            node = self._new_tensor_node(nid, tid, step, None)
+            node.line = op.line
+            g.tensor_node[tid] = nid
+            self.uses[tid] = 0
+            d.nodes.append(node)
+        n = self.uses.get(tid, 0) + 1
+        self.uses[tid] = n
+        if n > self.fanout_limit:
+            gid = f"{nid}@o{op.id}"
+            if gid not in g.nodes:
+                base = g.nodes[nid]
+                ghost = Node(id=gid, kind="tensor", label=base.label, detail=base.detail,
+                             op=base.op, tensor=tid, line=base.line, step=step,
+                             flags=base.flags - {"missing_requires_grad"}, ghost_of=nid)
+                g._add_node(ghost)
+                self._ghosts.setdefault(tid, []).append(gid)
+                d.nodes.append(ghost)
+            return gid
+        return nid
+
+    def _output_node_id(self, tid: int) -> str:
+        base = f"t{tid}"
+        if base not in self.graph.nodes:
+            return base
+        k = self.versions.get(tid, 0) + 1
+        self.versions[tid] = k
+        return f"{base}~{k}"
+
+    def _edge_kind(self, tid: int, op: P.Op) -> str:
+        info = self.tensors.get(tid)
+        if not op.grad_enabled:
+            return "nograd"
+        if info is not None and not info.requires_grad:
+            return "nograd"
+        return "data"
+
+    # -- regions ---------------------------------------------------------------------
+    def _on_region(self, msg: P.Region) -> GraphDelta:
+        d = GraphDelta()
+        if msg.grad_enabled:
+            return d
+        g = self.graph
+        self.region_msgs.append(msg)
+        box = RegionBox(label=msg.label, kind=msg.kind, node_ids=[],
+                        lines=(msg.start_line, msg.end_line))
+        g.regions.append(box)
+        idx = len(g.regions) - 1
+        d.regions_changed = True
+        # ops that already ran inside it (a region message may come after them)
+        for op_id, nids in g.op_nodes.items():
+            op = self.ops.get(op_id)
+            if op is not None and op.line is not None and msg.start_line <= op.line <= msg.end_line:
+                for nid in nids:
+                    node = g.nodes[nid]
+                    if node.region is None:
+                        node.region = idx
+                        box.node_ids.append(nid)
+                        d.changed.append(node)
+        return d
+
+    def _place_in_regions(self, nids: list, op: P.Op, d: GraphDelta) -> None:
+        if op.line is None or not self.graph.regions:
+            return
+        for idx, box in enumerate(self.graph.regions):
+            if box.lines[0] <= op.line <= box.lines[1]:
+                for nid in nids:
+                    node = self.graph.nodes[nid]
+                    if node.region is None:
+                        node.region = idx
+                        box.node_ids.append(nid)
+                d.regions_changed = True
+                return
+
+    # -- branches, backward, end ------------------------------------------------------
+    def _on_branch(self, msg: P.Branch) -> GraphDelta:
+        if msg.tensor is None:
+            return GraphDelta()
+        self._branch_tensors.add(msg.tensor)
+        d = GraphDelta()
+        for nid in self._tensor_node_ids(msg.tensor):
+            node = self.graph.nodes[nid]
+            if "branch" not in node.flags:
+                node.flags = node.flags | {"branch"}
+                d.changed.append(node)
+        return d
+
+    def _on_backward_call(self, msg: P.BackwardCall) -> GraphDelta:
+        self.step += 1
+        d = GraphDelta()
+        roots = [r for r in msg.roots if r in self.tensors]
+        culprits = set()
+        for r in roots:
+            if not self.tensors[r].requires_grad:
+                culprits |= self._missing_sources(r)
+        for tid in msg.inputs:   # autograd.grad(outputs, inputs) with an input that has no grad
+            info = self.tensors.get(tid)
+            if info is not None and not info.requires_grad:
+                culprits.add(tid)
+        if culprits:
+            d.merge(self._flag_missing(sorted(culprits)))
+        return d
+
+    def _on_backward(self, msg: P.BackwardStep) -> GraphDelta:
+        self.step += 1
+        return GraphDelta()
+
+    def _on_end(self, msg: P.End) -> GraphDelta:
+        d = GraphDelta()
+        err = msg.error
+        if err is None:
+            return d
+        self._error = err
+        targets = []
+        if err.op is not None:
+            targets += self.graph.op_nodes.get(err.op, [])[:1]
+        if err.tensor is not None and err.tensor in self.graph.tensor_node:
+            targets.append(self.graph.tensor_node[err.tensor])
+        for nid in targets:
+            node = self.graph.nodes[nid]
+            node.flags = node.flags | {"error"}
+            d.changed.append(node)
+        return d
+
+    def _missing_sources(self, root: int) -> set:
+        """Tensors without requires_grad where the graph behind ``root`` was cut:
+        leaves made without requires_grad=True, and outputs of ops run with grad
+        disabled. Walks back iteratively (a recursion would die on long chains)."""
+        found, seen, stack = set(), set(), [root]
+        while stack:
+            tid = stack.pop()
+            if tid in seen:
+                continue
+            seen.add(tid)
+            info = self.tensors.get(tid)
+            if info is None or info.requires_grad:
+                continue
+            op = self.ops.get(info.created_by) if info.created_by is not None else None
+            if op is None or op.kind == "factory":
+                if _is_float(info.dtype):
+                    found.add(tid)
+                continue
+            if not op.grad_enabled or op.kind == "detach" or op.name == "detach":
+                found.add(tid)
+                continue
+            stack.extend(op.inputs)
+        return found
+
+    def _flag_missing(self, tids) -> GraphDelta:
+        d = GraphDelta()
+        for tid in tids:
+            self._missing.add(tid)
+            nid = f"t{tid}"
+            node = self.graph.nodes.get(nid)
+            if node is not None and "missing_requires_grad" not in node.flags:
+                node.flags = node.flags | {"missing_requires_grad"}
+                d.changed.append(node)
+        return d
+
+
+def _is_float(dtype) -> bool:
+    s = dtype_text(dtype)
+    return s.startswith(("float", "bfloat", "complex", "half", "double"))
+
+
+def build_graph(trace) -> Graph:
+    """The whole graph of a (finished or partial) trace."""
+    b = GraphBuilder()
+    # tensors first: their final facts (names, flags) label the nodes from the start
+    for info in trace.tensors.values():
+        b.tensors[info.id] = info
+    for r in trace.regions:
+        b.apply(r)
+    branches = sorted(trace.branches, key=lambda m: m.seq)
+    bi = 0
+    for ev in step_events(trace):
+        while bi < len(branches) and branches[bi].seq < ev.seq:
+            b.apply(branches[bi])
+            bi += 1
+        b.apply(ev)
+    for br in branches[bi:]:
+        b.apply(br)
+    if trace.end is not None:
+        b.apply(trace.end)
+    return b.graph

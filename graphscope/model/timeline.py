@@ -1,0 +1,358 @@
+"""One timeline over a run, and the cursor on it (Qt-free).
+
+Steps are the forward ops, a ``backward_call`` marker where each backward pass
+starts, and one step per autograd Node the engine ran, all in ``seq`` order
+(protocol NOTE [seq]; graph.py NOTE [step numbering]). The cursor is an index
+into ``steps``; ``state()`` is a pure function of it, so stepping back really
+goes back.
+
+Speed: what accumulates over the run (the gradient each tensor has received,
+each leaf's ``.grad`` before/after) is stored as per-step changes with their old
+values, applied or undone as the cursor moves; output is a prefix-sum lookup.
+One step of the cursor therefore costs O(changes at that step) plus the copy of
+the dicts handed out, whatever the trace's size.
+
+Convention for output: the state at step i is the moment after step i ran and
+before step i+1, so the console shows every chunk whose ``seq`` is below the
+next step's (everything, at the last step).
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from graphscope.model.graph import Graph, build_graph
+from graphscope.model.summary import format_summary
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    kind: str                      # "op" | "backward_call" | "backward"
+    index: int
+    seq: int
+    line: Optional[int]
+    op: Optional[int] = None       # forward op id (op steps; backward steps: the Node's op)
+    backward: Optional[int] = None # BackwardStep id (backward steps)
+    call: Optional[int] = None     # BackwardCall id (markers and backward steps)
+
+
+@dataclass
+class FrameState:
+    cursor: int
+    visible_steps: int             # nodes with node.step <= visible_steps are shown
+    current: Optional[Step]
+    line: Optional[int]
+    highlight: set
+    edge_grads: dict               # (src, dst) -> gradient text, at a backward step
+    leaf_grads: dict               # tensor id -> (before Summary, after Summary), latest accumulation
+    grad_of: dict                  # tensor id -> Summary of the gradient it has received so far
+    stdout_upto: int               # characters of stdout printed by then
+    stderr_upto: int = 0
+    outputs_upto: int = 0          # output chunks (Trace.outputs prefix) printed by then
+    retained_grads: dict = field(default_factory=dict)  # retain_grad'd non-leaves: tensor id -> Summary
+    accumulated: Optional[int] = None  # tensor id whose .grad changed at this step
+    backward_call: Optional[int] = None  # the backward pass the cursor is in
+    error: object = None           # ErrorInfo when the cursor is on the step that raised (the last)
+
+
+class Timeline:
+    """The run's steps and a cursor. Views ``subscribe`` and redraw from ``state()``."""
+
+    def __init__(self, trace, graph: Optional[Graph] = None):
+        self.trace = trace
+        self.graph = graph if graph is not None else build_graph(trace)
+        self._listeners: list[Callable] = []
+        self._cursor = -1
+        self._reset()
+        self.refresh()
+        self._cursor = len(self.steps) - 1
+
+    # -- steps ------------------------------------------------------------------
+    def _reset(self):
+        self.steps: list[Step] = []
+        self._seqs: list[int] = []
+        self._n_ops = self._n_calls = self._n_bw = 0
+        self._bw_by_id: dict[int, object] = {}
+        self._node_tensor: dict[int, int] = {}   # autograd Node id -> tensor it belongs to
+        self._deltas: list = []                  # per step: [(which, key, old, new)]
+        self._tail = ({}, {})                    # (grad_of, leaf_grads) after the last step
+        self._mat = ({}, {})                     # materialised at _mat_pos
+        self._mat_pos = -1
+        self._out_n = 0
+        self._out_seqs: list[int] = []
+        self._out_stdout: list[int] = [0]        # prefix sums of characters
+        self._out_stderr: list[int] = [0]
+        self._current_call = None
+
+    def refresh(self, follow: bool = False) -> int:
+        """Take in what the trace gained since the last call; returns the new step count.
+
+        With ``follow`` the cursor moves to the new last step (live building).
+        """
+        tr = self.trace
+        new = (tr.ops[self._n_ops:] + tr.backward_calls[self._n_calls:] + tr.backward[self._n_bw:])
+        if new:
+            new.sort(key=lambda m: m.seq)
+            if self._seqs and new[0].seq < self._seqs[-1]:
+                # arrived out of order: rebuild (rare; never while streaming in order)
+                keep = self._cursor
+                self._reset()
+                self._cursor = keep
+                return self.refresh(follow)
+            self._n_ops, self._n_calls, self._n_bw = len(tr.ops), len(tr.backward_calls), len(tr.backward)
+            for ev in new:
+                self._add_step(ev)
+        while self._out_n < len(tr.outputs):
+            o = tr.outputs[self._out_n]
+            self._out_seqs.append(o.seq)
+            out, err = self._out_stdout[-1], self._out_stderr[-1]
+            if o.stream == "stderr":
+                err += len(o.text)
+            else:
+                out += len(o.text)
+            self._out_stdout.append(out)
+            self._out_stderr.append(err)
+            self._out_n += 1
+        old = self._cursor
+        if follow or self._cursor >= len(self.steps):
+            self._cursor = len(self.steps) - 1
+        if self._cursor != old:
+            self._notify()
+        return len(self.steps)
+
+    def _add_step(self, ev) -> None:
+        i = len(self.steps)
+        t = ev.T
+        delta = []
+        if t == "op":
+            step = Step("op", i, ev.seq, ev.line, op=ev.id)
+        elif t == "backward_call":
+            self._current_call = ev.id
+            step = Step("backward_call", i, ev.seq, ev.line, call=ev.id)
+        else:
+            self._bw_by_id[ev.id] = ev
+            op = self.trace.op_by_id(ev.op) if ev.op is not None else None
+            line = op.line if op is not None else None
+            if line is None and ev.tensor is not None:
+                info = self.trace.tensors.get(ev.tensor)
+                if info is not None and info.created_by is not None:
+                    mk = self.trace.op_by_id(info.created_by)
+                    line = mk.line if mk else None
+            if line is None:
+                call = self._call(ev.call)
+                line = call.line if call else None
+            step = Step("backward", i, ev.seq, line, op=ev.op, backward=ev.id, call=ev.call)
+            if ev.tensor is not None:
+                self._node_tensor.setdefault(ev.node, ev.tensor)
+            delta = self._grad_changes(ev, op)
+        self.steps.append(step)
+        self._seqs.append(ev.seq)
+        self._deltas.append(delta)
+
+    def _call(self, call_id):
+        for c in self.trace.backward_calls:
+            if c.id == call_id:
+                return c
+        return None
+
+    def _grad_changes(self, ev, op) -> list:
+        grad_tail, leaf_tail = self._tail
+        changes = []
+
+        def put(which, d, key, new):
+            old = d.get(key, _MISSING)
+            if old is new:
+                return
+            changes.append((which, key, old, new))
+            d[key] = new
+
+        if _is_accumulate(ev.grad_fn):
+            tid = ev.tensor
+            if tid is not None:
+                after = ev.grad_after if ev.grad_after is not None else (
+                    ev.grad_outputs[0] if ev.grad_outputs else None)
+                put(1, leaf_tail, tid, (ev.grad_before, after))
+                if after is not None:
+                    put(0, grad_tail, tid, after)
+        elif op is not None:
+            for k, s in enumerate(ev.grad_outputs):
+                if s is not None and k < len(op.outputs):
+                    put(0, grad_tail, op.outputs[k], s)
+        elif ev.tensor is not None and ev.grad_outputs and ev.grad_outputs[0] is not None:
+            put(0, grad_tail, ev.tensor, ev.grad_outputs[0])
+        return changes
+
+    # -- cursor ---------------------------------------------------------------------
+    def __len__(self):
+        return len(self.steps)
+
+    def len(self) -> int:
+        return len(self.steps)
+
+    @property
+    def cursor(self) -> int:
+        return self._cursor
+
+    def set_cursor(self, index: int) -> int:
+        n = len(self.steps)
+        index = max(-1 if n == 0 else 0, min(int(index), n - 1))
+        if index != self._cursor:
+            self._cursor = index
+            self._notify()
+        return self._cursor
+
+    def step_forward(self) -> int:
+        return self.set_cursor(self._cursor + 1)
+
+    def step_back(self) -> int:
+        return self.set_cursor(self._cursor - 1)
+
+    def first(self) -> int:
+        return self.set_cursor(0)
+
+    def last(self) -> int:
+        return self.set_cursor(len(self.steps) - 1)
+
+    def subscribe(self, callback: Callable) -> Callable:
+        """``callback(cursor)`` after every cursor change; returns an unsubscribe function."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def _notify(self):
+        for cb in list(self._listeners):
+            cb(self._cursor)
+
+    def index_of_op(self, op_id: int) -> Optional[int]:
+        """Step index of a forward op (e.g. to jump to where a node appeared)."""
+        op = self.trace.op_by_id(op_id)
+        if op is None:
+            return None
+        i = bisect.bisect_left(self._seqs, op.seq)
+        return i if i < len(self.steps) and self.steps[i].op == op_id and self.steps[i].kind == "op" else None
+
+    def steps_of_line(self, line: int) -> list[int]:
+        return [s.index for s in self.steps if s.line == line]
+
+    # -- state -----------------------------------------------------------------------------
+    def _materialise(self, c: int):
+        grad, leaf = self._mat
+        dicts = (grad, leaf)
+        while self._mat_pos < c:
+            self._mat_pos += 1
+            for which, key, _old, new in self._deltas[self._mat_pos]:
+                dicts[which][key] = new
+        while self._mat_pos > c:
+            for which, key, old, _new in reversed(self._deltas[self._mat_pos]):
+                if old is _MISSING:
+                    dicts[which].pop(key, None)
+                else:
+                    dicts[which][key] = old
+            self._mat_pos -= 1
+        return grad, leaf
+
+    def state(self, cursor: Optional[int] = None) -> FrameState:
+        """Everything the views show at ``cursor`` (default: the timeline's cursor)."""
+        c = self._cursor if cursor is None else max(-1, min(int(cursor), len(self.steps) - 1))
+        grad, leaf = self._materialise(c)
+        cur = self.steps[c] if c >= 0 else None
+        # output printed by then
+        if c < 0:
+            k = 0
+        elif c + 1 < len(self._seqs):
+            k = bisect.bisect_left(self._out_seqs, self._seqs[c + 1])
+        else:
+            k = len(self._out_seqs)
+        highlight, edge_grads, accumulated, call = set(), {}, None, None
+        if cur is not None:
+            highlight = self._highlight(cur)
+            call = cur.call
+            if cur.kind == "backward":
+                ev = self._bw_by_id[cur.backward]
+                edge_grads = self._edge_grads(ev)
+                if _is_accumulate(ev.grad_fn):
+                    accumulated = ev.tensor
+        retained = {}
+        for tid, info in self.trace.tensors.items():
+            if info.retains_grad and tid in grad:
+                retained[tid] = grad[tid]
+        err = None
+        if c >= 0 and c == len(self.steps) - 1 and self.trace.end is not None:
+            err = self.trace.end.error
+        return FrameState(
+            cursor=c, visible_steps=c, current=cur, line=cur.line if cur else None,
+            highlight=highlight, edge_grads=edge_grads, leaf_grads=dict(leaf),
+            grad_of=dict(grad), stdout_upto=self._out_stdout[k], stderr_upto=self._out_stderr[k],
+            outputs_upto=k, retained_grads=retained, accumulated=accumulated,
+            backward_call=call, error=err)
+
+    def _highlight(self, cur: Step) -> set:
+        g = self.graph
+        if cur.kind == "op":
+            ids = g.op_nodes.get(cur.op)
+            if ids:
+                return set(ids)
+            op = self.trace.op_by_id(cur.op)
+            return {g.tensor_node[t] for t in (op.inputs if op else ()) if t in g.tensor_node}
+        if cur.kind == "backward_call":
+            call = self._call(cur.call)
+            return {g.tensor_node[t] for t in (call.roots if call else ()) if t in g.tensor_node}
+        ev = self._bw_by_id[cur.backward]
+        nid = node_of_backward(g, ev)
+        return {nid} if nid else set()
+
+    def _edge_grads(self, ev) -> dict:
+        g = self.graph
+        out = {}
+        if ev.op is None or f"o{ev.op}" not in g.nodes:
+            return out
+        onode = f"o{ev.op}"
+        op = self.trace.op_by_id(ev.op)
+        if op is None:
+            return out
+
+        def put(key, s):
+            text = format_summary(s)
+            out[key] = out[key] + " + " + text if key in out else text
+
+        for k, s in enumerate(ev.grad_outputs):
+            if s is not None and k < len(op.outputs):
+                dst = g.out_node.get((op.id, op.outputs[k]))
+                if dst:
+                    put((onode, dst), s)
+        for tid, s in self._grad_targets(ev, op):
+            src = g.in_src.get((op.id, tid))
+            if src:
+                put((src, onode), s)
+        return out
+
+    def _grad_targets(self, ev, op) -> list:
+        """Pair each gradient the Node sends on with the op input it is for."""
+        grads = ev.grad_inputs
+        if len(grads) == len(op.inputs):
+            pairs = list(zip(op.inputs, grads))
+        elif ev.next and len(grads) == len(ev.next):
+            pairs = [(self._node_tensor.get(n), s) for n, s in zip(ev.next, grads)]
+        else:
+            req = [t for t in op.inputs
+                   if (info := self.trace.tensors.get(t)) is not None and info.requires_grad]
+            pairs = list(zip(req, [s for s in grads if s is not None]))
+        return [(t, s) for t, s in pairs if t is not None and s is not None]
+
+
+def _is_accumulate(name: str) -> bool:
+    return bool(name) and name.endswith("AccumulateGrad")
+
+
+def node_of_backward(graph: Graph, ev) -> Optional[str]:
+    """The graph node a backward step belongs to: the op's node, else the tensor's."""
+    if ev.op is not None and f"o{ev.op}" in graph.nodes and not _is_accumulate(ev.grad_fn):
+        return f"o{ev.op}"
+    if ev.tensor is not None:
+        nid = f"t{ev.tensor}"
+        if nid in graph.nodes:
+            return nid
+        return graph.tensor_node.get(ev.tensor)
+    return None
