@@ -69,6 +69,7 @@ class Theme:
     # marks
     error: str
     error_text: str
+    error_fill: str          # tensor/op where the error was raised
     warning: str
     branch: str
     region_fill: str         # grad-disabled region box (with alpha)
@@ -100,7 +101,7 @@ LIGHT = Theme(
     op_fill="#F1F3F6", op_nograd_fill="#FBF3E6", op_border="#6B7480",
     node_text="#111418", node_detail="#4A525C",
     edge="#2F5F8A", edge_nograd="#B07A10", edge_detach=OI_VERMILLION,
-    error=OI_VERMILLION, error_text="#FFFFFF", warning="#B35900", branch=OI_PURPLE,
+    error=OI_VERMILLION, error_text="#FFFFFF", error_fill="#FAD4BF", warning="#E69F00", branch=OI_PURPLE,
     region_fill="#E69F0026", region_border="#C08400", region_text="#7A4F00",
     inference_fill="#CC79A726",
     current="#B0307A", highlight=OI_PURPLE,
@@ -119,7 +120,7 @@ DARK = Theme(
     op_fill="#2A2F37", op_nograd_fill="#332B1E", op_border="#8C96A3",
     node_text="#F2F4F6", node_detail="#B4BDC8",
     edge="#6FA8D6", edge_nograd="#D19A2A", edge_detach="#FF7A3D",
-    error="#FF6A2B", error_text="#140800", warning=OI_ORANGE, branch="#E59CC6",
+    error="#FF6A2B", error_text="#140800", error_fill="#5A2410", warning=OI_ORANGE, branch="#E59CC6",
     region_fill="#E69F0030", region_border="#C9962E", region_text="#F2C46A",
     inference_fill="#CC79A733",
     current=OI_YELLOW, highlight="#E59CC6",
@@ -140,7 +141,7 @@ HIGH_CONTRAST = Theme(
     op_fill="#000000", op_nograd_fill="#1F1500", op_border="#FFFFFF",
     node_text="#FFFFFF", node_detail="#E8E8E8",
     edge="#7CC8FF", edge_nograd="#FFB000", edge_detach="#FF5C1A",
-    error="#FF5C1A", error_text="#000000", warning="#FFB000", branch="#FF9AD5",
+    error="#FF5C1A", error_text="#000000", error_fill="#4A1500", warning="#FFB000", branch="#FF9AD5",
     region_fill="#FFB00038", region_border="#FFB000", region_text="#FFD266",
     inference_fill="#FF9AD538",
     current="#FFFF00", highlight="#FF9AD5",

@@ -1,0 +1,576 @@
+"""Drawing the graph: the static layer (regions, edges, nodes) and the overlays of one
+frame (current node glow, gradient labels, ``.grad`` before -> after, selection,
+spotlight). Used by the interactive canvas, by PNG/SVG export and by the benchmark, so
+what a lecture slide shows is exactly what the window showed.
+
+The static layer is drawn with the painter's world transform set to scene -> device;
+overlay text is drawn in device pixels so it stays readable at any zoom.
+
+Level of detail (pyqtgraph's habit): ``tiny`` when a node would be under ~6 px high
+(plain rects, straight lines, all rects of one colour in one ``drawRects`` call),
+``simple`` when its text would be under ~6 px (shapes, curves, arrows, no text),
+``full`` otherwise.
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen,
+                           QPolygonF, QTransform)
+
+from graphscope.ui.canvas_scene import NEVER, NodeGeom, SceneGeometry, edge_ends
+
+FONT_FAMILY = "DejaVu Sans"
+LABEL_PX = 17.0        # node label font, scene units (before text scale)
+DETAIL_PX = 12.0
+TINY_NODE_PX = 6.0     # below this node height on screen: plain rects
+MIN_TEXT_PX = 6.0      # below this label size on screen: no text
+OVERLAY_PX = 15.0      # gradient labels, device pixels (before text scale)
+
+_colour_cache: dict = {}
+
+
+def qcolor(hex_colour: str) -> QColor:
+    """``#rrggbb`` / ``#rrggbbaa`` -> QColor (Qt itself reads 8 digits as #aarrggbb)."""
+    c = _colour_cache.get(hex_colour)
+    if c is None:
+        h = hex_colour.lstrip("#")
+        if len(h) == 8:
+            c = QColor(int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), int(h[6:8], 16))
+        else:
+            c = QColor("#" + h)
+        _colour_cache[hex_colour] = c
+    return QColor(c)
+
+
+def font(px: float, bold: bool = False) -> QFont:
+    f = QFont(FONT_FAMILY)
+    f.setPixelSize(max(1, int(round(px))))
+    f.setBold(bold)
+    return f
+
+
+def lod_for(scale: float, geom: SceneGeometry, text_scale: float = 1.0) -> str:
+    if geom.typical_height() * scale < TINY_NODE_PX:
+        return "tiny"
+    if LABEL_PX * min(text_scale, 1.6) * scale < MIN_TEXT_PX:
+        return "simple"
+    return "full"
+
+
+class ScenePainter:
+    """Paints one SceneGeometry in one theme. Holds no Qt widget state."""
+
+    def __init__(self, geom: SceneGeometry, theme, text_scale: float = 1.0, regions=()):
+        self.geom = geom
+        self.theme = theme
+        self.text_scale = float(text_scale)
+        self.regions = list(regions or ())
+
+    # -- static layer -------------------------------------------------------------
+    def paint_static(self, p: QPainter, scale: float, view: QRectF, limit: float = NEVER,
+                     start: float = -math.inf, exclude=frozenset(), regions: bool = True) -> str:
+        """Draw what is visible at cursor ``limit`` (and was not at ``start``), skipping
+        ``exclude`` (nodes drawn by an animation). ``view`` is the visible scene rect,
+        for culling. Returns the level of detail used."""
+        lod = lod_for(scale, self.geom, self.text_scale)
+        if regions and start == -math.inf:
+            self.paint_regions(p, scale, limit, lod)
+        if lod == "tiny":
+            self._paint_tiny(p, limit, start, exclude)
+            return lod
+        margin = 200.0
+        cull = view.adjusted(-margin, -margin, margin, margin)
+        if start == -math.inf and self.geom.nodes and len(self.geom.nodes) > 400:
+            visible = self.geom.nodes_in(cull, limit)
+            visible.sort(key=lambda ng: ng.step)
+        else:
+            visible = [ng for ng in self.geom.nodes_upto(limit, start)
+                       if cull.intersects(_rect(ng))]
+        edges = self.geom.edges_upto(limit, start)
+        self._paint_edges(p, edges, cull, lod, exclude)
+        for ng in visible:
+            if ng.id not in exclude:
+                self.paint_node(p, ng, lod)
+        return lod
+
+    def _paint_tiny(self, p, limit, start, exclude) -> None:
+        t = self.theme
+        nodes = self.geom
+        by_kind: dict = {}
+        for e in nodes.edges_upto(limit, start):
+            if e.src in exclude or e.dst in exclude:
+                continue
+            s, d = nodes.nodes[e.src], nodes.nodes[e.dst]
+            by_kind.setdefault(e.kind, []).append(QLineF(s.x, s.y, d.x, d.y))
+        for kind, lines in by_kind.items():
+            pen = QPen(qcolor(self._edge_colour(kind)), 1.0)
+            pen.setCosmetic(True)
+            p.setPen(pen)
+            p.drawLines(lines)
+        groups: dict = {}
+        for ng in nodes.nodes_upto(limit, start):
+            if ng.id not in exclude:
+                groups.setdefault(ng.style, []).append(_rect(ng))
+        p.setPen(Qt.NoPen)
+        for style, rects in groups.items():
+            p.setBrush(qcolor(self._tiny_colour(style)))
+            p.drawRects(rects)
+
+    def _tiny_colour(self, style: str) -> str:
+        t = self.theme
+        return {"tracked": t.tracked_border, "untracked": t.untracked_border,
+                "error": t.error, "missing": t.warning, "op": t.op_border,
+                "op_nograd": t.edge_nograd}.get(style, t.op_border)
+
+    def _edge_colour(self, kind: str) -> str:
+        t = self.theme
+        return {"nograd": t.edge_nograd, "detach": t.edge_detach}.get(kind, t.edge)
+
+    def _paint_edges(self, p, edges, cull, lod, exclude) -> None:
+        paths: dict = {}
+        heads: dict = {}
+        cuts = []
+        nodes = self.geom.nodes
+        for e in edges:
+            if e.src in exclude or e.dst in exclude:
+                continue
+            s, d = nodes[e.src], nodes[e.dst]
+            if not _segment_meets(cull, s, d):
+                continue
+            a, b = edge_ends(s, d)
+            path = paths.get(e.kind)
+            if path is None:
+                path = paths[e.kind] = QPainterPath()
+                heads[e.kind] = QPainterPath()
+            if e.kind == "detach":
+                m = (a + b) / 2
+                gap = _unit(a, b) * 9.0
+                path.moveTo(a)
+                path.lineTo(m - gap)
+                path.moveTo(m + gap)
+                path.lineTo(b)
+                cuts.append((m, _unit(a, b)))
+            else:
+                _curve(path, a, b)
+            _arrow(heads[e.kind], a, b, 11.0)
+        for kind, path in paths.items():
+            c = qcolor(self._edge_colour(kind))
+            pen = QPen(c, 2.6 if kind == "data" else 2.4)
+            if kind == "nograd":
+                pen.setStyle(Qt.DashLine)
+            p.setPen(pen)
+            p.setBrush(Qt.NoBrush)
+            p.drawPath(path)
+            p.setPen(Qt.NoPen)
+            p.setBrush(c)
+            p.drawPath(heads[kind])
+        if cuts:
+            self._paint_cuts(p, cuts, lod)
+
+    def _paint_cuts(self, p, cuts, lod) -> None:
+        """detach(): the edge is broken in the middle, with a scissors mark."""
+        t = self.theme
+        pen = QPen(qcolor(t.edge_detach), 2.6)
+        for m, u in cuts:
+            n = QPointF(-u.y(), u.x())
+            p.setPen(pen)
+            for off in (-5.0, 5.0):
+                c = m + u * off
+                p.drawLine(c - n * 9 + u * 3, c + n * 9 - u * 3)
+            if lod == "full":
+                p.setFont(font(15 * min(self.text_scale, 1.5), True))
+                p.drawText(QRectF(m.x() - 14, m.y() - 32, 28, 20), Qt.AlignCenter, "✂")
+
+    def paint_regions(self, p, scale, limit, lod) -> None:
+        t = self.theme
+        nodes = self.geom.nodes
+        for reg in self.regions:
+            members = [nodes[i] for i in getattr(reg, "node_ids", ()) if i in nodes]
+            members = [ng for ng in members if ng.step <= limit]
+            if not members:
+                continue
+            r = _union(members)
+            pad = 18.0
+            label_h = 26.0 * min(self.text_scale, 2.0)
+            box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, pad)
+            kind = getattr(reg, "kind", "no_grad")
+            fill = t.inference_fill if kind == "inference_mode" else t.region_fill
+            p.setBrush(qcolor(fill))
+            pen = QPen(qcolor(t.region_border), 2.0)
+            pen.setStyle(Qt.DashLine)
+            p.setPen(pen if lod != "tiny" else Qt.NoPen)
+            p.drawRoundedRect(box, 14, 14)
+            if lod == "full":
+                p.setPen(qcolor(t.region_text))
+                f = font(14 * min(self.text_scale, 2.0), True)
+                p.setFont(f)
+                text = getattr(reg, "label", "") or kind
+                tr = QRectF(box.left() + 10, box.top() + 4, max(box.width() - 20, 40), label_h)
+                fm = QFontMetricsF(f)
+                if fm.horizontalAdvance(text) > tr.width():
+                    tr.setWidth(fm.horizontalAdvance(text) + 4)   # the label may overhang: never clip it
+                p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
+
+    # -- one node -------------------------------------------------------------------
+    def paint_node(self, p: QPainter, ng: NodeGeom, lod: str, opacity: float = 1.0,
+                   grow: float = 1.0) -> None:
+        t = self.theme
+        node = ng.node
+        flags = node.flags or ()
+        r = _rect(ng)
+        if grow != 1.0:
+            c = r.center()
+            r = QRectF(c.x() - r.width() * grow / 2, c.y() - r.height() * grow / 2,
+                       r.width() * grow, r.height() * grow)
+        if opacity < 1.0:
+            p.setOpacity(opacity)
+        if node.kind == "op":
+            self._paint_op(p, ng, r, flags, lod)
+        else:
+            self._paint_tensor(p, ng, r, flags, lod)
+        if opacity < 1.0:
+            p.setOpacity(1.0)
+
+    def _paint_tensor(self, p, ng, r, flags, lod) -> None:
+        t = self.theme
+        tracked = ng.style == "tracked" or ("requires_grad" in flags or "grad_fn" in flags)
+        error = "error" in flags
+        missing = "missing_requires_grad" in flags
+        leaf_rg = "leaf" in flags and "requires_grad" in flags
+        fill = qcolor(t.tracked_fill if tracked else t.untracked_fill)
+        if error:
+            fill = qcolor(t.error_fill)
+        radius = min(12.0, r.height() / 3)
+        p.setPen(Qt.NoPen)
+        p.setBrush(fill)
+        p.drawRoundedRect(r, radius, radius)
+        if not tracked and not error and lod != "tiny":
+            # hatching says "outside the graph" without relying on colour
+            p.setBrush(QBrush(qcolor(t.hatch), Qt.BDiagPattern))
+            p.drawRoundedRect(r, radius, radius)
+        if error:
+            border, width = t.error, 5.0
+        elif missing:
+            border, width = t.warning, 4.0
+        elif leaf_rg:
+            border, width = t.leaf_border, 5.0
+        else:
+            border, width = (t.tracked_border if tracked else t.untracked_border), 2.2
+        pen = QPen(qcolor(border), width)
+        if missing:
+            pen.setStyle(Qt.DashLine)
+        p.setPen(pen)
+        p.setBrush(Qt.NoBrush)
+        p.drawRoundedRect(r.adjusted(width / 2, width / 2, -width / 2, -width / 2), radius, radius)
+        if lod == "full":
+            self._node_text(p, ng, r, bold=True)
+        # badges: top-right corner, drawn in every non-tiny level so the marks survive zooming out
+        badges = []
+        if error:
+            badges.append(("!", t.error, t.error_text))
+        elif missing:
+            badges.append(("?", t.warning, "#000000", "triangle"))
+        if leaf_rg:
+            badges.append(("∇", t.badge_bg, t.badge_text))
+        if "param" in flags:
+            badges.append(("θ", t.param_badge_bg, t.badge_text))
+        self._badges(p, r, badges, lod)
+        if lod == "full":
+            tags = []
+            if not tracked:
+                tags.append("no grad")
+            if "retains_grad" in flags:
+                tags.append("retain_grad")
+            if "inplace" in flags:
+                tags.append("in-place")
+            if "view" in flags:
+                tags.append("view")
+            self._tags(p, r, tags, t.untracked_border if not tracked else t.tracked_border)
+
+    def _paint_op(self, p, ng, r, flags, lod) -> None:
+        t = self.theme
+        error = "error" in flags
+        nograd = ng.style == "op_nograd"
+        fill = qcolor(t.op_nograd_fill if nograd else t.op_fill)
+        radius = r.height() / 2
+        branch = "branch" in flags
+        p.setBrush(fill)
+        if error:
+            pen = QPen(qcolor(t.error), 5.0)
+        elif branch:
+            pen = QPen(qcolor(t.branch), 3.5)
+        else:
+            pen = QPen(qcolor(t.edge_nograd if nograd else t.op_border), 2.0)
+            if nograd:
+                pen.setStyle(Qt.DashLine)
+        p.setPen(pen)
+        if branch:
+            # a branch point is a diamond-ended hexagon: the usual flowchart "decision"
+            poly = QPolygonF([QPointF(r.left(), r.center().y()),
+                              QPointF(r.left() + radius, r.top()),
+                              QPointF(r.right() - radius, r.top()),
+                              QPointF(r.right(), r.center().y()),
+                              QPointF(r.right() - radius, r.bottom()),
+                              QPointF(r.left() + radius, r.bottom())])
+            p.drawPolygon(poly)
+        else:
+            p.drawRoundedRect(r, radius, radius)
+        if lod == "full":
+            self._node_text(p, ng, r, bold=False)
+        badges = []
+        if error:
+            badges.append(("!", t.error, t.error_text))
+        if "detached" in flags:
+            badges.append(("✂", t.edge_detach, t.error_text))
+        self._badges(p, r, badges, lod)
+
+    def _node_text(self, p, ng, r, bold) -> None:
+        t = self.theme
+        node = ng.node
+        label = str(node.label or ng.id)
+        detail = node.detail or ""
+        if isinstance(detail, (list, tuple)):
+            detail_lines = [str(x) for x in detail if x]
+        else:
+            detail_lines = [x for x in str(detail).split("\n") if x]
+        ts = self.text_scale
+        inner = r.adjusted(8, 2, -8, -2)
+        lines = 1 + min(len(detail_lines), 2)
+        # the label takes what the box allows: scaled text never spills out of its node
+        label_px = min(LABEL_PX * ts, inner.height() * (0.62 if lines > 1 else 0.8))
+        detail_px = min(DETAIL_PX * ts, inner.height() * 0.36 / max(1, lines - 1))
+        show_detail = detail_lines and detail_px * p.transform().m22() >= MIN_TEXT_PX * 0.9
+        f = font(label_px, bold)
+        fm = QFontMetricsF(f)
+        p.setFont(f)
+        p.setPen(qcolor(t.node_text))
+        label = fm.elidedText(label, Qt.ElideRight, inner.width())
+        if not show_detail:
+            p.drawText(inner, Qt.AlignCenter, label)
+            return
+        fd = font(detail_px)
+        fmd = QFontMetricsF(fd)
+        shown = detail_lines[:lines - 1]
+        total = fm.height() + fmd.height() * len(shown)
+        y = inner.center().y() - total / 2
+        p.drawText(QRectF(inner.left(), y, inner.width(), fm.height()), Qt.AlignCenter, label)
+        y += fm.height()
+        p.setFont(fd)
+        p.setPen(qcolor(t.node_detail))
+        for line in shown:
+            p.drawText(QRectF(inner.left(), y, inner.width(), fmd.height()), Qt.AlignCenter,
+                       fmd.elidedText(line, Qt.ElideRight, inner.width()))
+            y += fmd.height()
+
+    def _badges(self, p, r, badges, lod) -> None:
+        if not badges or lod == "tiny":
+            return
+        d = min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
+        x = r.right() - d * 0.55
+        y = r.top() - d * 0.45
+        for text, bg, fg, *shape in badges:
+            box = QRectF(x - d / 2, y, d, d)
+            p.setPen(QPen(qcolor(self.theme.canvas_bg), 2.0))
+            p.setBrush(qcolor(bg))
+            if shape:
+                # a warning is a triangle, an error a circle: the shape tells them apart
+                tb = box.adjusted(-d * 0.12, -d * 0.1, d * 0.12, d * 0.05)
+                p.drawPolygon(QPolygonF([QPointF(tb.center().x(), tb.top()), tb.bottomRight(),
+                                         tb.bottomLeft()]))
+                box = box.adjusted(0, d * 0.18, 0, 0)
+            else:
+                p.drawEllipse(box)
+            if lod == "full":
+                p.setPen(qcolor(fg))
+                p.setFont(font(d * (0.6 if shape else 0.68), True))
+                p.drawText(box, Qt.AlignCenter, text)
+            x -= d * 1.1
+
+    def _tags(self, p, r, tags, colour) -> None:
+        if not tags:
+            return
+        f = font(10.5 * min(self.text_scale, 1.5), True)
+        fm = QFontMetricsF(f)
+        p.setFont(f)
+        x = r.left() + 6
+        h = fm.height() + 2
+        for tag in tags:
+            w = fm.horizontalAdvance(tag) + 10
+            box = QRectF(x, r.bottom() - 3, w, h)   # hangs below: never covers the detail text
+            p.setPen(QPen(qcolor(colour), 1.5))
+            p.setBrush(qcolor(self.theme.canvas_bg))
+            p.drawRoundedRect(box, h / 2, h / 2)
+            p.setPen(qcolor(colour))
+            p.drawText(box, Qt.AlignCenter, tag)
+            x += w + 4
+
+    # -- overlays ---------------------------------------------------------------------
+    def paint_overlay(self, p: QPainter, to_device: QTransform, frame, limit: float,
+                      selected=None, spotlight: bool = False, device_rect: QRectF | None = None,
+                      scale: float = 1.0) -> None:
+        """Frame overlays drawn in device pixels on top of the static layer."""
+        t = self.theme
+        nodes = self.geom.nodes
+        highlight = [nodes[i] for i in _ids(getattr(frame, "highlight", None)) if i in nodes
+                     and nodes[i].step <= limit] if frame is not None else []
+        lod = lod_for(scale, self.geom, self.text_scale)
+        if spotlight and highlight and device_rect is not None:
+            dim = QPainterPath()
+            dim.addRect(device_rect)
+            holes = QPainterPath()
+            for ng in highlight:
+                dr = to_device.mapRect(_rect(ng))
+                m = max(28.0, dr.height() * 0.9)
+                holes.addEllipse(dr.adjusted(-m, -m, m, m))
+            p.setPen(Qt.NoPen)
+            p.setBrush(qcolor(t.spotlight_dim))
+            p.drawPath(dim.subtracted(holes))
+        # edges carrying gradient at this backward step: thick, in the current colour
+        edge_grads = dict(getattr(frame, "edge_grads", None) or {}) if frame is not None else {}
+        labels = []
+        for (src, dst), text in edge_grads.items():
+            s, d = nodes.get(src), nodes.get(dst)
+            if s is None or d is None:
+                continue
+            a, b = edge_ends(s, d)
+            path = QPainterPath()
+            _curve(path, a, b)
+            path = to_device.map(path)
+            p.setPen(QPen(qcolor(t.current), max(3.0, 4.0 * min(scale, 1.5)), Qt.SolidLine,
+                          Qt.RoundCap))
+            p.setBrush(Qt.NoBrush)
+            p.drawPath(path)
+            labels.append((path.pointAtPercent(0.5), "∂ " + str(text)))
+        for ng in highlight:
+            self._glow(p, to_device.mapRect(_rect(ng)), t.current, ng.node.kind == "op")
+        if selected and selected in nodes and nodes[selected].step <= limit:
+            dr = to_device.mapRect(_rect(nodes[selected]))
+            p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
+            p.setBrush(Qt.NoBrush)
+            p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
+        for pt, text in labels:
+            self._label_box(p, pt, text, t.grad_label_border)
+        leaf_grads = (getattr(frame, "leaf_grads", None) or {}) if frame is not None else {}
+        for tid, pair in leaf_grads.items():
+            nid = tid if isinstance(tid, str) else f"t{tid}"
+            ng = nodes.get(nid)
+            if ng is None or ng.step > limit:
+                continue
+            before, after = (pair if isinstance(pair, (tuple, list)) and len(pair) == 2
+                             else (None, pair))
+            dr = to_device.mapRect(_rect(ng))
+            text = f".grad: {_short(before)} → {_short(after)}"
+            self._label_box(p, QPointF(dr.center().x(), dr.bottom() + 8), text,
+                            t.grad_label_border, anchor_top=True)
+
+    def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
+        c = qcolor(colour)
+        for i, (grow, alpha, width) in enumerate(((16, 50, 12), (10, 90, 8), (5, 255, 4))):
+            c.setAlpha(alpha)
+            p.setPen(QPen(c, width))
+            p.setBrush(Qt.NoBrush)
+            r = dr.adjusted(-grow, -grow, grow, grow)
+            rad = r.height() / 2 if pill else 14
+            p.drawRoundedRect(r, rad, rad)
+
+    def _label_box(self, p, pt: QPointF, text: str, border: str, anchor_top=False) -> None:
+        t = self.theme
+        f = font(OVERLAY_PX * self.text_scale, True)
+        fm = QFontMetricsF(f)
+        w = fm.horizontalAdvance(text) + 16
+        h = fm.height() + 8
+        box = QRectF(pt.x() - w / 2, pt.y() if anchor_top else pt.y() - h / 2, w, h)
+        p.setPen(QPen(qcolor(border), 2.0))
+        p.setBrush(qcolor(t.grad_label_bg))
+        p.drawRoundedRect(box, 6, 6)
+        p.setFont(f)
+        p.setPen(qcolor(t.grad_label_text))
+        p.drawText(box, Qt.AlignCenter, text)
+
+
+# -- geometry helpers -----------------------------------------------------------------
+def _rect(ng: NodeGeom) -> QRectF:
+    return QRectF(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.w, ng.h)
+
+
+def _union(members) -> QRectF:
+    x0 = min(ng.x - ng.w / 2 for ng in members)
+    x1 = max(ng.x + ng.w / 2 for ng in members)
+    y0 = min(ng.y - ng.h / 2 for ng in members)
+    y1 = max(ng.y + ng.h / 2 for ng in members)
+    return QRectF(x0, y0, x1 - x0, y1 - y0)
+
+
+def _segment_meets(r: QRectF, s: NodeGeom, d: NodeGeom) -> bool:
+    return not (max(s.x, d.x) < r.left() or min(s.x, d.x) > r.right()
+                or max(s.y, d.y) < r.top() or min(s.y, d.y) > r.bottom())
+
+
+def _unit(a: QPointF, b: QPointF) -> QPointF:
+    dx, dy = b.x() - a.x(), b.y() - a.y()
+    n = math.hypot(dx, dy) or 1.0
+    return QPointF(dx / n, dy / n)
+
+
+def _curve(path: QPainterPath, a: QPointF, b: QPointF) -> None:
+    path.moveTo(a)
+    if abs(b.y() - a.y()) < 0.5:
+        path.lineTo(b)
+        return
+    if b.x() > a.x():
+        k = (b.x() - a.x()) * 0.5
+        path.cubicTo(QPointF(a.x() + k, a.y()), QPointF(b.x() - k, b.y()), b)
+    else:
+        k = (b.y() - a.y()) * 0.5
+        path.cubicTo(QPointF(a.x(), a.y() + k), QPointF(b.x(), b.y() - k), b)
+
+
+def _arrow(path: QPainterPath, a: QPointF, b: QPointF, size: float) -> None:
+    # the curves leave and enter horizontally (or vertically when going back), so the
+    # head points along the axis the curve ends on
+    if b.x() > a.x() or abs(b.y() - a.y()) < 0.5:
+        u = QPointF(1.0, 0.0) if b.x() >= a.x() else QPointF(-1.0, 0.0)
+    else:
+        u = QPointF(0.0, 1.0 if b.y() > a.y() else -1.0)
+    n = QPointF(-u.y(), u.x())
+    base = b - u * size
+    path.addPolygon(QPolygonF([b, base + n * (size * 0.5), base - n * (size * 0.5), b]))
+    path.closeSubpath()
+
+
+def _ids(highlight) -> list:
+    if not highlight:
+        return []
+    return [h if isinstance(h, str) else f"t{h}" for h in highlight]
+
+
+def _short(summary) -> str:
+    """A gradient summary as short text (strings pass through)."""
+    if summary is None:
+        return "None"
+    if isinstance(summary, str):
+        return summary
+    try:
+        from graphscope.model.summary import format_summary  # the shared formatter, once landed
+        return format_summary(summary, 40)
+    except Exception:
+        pass
+    if isinstance(summary, dict):
+        v = summary.get("value")
+        if v is not None:
+            return _fmt_value(v)
+        st = summary.get("stats") or {}
+        if "mean" in st:
+            return f"mean {st['mean']:.3g}"
+    return _fmt_value(summary)
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        inner = ", ".join(_fmt_value(x) for x in v[:6])
+        return f"[{inner}{', …' if len(v) > 6 else ''}]"
+    return str(v)

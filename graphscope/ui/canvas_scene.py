@@ -1,0 +1,269 @@
+"""Geometry of the graph canvas in scene units: node boxes, edge ends, step order, hit grid.
+
+The canvas, the PNG/SVG export and the benchmark all draw from one ``SceneGeometry``
+built from the model's ``Graph`` and a layout's positions. It is grown incrementally
+while a run streams in (``add``), so a live build never rebuilds what is placed.
+
+NOTE [step order]: nodes and edges are kept sorted by the timeline step at which they
+appear (an edge appears when it and both its ends have). Showing the state at cursor
+``c`` is then a prefix of each sorted list (``bisect``), which is what lets the canvas
+cache the picture up to one step and draw only the few newer items on top.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QLineF, QPointF, QRectF
+
+# Used when a layout offers no node_size(); scene units.
+DEFAULT_TENSOR_SIZE = (132.0, 52.0)
+DEFAULT_OP_SIZE = (104.0, 36.0)
+NEVER = math.inf          # step of items that are always visible
+GRID_CELL = 240.0         # hit-grid cell, scene units (about two nodes)
+
+
+def node_style(node) -> str:
+    """Which fill group a node is drawn in (also the group of its low-detail rect)."""
+    flags = node.flags or ()
+    if "error" in flags:
+        return "error"
+    if node.kind == "op":
+        return "op_nograd" if ("no_grad" in flags or "inference" in flags) else "op"
+    if "missing_requires_grad" in flags:
+        return "missing"
+    if is_tracked(node):
+        return "tracked"
+    return "untracked"
+
+
+def is_tracked(node) -> bool:
+    """A tensor autograd tracks: it requires grad or has a grad_fn."""
+    flags = node.flags or ()
+    return "requires_grad" in flags or "grad_fn" in flags
+
+
+def _step(value) -> float:
+    return -1.0 if value is None else float(value)
+
+
+@dataclass
+class NodeGeom:
+    id: str
+    node: object
+    x: float          # centre
+    y: float
+    w: float
+    h: float
+    step: float
+    style: str
+
+    @property
+    def rect(self) -> QRectF:
+        return QRectF(self.x - self.w / 2, self.y - self.h / 2, self.w, self.h)
+
+
+@dataclass
+class EdgeGeom:
+    src: str
+    dst: str
+    kind: str
+    step: float       # effective: when the edge and both ends are visible
+
+
+@dataclass
+class SceneGeometry:
+    """Node boxes and edges of one graph in scene coordinates."""
+    nodes: dict = field(default_factory=dict)      # id -> NodeGeom (insertion order)
+    edges: list = field(default_factory=list)      # [EdgeGeom]
+    version: int = 0                               # bumped on every change
+    _order: list = field(default_factory=list)     # node ids sorted by step
+    _steps: list = field(default_factory=list)     # their steps
+    _edge_order: list = field(default_factory=list)
+    _edge_steps: list = field(default_factory=list)
+    _sorted: bool = True
+    _grid: dict = field(default_factory=dict)
+    _bounds: QRectF | None = None
+    _edge_keys: set = field(default_factory=set)
+
+    # -- building -------------------------------------------------------------
+    @classmethod
+    def build(cls, graph, positions, size_of=None) -> "SceneGeometry":
+        g = cls()
+        g.add(graph, list(graph.nodes), positions, size_of)
+        return g
+
+    def add(self, graph, node_ids, positions, size_of=None) -> list:
+        """Add ``node_ids`` (already placed in ``positions``) and every edge of ``graph``
+        not yet known whose ends are both known. Returns the ids actually added (a node
+        without a position yet is skipped; call again once the layout has placed it)."""
+        added = []
+        for nid in node_ids:
+            if nid in self.nodes:
+                continue
+            node = graph.nodes.get(nid)
+            pos = positions.get(nid)
+            if node is None or pos is None:
+                continue
+            w, h = _size(node, size_of)
+            ng = NodeGeom(nid, node, float(pos[0]), float(pos[1]), w, h, _step(node.step),
+                          node_style(node))
+            self.nodes[nid] = ng
+            if self._steps and ng.step < self._steps[-1]:
+                self._sorted = False
+            self._order.append(nid)
+            self._steps.append(ng.step)
+            self._grid_insert(ng)
+            added.append(nid)
+        new_edges = []
+        for e in graph.edges:
+            key = (e.src, e.dst, e.kind)
+            if key in self._edge_keys:
+                continue
+            s, d = self.nodes.get(e.src), self.nodes.get(e.dst)
+            if s is None or d is None:
+                continue
+            self._edge_keys.add(key)
+            new_edges.append(EdgeGeom(e.src, e.dst, e.kind, max(_step(e.step), s.step, d.step)))
+        for eg in new_edges:
+            if self._edge_steps and eg.step < self._edge_steps[-1]:
+                self._sorted = False
+            self.edges.append(eg)
+            self._edge_order.append(eg)
+            self._edge_steps.append(eg.step)
+        if added or new_edges:
+            self.version += 1
+            self._bounds = None
+        return added
+
+    def move(self, positions) -> None:
+        """Move nodes to new centres (the tidy pass); keeps everything else."""
+        for nid, (x, y) in positions.items():
+            ng = self.nodes.get(nid)
+            if ng is not None:
+                ng.x, ng.y = float(x), float(y)
+        self._grid = {}
+        for ng in self.nodes.values():
+            self._grid_insert(ng)
+        self._bounds = None
+        self.version += 1
+
+    def _ensure_sorted(self) -> None:
+        if self._sorted:
+            return
+        self._order.sort(key=lambda i: self.nodes[i].step)
+        self._steps = [self.nodes[i].step for i in self._order]
+        self._edge_order.sort(key=lambda e: e.step)
+        self._edge_steps = [e.step for e in self._edge_order]
+        self._sorted = True
+
+    # -- queries ---------------------------------------------------------------
+    def nodes_upto(self, limit: float, start: float = -math.inf) -> list:
+        """Nodes visible at cursor ``limit`` that were not yet at ``start`` (step order)."""
+        self._ensure_sorted()
+        lo = 0 if start == -math.inf else bisect_right(self._steps, start)
+        hi = bisect_right(self._steps, limit)
+        return [self.nodes[i] for i in self._order[lo:hi]]
+
+    def count_between(self, start: float, limit: float) -> int:
+        self._ensure_sorted()
+        lo = 0 if start == -math.inf else bisect_right(self._steps, start)
+        return max(0, bisect_right(self._steps, limit) - lo)
+
+    def edges_upto(self, limit: float, start: float = -math.inf) -> list:
+        self._ensure_sorted()
+        lo = 0 if start == -math.inf else bisect_right(self._edge_steps, start)
+        hi = bisect_right(self._edge_steps, limit)
+        return self._edge_order[lo:hi]
+
+    def base_for(self, limit: float, keep: int) -> float:
+        """A step at or below ``limit`` such that about ``keep`` nodes lie between it and
+        ``limit``: a cache built there serves the next ``keep`` steps back or forth."""
+        self._ensure_sorted()
+        hi = bisect_right(self._steps, limit)
+        lo = hi - keep
+        if lo <= 0:
+            return -math.inf
+        return self._steps[lo - 1]
+
+    def bounds(self, limit: float = NEVER) -> QRectF:
+        """Bounding box of the nodes visible at ``limit`` (all nodes by default)."""
+        if limit == NEVER and self._bounds is not None:
+            return QRectF(self._bounds)
+        xs0 = ys0 = math.inf
+        xs1 = ys1 = -math.inf
+        for ng in (self.nodes.values() if limit == NEVER else self.nodes_upto(limit)):
+            xs0 = min(xs0, ng.x - ng.w / 2)
+            xs1 = max(xs1, ng.x + ng.w / 2)
+            ys0 = min(ys0, ng.y - ng.h / 2)
+            ys1 = max(ys1, ng.y + ng.h / 2)
+        r = QRectF() if xs0 == math.inf else QRectF(xs0, ys0, xs1 - xs0, ys1 - ys0)
+        if limit == NEVER:
+            self._bounds = QRectF(r)
+        return r
+
+    def typical_height(self) -> float:
+        return DEFAULT_OP_SIZE[1] if not self.nodes else min(
+            DEFAULT_TENSOR_SIZE[1], min(ng.h for ng in list(self.nodes.values())[:200]))
+
+    # -- hit testing -------------------------------------------------------------
+    def _cells(self, x0, y0, x1, y1):
+        for cx in range(int(math.floor(x0 / GRID_CELL)), int(math.floor(x1 / GRID_CELL)) + 1):
+            for cy in range(int(math.floor(y0 / GRID_CELL)), int(math.floor(y1 / GRID_CELL)) + 1):
+                yield cx, cy
+
+    def _grid_insert(self, ng: NodeGeom) -> None:
+        for c in self._cells(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.x + ng.w / 2, ng.y + ng.h / 2):
+            self._grid.setdefault(c, []).append(ng.id)
+
+    def node_at(self, x: float, y: float, limit: float = NEVER, slack: float = 0.0):
+        """Id of the topmost visible node whose box (grown by ``slack``) holds (x, y)."""
+        cell = (int(math.floor(x / GRID_CELL)), int(math.floor(y / GRID_CELL)))
+        best = None
+        for nid in self._grid.get(cell, ()):
+            ng = self.nodes[nid]
+            if ng.step > limit:
+                continue
+            if abs(x - ng.x) <= ng.w / 2 + slack and abs(y - ng.y) <= ng.h / 2 + slack:
+                best = nid            # later-added nodes are drawn on top
+        return best
+
+    def nodes_in(self, rect: QRectF, limit: float = NEVER) -> list:
+        """Visible nodes whose boxes meet ``rect`` (scene units), via the grid."""
+        seen, out = set(), []
+        for c in self._cells(rect.left(), rect.top(), rect.right(), rect.bottom()):
+            for nid in self._grid.get(c, ()):
+                if nid in seen:
+                    continue
+                seen.add(nid)
+                ng = self.nodes[nid]
+                if ng.step <= limit and abs(rect.center().x() - ng.x) <= (rect.width() + ng.w) / 2 \
+                        and abs(rect.center().y() - ng.y) <= (rect.height() + ng.h) / 2:
+                    out.append(ng)
+        return out
+
+
+def _size(node, size_of) -> tuple:
+    if size_of is not None:
+        try:
+            w, h = size_of(node)
+            return float(w), float(h)
+        except Exception:  # a layout that cannot size this node: fall back, never fail to draw
+            pass
+    return DEFAULT_TENSOR_SIZE if node.kind == "tensor" else DEFAULT_OP_SIZE
+
+
+def edge_ends(s: NodeGeom, d: NodeGeom) -> tuple:
+    """Start and end points of an edge: right side of the source to the left side of the
+    destination when the destination lies to the right (the layered layout's flow)."""
+    if d.x - d.w / 2 >= s.x + s.w / 2:
+        return QPointF(s.x + s.w / 2, s.y), QPointF(d.x - d.w / 2, d.y)
+    if d.y >= s.y:
+        return QPointF(s.x, s.y + s.h / 2), QPointF(d.x, d.y - d.h / 2)
+    return QPointF(s.x, s.y - s.h / 2), QPointF(d.x, d.y + d.h / 2)
+
+
+def edge_line(s: NodeGeom, d: NodeGeom) -> QLineF:
+    a, b = edge_ends(s, d)
+    return QLineF(a, b)

@@ -1,0 +1,522 @@
+"""GraphCanvas: the custom-painted widget that shows the autograd graph.
+
+Not one QGraphicsItem per node (20,000 items repaint in ~350 ms): the canvas paints a
+``SceneGeometry`` with a ``ScenePainter`` (canvas_paint.py), keeps the static layer as
+a pixmap, and draws only what changes on top.
+
+NOTE [canvas cache]: the pixmap holds everything visible at a *base* step for the
+current view (size, zoom, pan, theme, text scale, geometry version). A paint at
+cursor ``c >= base`` blits it and draws the few nodes and edges of steps
+``(base, c]`` plus the frame overlays (glow, gradient labels, selection, spotlight).
+Going back before the base, or too far past it, rebuilds the pixmap at a base a few
+dozen nodes *before* the cursor, so stepping back and forth stays cheap
+(NOTE [step order] in canvas_scene.py). Nodes in their entrance animation are left
+out of the pixmap and drawn on top until they settle.
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF, Qt, QTimer,
+                            QVariantAnimation, Signal)
+from PySide6.QtGui import QPainter, QPixmap, QTransform
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from graphscope.ui.canvas_paint import ScenePainter, lod_for, qcolor
+from graphscope.ui.canvas_scene import NEVER, SceneGeometry
+from graphscope.ui.canvas_tooltip import tooltip_text
+from graphscope.ui.theme import Theme, get_theme
+
+ENTER_MS = 200          # entrance of a new node
+TIDY_MS = 450           # the one smooth tidy pass
+ANIMATE_MAX = 3000      # above this many nodes, place without animation
+OVERLAY_MAX = 150       # nodes drawn over the cached layer before it is rebuilt
+KEEP_BACK = 40          # nodes before the cursor the rebuilt cache leaves out
+MAX_FIT_SCALE = 1.6
+MIN_SCALE, MAX_SCALE = 0.002, 8.0
+
+
+class GraphCanvas(QWidget):
+    """The graph view. Reads a model ``Graph`` and layout; never changes them."""
+
+    node_clicked = Signal(str)
+    node_hovered = Signal(str)      # "" when the pointer leaves a node
+
+    def __init__(self, parent=None, theme: Theme | None = None):
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.setAttribute(Qt.WA_OpaquePaintEvent)
+        self.grabGesture(Qt.PinchGesture)
+        self.setMinimumSize(200, 150)
+        self._theme = theme or get_theme("light")
+        self._text_scale = 1.0
+        self._graph = None
+        self._layout = None
+        self._trace = None
+        self._geom = SceneGeometry()
+        self._painter = ScenePainter(self._geom, self._theme)
+        self._scale, self._tx, self._ty = 1.0, 0.0, 0.0
+        self._frame = None
+        self._limit = NEVER
+        self._selected: str | None = None
+        self._hover: str | None = None
+        self._spotlight = False
+        self._animated = True
+        self._auto_fit = True           # keep fitting while building until the user moves the view
+        self._cache: QPixmap | None = None
+        self._cache_key = None
+        self._cache_base = -math.inf
+        self._entering: dict[str, int] = {}
+        self._clock = QElapsedTimer()
+        self._clock.start()
+        self._enter_timer = QTimer(self)
+        self._enter_timer.setInterval(16)
+        self._enter_timer.timeout.connect(self._on_enter_tick)
+        self._move_from: dict = {}
+        self._move_to: dict = {}
+        self._move_anim = QVariantAnimation(self)
+        self._move_anim.setStartValue(0.0)
+        self._move_anim.setEndValue(1.0)
+        self._move_anim.setDuration(TIDY_MS)
+        self._move_anim.setEasingCurve(QEasingCurve.InOutCubic)
+        self._move_anim.valueChanged.connect(self._on_move_step)
+        self._move_anim.finished.connect(self._on_move_finished)
+        self._press: QPointF | None = None
+        self._press_view = None
+        self._dragged = False
+        self.lod = "full"               # level of detail of the last paint (tests, benchmark)
+        self.cache_rebuilds = 0
+
+    # -- data -------------------------------------------------------------------------
+    def set_graph(self, graph, layout, trace=None) -> None:
+        """Show ``graph`` placed by ``layout`` (``positions``, ``node_size``). ``trace``
+        (optional) gives tooltips the tensors' full facts."""
+        self._stop_animations()
+        self._graph, self._layout, self._trace = graph, layout, trace
+        self._geom = SceneGeometry.build(graph, layout.positions, _size_fn(layout))
+        self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
+        self._selected = self._selected if self._selected in self._geom.nodes else None
+        self._invalidate()
+        self._auto_fit = True
+        self.fit()
+
+    def set_trace(self, trace) -> None:
+        self._trace = trace
+
+    def clear(self) -> None:
+        self._stop_animations()
+        self._graph = self._layout = self._trace = None
+        self._geom = SceneGeometry()
+        self._painter = ScenePainter(self._geom, self._theme, self._text_scale)
+        self._frame, self._limit, self._selected = None, NEVER, None
+        self._invalidate()
+        self._auto_fit = True
+        self.update()
+
+    def add_nodes(self, node_ids) -> list:
+        """Nodes the graph and layout have just gained (live building). They enter with a
+        short fade and grow, unless animation is off or the graph is large."""
+        if self._graph is None:
+            return []
+        added = self._geom.add(self._graph, node_ids, self._layout.positions,
+                               _size_fn(self._layout))
+        self._painter.regions = list(self._graph.regions)
+        if added and self._animated and len(self._geom.nodes) <= ANIMATE_MAX:
+            now = self._clock.elapsed()
+            for nid in added:
+                self._entering[nid] = now
+            if not self._enter_timer.isActive():
+                self._enter_timer.start()
+        if self._auto_fit and added:
+            self.fit(keep_auto=True)
+        self.update()
+        return added
+
+    def update_nodes(self, node_ids=()) -> None:
+        """Nodes whose label, detail or flags changed (a name became known, a flag was
+        raised): restyle them and redraw."""
+        from graphscope.ui.canvas_scene import node_style
+        for nid in node_ids or self._geom.nodes:
+            ng = self._geom.nodes.get(nid if isinstance(nid, str) else getattr(nid, "id", None))
+            if ng is not None:
+                ng.style = node_style(ng.node)
+        if self._graph is not None:
+            self._painter.regions = list(self._graph.regions)
+        self._geom.version += 1
+        self.update()
+
+    def set_frame(self, frame) -> None:
+        """Show the state at a timeline cursor (``FrameState``), or everything (None)."""
+        self._frame = frame
+        vs = getattr(frame, "visible_steps", None) if frame is not None else None
+        self._limit = NEVER if vs is None else float(vs)
+        self.update()
+
+    def animate_to(self, positions: dict) -> None:
+        """Move nodes to ``positions`` (the one tidy pass at the end of a run), smoothly."""
+        positions = {k: v for k, v in positions.items() if k in self._geom.nodes}
+        if not positions:
+            return
+        if not self._animated or len(self._geom.nodes) > ANIMATE_MAX or not self.isVisible():
+            self._geom.move(positions)
+            if self._auto_fit:
+                self.fit(keep_auto=True)
+            self.update()
+            return
+        self._move_anim.stop()
+        self._move_from = {k: (self._geom.nodes[k].x, self._geom.nodes[k].y) for k in positions}
+        self._move_to = positions
+        self._move_anim.start()
+
+    # -- presentation -------------------------------------------------------------------
+    def set_theme(self, theme: Theme | str) -> None:
+        self._theme = get_theme(theme) if isinstance(theme, str) else theme
+        self._painter.theme = self._theme
+        self._invalidate()
+        self.update()
+
+    def theme(self) -> Theme:
+        return self._theme
+
+    def set_text_scale(self, factor: float) -> None:
+        self._text_scale = max(0.5, float(factor))
+        self._painter.text_scale = self._text_scale
+        self._invalidate()
+        self.update()
+
+    def set_spotlight(self, on: bool) -> None:
+        self._spotlight = bool(on)
+        self.update()
+
+    def set_animated(self, on: bool) -> None:
+        """Entrance and tidy animations on or off (off when the speed is 'instant')."""
+        self._animated = bool(on)
+        if not on:
+            self._stop_animations()
+            self.update()
+
+    def set_speed(self, speed: str) -> None:
+        self.set_animated(str(speed).lower() != "instant")
+
+    # -- view -------------------------------------------------------------------------
+    def fit(self, keep_auto: bool = False) -> None:
+        """Zoom and pan so every visible node (and region label) is in view."""
+        r = self._geom.bounds(self._limit)
+        if r.isNull() or r.isEmpty():
+            r = self._geom.bounds()
+        if r.isNull():
+            self._scale, self._tx, self._ty = 1.0, self.width() / 2, self.height() / 2
+            self._invalidate()
+            self.update()
+            return
+        r = r.adjusted(-40, -70 * min(self._text_scale, 2.0), 40, 40)
+        w, h = max(self.width(), 1), max(self.height(), 1)
+        s = min(w / r.width(), h / r.height(), MAX_FIT_SCALE)
+        self._set_view(s, w / 2 - r.center().x() * s, h / 2 - r.center().y() * s)
+        if not keep_auto:
+            self._auto_fit = True
+
+    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
+        anchor = anchor if anchor is not None else QPointF(self.width() / 2, self.height() / 2)
+        s = min(MAX_SCALE, max(MIN_SCALE, self._scale * factor))
+        f = s / self._scale
+        self._set_view(s, anchor.x() - (anchor.x() - self._tx) * f,
+                       anchor.y() - (anchor.y() - self._ty) * f)
+        self._auto_fit = False
+
+    def pan_by(self, dx: float, dy: float) -> None:
+        self._set_view(self._scale, self._tx + dx, self._ty + dy)
+        self._auto_fit = False
+
+    def center_on(self, node_id: str) -> None:
+        ng = self._geom.nodes.get(node_id)
+        if ng is None:
+            return
+        self._set_view(self._scale, self.width() / 2 - ng.x * self._scale,
+                       self.height() / 2 - ng.y * self._scale)
+
+    def view_scale(self) -> float:
+        return self._scale
+
+    def transform(self) -> QTransform:
+        """Scene -> widget coordinates."""
+        return QTransform(self._scale, 0, 0, self._scale, self._tx, self._ty)
+
+    def node_view_rect(self, node_id: str) -> QRectF | None:
+        ng = self._geom.nodes.get(node_id)
+        return None if ng is None else self.transform().mapRect(ng.rect)
+
+    def node_at(self, pos: QPointF) -> str | None:
+        """Id of the visible node under widget point ``pos``."""
+        x = (pos.x() - self._tx) / self._scale
+        y = (pos.y() - self._ty) / self._scale
+        return self._geom.node_at(x, y, self._limit, slack=3.0 / self._scale)
+
+    def select(self, node_id: str | None, center: bool = False) -> None:
+        self._selected = node_id if node_id in self._geom.nodes else None
+        if center and self._selected:
+            ng = self._geom.nodes[self._selected]
+            if not self.rect().contains(self.transform().map(QPointF(ng.x, ng.y)).toPoint()):
+                self.center_on(self._selected)
+        self.update()
+
+    def selected(self) -> str | None:
+        return self._selected
+
+    def geometry_model(self) -> SceneGeometry:
+        return self._geom
+
+    def _set_view(self, s, tx, ty) -> None:
+        if (s, tx, ty) != (self._scale, self._tx, self._ty):
+            self._scale, self._tx, self._ty = s, tx, ty
+            self.update()
+
+    # -- painting ---------------------------------------------------------------------
+    def _invalidate(self) -> None:
+        self._cache = None
+        self._cache_key = None
+
+    def _view_rect(self) -> QRectF:
+        return QRectF(-self._tx / self._scale, -self._ty / self._scale,
+                      self.width() / self._scale, self.height() / self._scale)
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        self.paint_to(p, self.rect())
+        p.end()
+
+    def paint_to(self, p: QPainter, device_rect) -> None:
+        """Everything the widget shows, painted with ``p`` (also used by grab())."""
+        dpr = self.devicePixelRatioF()
+        limit = self._limit
+        entering = frozenset(self._entering)
+        view = self._view_rect()
+        moving = self._move_anim.state() == QVariantAnimation.Running
+        key = (self.width(), self.height(), dpr, self._scale, self._tx, self._ty,
+               self._theme.name, self._text_scale, self._geom.version, entering)
+        to_device = self.transform()
+        self.lod = lod_for(self._scale, self._geom, self._text_scale)
+        if moving:
+            p.fillRect(QRectF(device_rect), qcolor(self._theme.canvas_bg))
+            p.setRenderHint(QPainter.Antialiasing, self.lod != "tiny")
+            p.setTransform(to_device)
+            self._painter.paint_static(p, self._scale, view, limit)
+            p.resetTransform()
+        else:
+            base = self._cache_base
+            stale = (self._cache is None or self._cache_key != key or base > limit
+                     or self._geom.count_between(base, limit) > OVERLAY_MAX
+                     or self._region_between(base, limit))
+            if stale:
+                going_back = self._cache is not None and self._cache_key == key and base > limit
+                base = self._geom.base_for(limit, KEEP_BACK) if going_back else limit
+                if self._region_between(base, limit):
+                    base = limit
+                self._rebuild_cache(key, base, view, entering, dpr)
+            p.drawPixmap(0, 0, self._cache)
+            p.setRenderHint(QPainter.Antialiasing, self.lod != "tiny")
+            if self._cache_base < limit:
+                p.setTransform(to_device)
+                self._painter.paint_static(p, self._scale, view, limit, start=self._cache_base,
+                                           exclude=entering, regions=False)
+                p.resetTransform()
+        if self._entering:
+            self._paint_entering(p, to_device, view, limit)
+        p.setRenderHint(QPainter.Antialiasing, True)
+        self._painter.paint_overlay(p, to_device, self._frame, limit, self._selected,
+                                    self._spotlight, QRectF(device_rect), self._scale)
+        if not self._geom.nodes:
+            self._paint_empty(p)
+
+    def _rebuild_cache(self, key, base, view, entering, dpr) -> None:
+        pm = QPixmap(max(1, int(self.width() * dpr)), max(1, int(self.height() * dpr)))
+        pm.setDevicePixelRatio(dpr)
+        pm.fill(qcolor(self._theme.canvas_bg))
+        cp = QPainter(pm)
+        cp.setRenderHint(QPainter.Antialiasing, self.lod != "tiny")
+        cp.setRenderHint(QPainter.TextAntialiasing, True)
+        cp.setTransform(self.transform())
+        self._painter.paint_static(cp, self._scale, view, base, exclude=entering)
+        cp.end()
+        self._cache, self._cache_key, self._cache_base = pm, key, base
+        self.cache_rebuilds += 1
+
+    def _region_between(self, start, limit) -> bool:
+        if not self._painter.regions or start >= limit:
+            return False
+        return any(ng.node.region is not None for ng in self._geom.nodes_upto(limit, start))
+
+    def _paint_entering(self, p, to_device, view, limit) -> None:
+        now = self._clock.elapsed()
+        p.setRenderHint(QPainter.Antialiasing, True)
+        p.setTransform(to_device)
+        lod = self.lod
+        ids = set(self._entering)
+        edges = [e for e in self._geom.edges_upto(limit) if e.src in ids or e.dst in ids]
+        if edges:
+            p.setOpacity(0.85)
+            self._painter._paint_edges(p, edges, view.adjusted(-200, -200, 200, 200), lod, ())
+            p.setOpacity(1.0)
+        for nid, t0 in self._entering.items():
+            ng = self._geom.nodes.get(nid)
+            if ng is None or ng.step > limit:
+                continue
+            a = min(1.0, max(0.0, (now - t0) / ENTER_MS))
+            ease = 1 - (1 - a) ** 3
+            self._painter.paint_node(p, ng, lod, opacity=max(0.05, ease), grow=0.7 + 0.3 * ease)
+        p.resetTransform()
+
+    def _paint_empty(self, p) -> None:
+        p.setPen(qcolor(self._theme.text_muted))
+        from graphscope.ui.canvas_paint import font
+        p.setFont(font(16 * self._text_scale))
+        p.drawText(self.rect(), Qt.AlignCenter, "Run the snippet (F5) to watch its graph being built")
+
+    def _on_enter_tick(self) -> None:
+        now = self._clock.elapsed()
+        done = [k for k, t0 in self._entering.items() if now - t0 >= ENTER_MS]
+        for k in done:
+            del self._entering[k]
+        if not self._entering:
+            self._enter_timer.stop()
+        self.update()
+
+    def _on_move_step(self, value) -> None:
+        a = float(value)
+        pos = {k: (x0 + (self._move_to[k][0] - x0) * a, y0 + (self._move_to[k][1] - y0) * a)
+               for k, (x0, y0) in self._move_from.items()}
+        self._geom.move(pos)
+        self.update()
+
+    def _on_move_finished(self) -> None:
+        if self._move_to:
+            self._geom.move(self._move_to)
+        self._move_from, self._move_to = {}, {}
+        if self._auto_fit:
+            self.fit(keep_auto=True)
+        self.update()
+
+    def _stop_animations(self) -> None:
+        self._entering.clear()
+        self._enter_timer.stop()
+        if self._move_anim.state() == QVariantAnimation.Running:
+            self._move_anim.stop()
+            self._on_move_finished()
+
+    def animating(self) -> bool:
+        return bool(self._entering) or self._move_anim.state() == QVariantAnimation.Running
+
+    # -- input ---------------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:
+        if self._auto_fit:
+            self.fit(keep_auto=True)
+        super().resizeEvent(event)
+
+    def wheelEvent(self, event) -> None:
+        dy = event.angleDelta().y() or event.pixelDelta().y()
+        if dy:
+            self.zoom_by(1.0015 ** dy, event.position())
+        event.accept()
+
+    def event(self, e) -> bool:
+        if e.type() == QEvent.Gesture:
+            pinch = e.gesture(Qt.PinchGesture)
+            if pinch is not None:
+                f = pinch.scaleFactor()
+                if f > 0:
+                    self.zoom_by(f, self.mapFromGlobal(pinch.centerPoint().toPoint()).toPointF())
+                e.accept()
+                return True
+        return super().event(e)
+
+    def keyPressEvent(self, event) -> None:
+        k, mods = event.key(), event.modifiers()
+        step = 60.0
+        if k in (Qt.Key_Plus, Qt.Key_Equal):
+            self.zoom_by(1.25)
+        elif k == Qt.Key_Minus:
+            self.zoom_by(0.8)
+        elif k == Qt.Key_0:
+            self.fit()
+        elif mods & (Qt.ControlModifier | Qt.AltModifier) and k in (
+                Qt.Key_Left, Qt.Key_Right, Qt.Key_Up, Qt.Key_Down):
+            # plain arrows step the timeline (the window's keys); with a modifier they pan
+            dx = {Qt.Key_Left: step, Qt.Key_Right: -step}.get(k, 0.0)
+            dy = {Qt.Key_Up: step, Qt.Key_Down: -step}.get(k, 0.0)
+            self.pan_by(dx, dy)
+        else:
+            event.ignore()
+            return
+        event.accept()
+
+    def mousePressEvent(self, event) -> None:
+        if event.button() == Qt.LeftButton:
+            self._press = event.position()
+            self._press_view = (self._tx, self._ty)
+            self._dragged = False
+            self.setFocus(Qt.MouseFocusReason)
+        event.accept()
+
+    def mouseMoveEvent(self, event) -> None:
+        pos = event.position()
+        if self._press is not None and event.buttons() & Qt.LeftButton:
+            d = pos - self._press
+            if self._dragged or abs(d.x()) + abs(d.y()) > 4:
+                self._dragged = True
+                self.setCursor(Qt.ClosedHandCursor)
+                self._set_view(self._scale, self._press_view[0] + d.x(), self._press_view[1] + d.y())
+                self._auto_fit = False
+            return
+        nid = self.node_at(pos)
+        if nid != self._hover:
+            self._hover = nid
+            self.node_hovered.emit(nid or "")
+            if nid is None:
+                QToolTip.hideText()
+            else:
+                QToolTip.showText(event.globalPosition().toPoint(), self.tooltip_for(nid), self)
+
+    def mouseReleaseEvent(self, event) -> None:
+        if event.button() == Qt.LeftButton and self._press is not None:
+            if not self._dragged:
+                nid = self.node_at(event.position())
+                self.select(nid)
+                if nid:
+                    self.node_clicked.emit(nid)
+            self.unsetCursor()
+            self._press = None
+        event.accept()
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        if self.node_at(event.position()) is None:
+            self.fit()
+
+    def leaveEvent(self, event) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.node_hovered.emit("")
+        super().leaveEvent(event)
+
+    def tooltip_for(self, node_id: str) -> str:
+        ng = self._geom.nodes.get(node_id)
+        if ng is None:
+            return ""
+        grad = None
+        grads = getattr(self._frame, "grad_of", None) if self._frame is not None else None
+        if grads and ng.node.tensor is not None and ng.node.tensor in grads:
+            from graphscope.ui.canvas_paint import _short
+            grad = _short(grads[ng.node.tensor])
+        return tooltip_text(ng.node, self._trace, grad)
+
+
+def _size_fn(layout):
+    """The layout's node_size (method or its module's function), so boxes match its spacing."""
+    fn = getattr(layout, "node_size", None)
+    if callable(fn):
+        return fn
+    try:
+        from graphscope.model.layout import node_size
+        return node_size
+    except ImportError:
+        return None
