@@ -1,0 +1,254 @@
+"""The ``graphscope`` command (also ``python -m graphscope``).
+
+::
+
+    graphscope [FILE.py] [--scenario ID] [--scenarios DIR] [--lesson FILE]
+               [--presentation] [--theme NAME] [--screenshot OUT.png] [--step N]
+    graphscope export SNIPPET.py --format json|dot|svg|png [-o OUT] [--timeout S]
+    graphscope trace SNIPPET.py [--timeout S]           (JSON trace on stdout)
+    graphscope scenarios check [DIR]
+
+Exit codes of ``export``/``trace``: 0 the snippet completed (``sys.exit(0)``
+included), 1 it raised, crashed, exited non-zero or timed out (the trace file
+is still written), 2 the command itself could not be carried out (bad
+arguments, a file that is missing, unreadable, not text or empty, no worker).
+
+No GraphScope traceback reaches the user: every failure is one line on stderr
+(``GRAPHSCOPE_DEBUG=1`` shows the traceback of an internal error).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tokenize
+from pathlib import Path
+
+PROG = "graphscope"
+EXIT_OK, EXIT_SNIPPET_FAILED, EXIT_USAGE = 0, 1, 2
+SUBCOMMANDS = ("export", "trace", "scenarios")
+
+
+class CommandError(Exception):
+    """The command cannot be carried out: one line for stderr, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage and exits 2 itself; raise instead so main() decides
+    def error(self, message):
+        raise CommandError(f"{message} (see '{self.prog} --help')")
+
+
+# -- argument parsing --------------------------------------------------------------
+
+def _app_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description=(
+        "Watch PyTorch build its autograd graph live, then step through backward. "
+        f"Other commands: '{PROG} export', '{PROG} trace', '{PROG} scenarios check'."))
+    p.add_argument("file", nargs="?", metavar="FILE.py", help="snippet to open (it is not run until Run)")
+    p.add_argument("--scenario", metavar="ID", help="open a bundled or loaded scenario by id")
+    p.add_argument("--scenarios", metavar="DIR", help="load scenarios from this folder too")
+    p.add_argument("--lesson", metavar="FILE", help="walk through a lesson file")
+    p.add_argument("--presentation", action="store_true", help="presentation mode (full screen, large text)")
+    p.add_argument("--theme", metavar="NAME", help="light, dark or high-contrast")
+    p.add_argument("--screenshot", metavar="OUT.png",
+                   help="run, go to the end (or --step N), save a screenshot of the window and exit")
+    p.add_argument("--step", metavar="N", type=int, help="timeline position for --screenshot")
+    from graphscope import __version__
+    p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    return p
+
+
+def _sub_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    ex = sub.add_parser("export", help="run a snippet and write its trace or graph",
+                        description="Run SNIPPET.py in a worker and write its trace (json), "
+                                    "forward graph (dot) or a picture of the graph (svg, png).")
+    ex.add_argument("snippet", metavar="SNIPPET.py")
+    ex.add_argument("--format", "-f", choices=("json", "dot", "svg", "png"), default="json")
+    ex.add_argument("-o", "--output", metavar="OUT",
+                    help="output file ('-' for stdout; default: SNIPPET with the format's suffix)")
+    ex.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS",
+                    help="stop the snippet after this many seconds (default 30)")
+    tr = sub.add_parser("trace", help="run a snippet and print its JSON trace")
+    tr.add_argument("snippet", metavar="SNIPPET.py")
+    tr.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS")
+    sc = sub.add_parser("scenarios", help="work with scenario files")
+    scsub = sc.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    scsub.required = True
+    chk = scsub.add_parser("check", help="validate scenario files and what their snippets do")
+    chk.add_argument("dir", nargs="?", metavar="DIR", help="folder of scenarios (default: bundled)")
+    return p
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return v
+
+
+# -- reading a snippet ---------------------------------------------------------------
+
+def read_snippet(path: str) -> str:
+    """The snippet's text, decoded as Python would (UTF-8 or its coding line).
+    Raises CommandError with a one-line reason otherwise."""
+    p = Path(path)
+    if not p.exists():
+        raise CommandError(f"{path}: no such file")
+    if p.is_dir():
+        raise CommandError(f"{path}: is a folder, not a Python file")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise CommandError(f"{path}: cannot read it ({e.strerror or e})") from None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        raise CommandError(f"{path}: not UTF-8 text (save it as UTF-8, or declare its "
+                           "encoding in a '# -*- coding: ... -*-' line)") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise CommandError(f"{path}: the file is empty, nothing to run")
+    return text
+
+
+# -- commands --------------------------------------------------------------------
+
+def _status_line(trace) -> str:
+    end = trace.end
+    n_ops, n_bw = len(trace.ops), len(trace.backward)
+    counts = f"{n_ops} ops, {len(trace.tensors)} tensors, {n_bw} backward steps"
+    if trace.truncated and trace.truncation is not None:
+        counts += f"; {trace.truncation.message}"
+    if end is None:
+        return f"the run did not finish ({counts})"
+    err = end.error
+    where = f" (line {err.line})" if err is not None and err.line else ""
+    if end.status == "ok":
+        return f"completed: {counts}"
+    if end.status == "exit":
+        return f"exited with code {end.exit_code}: {counts}"
+    if err is not None:
+        return f"{end.status}: {err.type}: {err.message}{where}; {counts}"
+    return f"{end.status}: {counts}"
+
+
+def _completed(trace) -> bool:
+    end = trace.end
+    return end is not None and (end.status == "ok" or (end.status == "exit" and not end.exit_code))
+
+
+def _run_file(path: str, timeout: float):
+    from graphscope.runner import Runner, run_to_trace
+    source = read_snippet(path)
+    runner = Runner(warm=False)  # one run: a second warm worker would be wasted work
+    try:
+        trace = run_to_trace(source, str(path), timeout=timeout, runner=runner)
+    finally:
+        runner.close()
+    err = trace.error
+    if err is not None and err.type == "WorkerStartError":
+        raise CommandError(err.message)
+    return trace
+
+
+def cmd_export(args) -> int:
+    from graphscope import export
+    out = args.output or str(Path(args.snippet).with_suffix("." + args.format))
+    if args.format in ("svg", "png"):
+        if out == "-":
+            raise CommandError(f"{args.format} export needs an output file (-o FILE.{args.format})")
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    trace = _run_file(args.snippet, args.timeout)
+    try:
+        export.write(trace, out, args.format)
+    except export.ExportError as e:
+        raise CommandError(str(e)) from None
+    except OSError as e:
+        raise CommandError(f"{out}: cannot write it ({e.strerror or e})") from None
+    where = "stdout" if out == "-" else out
+    _say(f"{args.snippet}: {_status_line(trace)}; wrote {where}")
+    return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED
+
+
+def cmd_trace(args) -> int:
+    args.output, args.format = "-", "json"
+    return cmd_export(args)
+
+
+def cmd_scenarios(args) -> int:
+    try:
+        from graphscope.scenarios import check_main
+    except ImportError as e:
+        raise CommandError(f"scenario checking is not available ({e})") from None
+    return int(check_main(args.dir) or 0)
+
+
+def cmd_app(args) -> int:
+    if args.file is not None:
+        p = Path(args.file)
+        if not p.is_file():
+            raise CommandError(f"{args.file}: no such file" if not p.exists()
+                               else f"{args.file}: not a file")
+    if args.scenarios is not None and not Path(args.scenarios).is_dir():
+        raise CommandError(f"{args.scenarios}: no such folder")
+    if args.lesson is not None and not Path(args.lesson).is_file():
+        raise CommandError(f"{args.lesson}: no such file")
+    try:
+        from graphscope.ui.app import main as app_main
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("graphscope"):
+            raise CommandError("the GraphScope window is not available in this installation") from None
+        raise CommandError(f"the window needs Qt, which could not be loaded: {e}") from None
+    except ImportError as e:
+        raise CommandError(f"the window needs Qt, which could not be loaded: {e}") from None
+    return int(app_main(args) or 0)
+
+
+def _say(text: str) -> None:
+    print(f"{PROG}: {text}", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    """Entry point; returns the exit code (never raises, except SystemExit from --help)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            args = _sub_parser().parse_args(argv)
+            handler = {"export": cmd_export, "trace": cmd_trace,
+                       "scenarios": cmd_scenarios}[args.command]
+        else:
+            args = _app_parser().parse_args(argv)
+            handler = cmd_app
+        return handler(args)
+    except CommandError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    except BrokenPipeError:  # `graphscope trace x.py | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as e:  # a GraphScope bug: one line, traceback only on request
+        if os.environ.get("GRAPHSCOPE_DEBUG"):
+            raise
+        _say(f"internal error: {type(e).__name__}: {e} (set GRAPHSCOPE_DEBUG=1 for details)")
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Trace export: JSON (the trace file), DOT (a readable forward graph), SVG/PNG.
+
+JSON is ``Trace.to_dict`` (docs/trace-format.md). DOT is written here without
+Graphviz: tensors are boxes (variable name, shape, dtype), ops are ellipses
+(op name, autograd node), edges where data flowed without autograd tracking
+are dashed, ``detach()`` edges dotted, and each grad-disabled region a
+labelled cluster. SVG and PNG are drawn by the window's canvas code
+(``graphscope.ui.render``), imported only when asked for, so exporting JSON
+or DOT never loads Qt.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+FORMATS = ("json", "dot", "svg", "png")
+
+
+class ExportError(Exception):
+    """An export that cannot be carried out (unknown format, no renderer)."""
+
+
+def to_json(trace, indent=None) -> str:
+    """The trace file's text (see docs/trace-format.md)."""
+    return trace.to_json(indent=indent)
+
+
+def _q(text) -> str:
+    """A DOT double-quoted string."""
+    s = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + s.replace("\n", "\\n") + '"'
+
+
+def _shape_text(info) -> str:
+    if info is None:
+        return ""
+    shape = "x".join(str(d) for d in info.shape) if info.shape else "scalar"
+    return f"{shape} {info.dtype}"
+
+
+def _tensor_node(tid, info) -> str:
+    if info is None:
+        return f"  t{tid} [shape=box, label={_q(f't{tid}')}];"
+    label = info.name or f"t{tid}"
+    attrs = [f"shape=box", f"label={_q(label + chr(10) + _shape_text(info))}"]
+    style = ["rounded"]
+    if info.requires_grad:
+        attrs.append("penwidth=2")
+        if info.is_leaf:
+            style.append("filled")
+            attrs.append('fillcolor="#fde8c8"')  # leaves that collect .grad
+    attrs.append(f"style={_q(','.join(style))}")
+    return f"  t{tid} [{', '.join(attrs)}];"
+
+
+def _op_node(op) -> str:
+    label = op.name + (f"\n{op.grad_fn}" if op.grad_fn else "")
+    if op.line is not None:
+        label += f"\nline {op.line}"
+    attrs = ["shape=ellipse", f"label={_q(label)}"]
+    if op.module:
+        attrs.append(f"tooltip={_q(op.module)}")
+    return f"  o{op.id} [{', '.join(attrs)}];"
+
+
+def to_dot(trace, name: str = "forward") -> str:
+    """A DOT digraph of the trace's forward graph (no Graphviz needed to produce it)."""
+    tensors = trace.tensors
+    lines = [f"digraph {_q(name)} {{",
+             "  rankdir=LR;",
+             '  node [fontname="Helvetica", fontsize=10];',
+             '  edge [fontname="Helvetica", fontsize=9];']
+
+    # Grad-disabled regions: the ops that ran with grad off on the region's lines.
+    regions = [r for r in trace.regions if not r.grad_enabled]
+    members: dict[int, list] = {i: [] for i in range(len(regions))}
+    placed_tensors: set = set()
+    op_region: dict[int, int] = {}
+    for op in trace.ops:
+        if op.grad_enabled or op.line is None:
+            continue
+        for i, r in enumerate(regions):
+            if r.start_line <= op.line <= r.end_line:
+                op_region[op.id] = i
+                members[i].append(op)
+                break
+
+    declared: set = set()
+
+    def declare_tensor(tid, out):
+        if tid in declared:
+            return
+        declared.add(tid)
+        out.append(_tensor_node(tid, tensors.get(tid)))
+
+    for i, r in enumerate(regions):
+        if not members[i]:
+            continue
+        lines.append(f"  subgraph cluster_region{i} {{")
+        lines.append(f"    label={_q(r.label)}; style=\"dashed,filled\"; fillcolor=\"#eeeeee\";")
+        body: list = []
+        for op in members[i]:
+            body.append(_op_node(op))
+            for tid in op.outputs:
+                declare_tensor(tid, body)
+                placed_tensors.add(tid)
+        lines.extend("  " + b for b in body)
+        lines.append("  }")
+
+    for op in trace.ops:
+        if op.id not in op_region:
+            lines.append(_op_node(op))
+    for op in trace.ops:
+        for tid in list(op.inputs) + list(op.outputs):
+            declare_tensor(tid, lines)
+
+    for op in trace.ops:
+        tracked = op.grad_enabled and not op.inference
+        for tid in op.inputs:
+            lines.append(f"  t{tid} -> o{op.id}{_edge_attrs(op, tensors.get(tid), tracked)};")
+        for tid in op.outputs:
+            lines.append(f"  o{op.id} -> t{tid}{_edge_attrs(op, tensors.get(tid), tracked)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _edge_attrs(op, info, tracked) -> str:
+    if op.kind == "detach":
+        return ' [style=dotted, label="detach"]'
+    if not tracked or info is None or not info.requires_grad:
+        return " [style=dashed]"  # data flowed, autograd did not see it
+    return ""
+
+
+def write(trace, path, fmt: str) -> None:
+    """Write ``trace`` to ``path`` ("-" = stdout for json/dot) as ``fmt``."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt in ("json", "dot"):
+        text = to_json(trace) if fmt == "json" else to_dot(trace)
+        if str(path) == "-":
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
+        else:
+            Path(path).write_text(text, encoding="utf-8")
+        return
+    if str(path) == "-":
+        raise ExportError(f"{fmt} export needs an output file (-o FILE.{fmt})")
+    try:
+        from graphscope.ui.render import render_file
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("graphscope"):
+            raise ExportError("svg/png export needs the graph renderer "
+                              "(graphscope.ui.render is not available)") from None
+        raise ExportError(f"svg/png export needs the graph renderer, which needs Qt: {e}") from None
+    except ImportError as e:  # Qt present but its system libraries are not
+        raise ExportError(f"svg/png export needs the graph renderer, which needs Qt: {e}") from None
+    render_file(trace, str(path), fmt)
