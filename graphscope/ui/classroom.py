@@ -1,0 +1,407 @@
+"""Classroom wiring: the quiz panel, scenario browser, lessons, presentation mode and
+export, added to the main window through its public seams only (``add_side_panel``,
+``load_snippet``, ``run``, ``set_text_scale``, ``set_theme``, its actions and menus).
+
+``install(window, args)`` is what ``ui/app.py`` calls; ``args`` may carry
+``scenario`` (an id), ``scenarios`` (a teacher's folder), ``lesson`` (a lesson
+file) and ``presentation`` (bool). It returns True when it opened a scenario, so
+the app does not also open the welcome scenario.
+
+NOTE [hidden output]: a scenario with ``reveal_hides_output`` asks that printed
+output not give the answer away before Reveal. The window has no "hide output"
+seam, so the console and the inspector (which shows values) are covered by a
+sheet saying why, until Reveal; the run itself is never held back.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QApplication, QFileDialog, QLabel, QMenu, QToolBar, QWidget)
+
+from graphscope import scenarios as _scn
+from graphscope.ui import clipboard_export
+from graphscope.ui import theme as _theme
+from graphscope.ui.lesson import LessonBar, LessonWalker, resolve_lesson
+from graphscope.ui.presentation import PresentationController, ScaleSlider
+from graphscope.ui.quiz import OPTION_KEYS, QuizPanel, QuizScore
+from graphscope.ui.scenario_browser import ScenarioBrowser
+
+
+def _arg(args, name, default=None):
+    return getattr(args, name, default) if args is not None else default
+
+
+class _Cover(QLabel):
+    """A sheet over a widget (NOTE [hidden output]); follows the widget's size."""
+
+    def __init__(self, target: QWidget, text: str):
+        super().__init__(text, target)
+        self.setObjectName("HiddenOutputCover")
+        self.setAlignment(Qt.AlignCenter)
+        self.setWordWrap(True)
+        self.setAutoFillBackground(True)
+        self.setAttribute(Qt.WA_StyledBackground, True)
+        self.hide()
+        target.installEventFilter(self)
+
+    def eventFilter(self, obj, ev):
+        if obj is self.parent() and ev.type() == QEvent.Resize:
+            self.setGeometry(0, 0, ev.size().width(), ev.size().height())
+        return False
+
+    def set_covered(self, on: bool):
+        if on:
+            self.setGeometry(self.parent().rect())
+            self.raise_()
+        self.setVisible(on)
+
+
+class Classroom(QObject):
+    """Everything classroom-side that lives in one window (``window.classroom``)."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.scenario = None
+        self.score = QuizScore()
+        self.quiz = QuizPanel(score=self.score)
+        self.browser = ScenarioBrowser()
+        self.walker = LessonWalker(parent=self)
+        self.lesson_bar = LessonBar(self.walker)
+        self.presentation = PresentationController(window)
+        self.covers = [
+            _Cover(window.console, "Output is hidden until Reveal (R):\nit would give the answer away."),
+            _Cover(window.inspector, "Values are hidden until Reveal (R)."),
+        ]
+        self._load_bundled()
+        self._build_docks()
+        self._build_actions()
+        self._wire()
+        self.apply_theme(window.theme.name)
+        self.presentation.apply_scale()
+
+    # -- construction ------------------------------------------------------------
+    def _load_bundled(self):
+        try:
+            found, problems = _scn.load_dir(_scn.bundled_dir())
+        except Exception as e:   # a broken bundle must not stop the window
+            found, problems = [], [f"{_scn.bundled_dir()}:1: {e}"]
+        self.browser.set_scenarios(found, problems)
+
+    def _build_docks(self):
+        w = self.window
+        self.quiz_dock = w.add_side_panel(self.quiz, "Quiz", Qt.DockWidgetArea.RightDockWidgetArea)
+        self.browser_dock = w.add_side_panel(self.browser, "Scenarios",
+                                             Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.quiz_dock.hide()
+        self.browser_dock.hide()
+        self.lesson_toolbar = QToolBar("Lesson", w)
+        self.lesson_toolbar.setObjectName("LessonToolbar")
+        self.lesson_toolbar.setMovable(False)
+        self.lesson_toolbar.addWidget(self.lesson_bar)
+        w.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.lesson_toolbar)
+        self.lesson_toolbar.hide()
+        self.present_toolbar = QToolBar("Presentation", w)
+        self.present_toolbar.setObjectName("PresentationToolbar")
+        self.present_toolbar.setMovable(False)
+        self.scale_slider = ScaleSlider(self.presentation)
+        self.present_toolbar.addWidget(self.scale_slider)
+        w.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.present_toolbar)
+
+    def _action(self, text, slot, shortcuts=(), tip="", checkable=False) -> QAction:
+        a = QAction(text, self.window)
+        if shortcuts:
+            a.setShortcuts([QKeySequence(s) for s in shortcuts])
+        if tip:
+            a.setToolTip(tip)
+            a.setStatusTip(tip)
+        a.setCheckable(checkable)
+        a.triggered.connect(slot)
+        self.window.addAction(a)   # window-wide; a focused text field keeps its letters
+        return a
+
+    def _build_actions(self):
+        w, A = self.window, self._action
+        self.browse_action = self.browser_dock.toggleViewAction()
+        self.browse_action.setText("Scenario &browser")
+        self.browse_action.setShortcut(QKeySequence("Ctrl+Shift+B"))
+        self.open_folder_action = A("Open scenario &folder…", self.open_folder_dialog)
+        self.open_lesson_action = A("Open &lesson…", self.open_lesson_dialog)
+        self.next_action = A("&Next scenario", self.next_scenario, ["N", "Ctrl+PgDown"],
+                             "Next scenario in the lesson (N, Ctrl+PageDown)")
+        self.prev_action = A("&Previous scenario", self.previous_scenario, ["P", "Ctrl+PgUp"],
+                             "Previous scenario in the lesson (P, Ctrl+PageUp)")
+        self.option_actions = [
+            A(f"Answer {k}", lambda _=False, k=k: self.quiz.choose(k), [k]) for k in OPTION_KEYS[:4]]
+        self.hint_action = A("&Hint", self.quiz.show_hint, ["H"], "Show the hint (H)")
+        self.reveal_action = A("&Reveal", self.quiz.reveal, ["R"],
+                               "Run the snippet and mark the answer (R)")
+        self.present_action = A("&Presentation mode", self.presentation.toggle,
+                                ["Ctrl+Shift+P"], "Full screen, big text, clicker keys",
+                                checkable=True)
+        self.blank_action = A("&Blank screen", self.presentation.toggle_blank, ["B"],
+                              "Black out the screen; B again brings it back", checkable=True)
+        self.spotlight_action = A("&Spotlight current node", self._set_spotlight, [],
+                                  "Dim everything but the current node", checkable=True)
+        self.reset_scale_action = A("Normal text size", self.presentation.reset_scale, ["Ctrl+0"])
+        # The window's own bigger/smaller text actions scale only the window; route
+        # them through the one control so the quiz and browser scale too.
+        for act, slot, extra in ((w.bigger_action, self.presentation.bigger, "Ctrl+="),
+                                 (w.smaller_action, self.presentation.smaller, "Ctrl+-")):
+            try:
+                act.triggered.disconnect()
+            except (RuntimeError, TypeError):
+                pass
+            act.triggered.connect(slot)
+            keys = list(act.shortcuts())
+            if QKeySequence(extra) not in keys:
+                act.setShortcuts(keys + [QKeySequence(extra)])
+        self.theme_actions = {}
+        for act in w.theme_menu.actions():   # keep the quiz in step with the window's theme menu
+            act.triggered.connect(lambda _=False: self._sync_theme())
+
+        mb = w.menuBar()
+        sm = mb.addMenu("S&cenarios")
+        self.scenarios_menu = sm
+        for a in (self.browse_action, self.open_folder_action, self.open_lesson_action):
+            sm.addAction(a)
+        sm.addSeparator()
+        for a in (self.prev_action, self.next_action):
+            sm.addAction(a)
+        sm.addSeparator()
+        for a in (*self.option_actions, self.hint_action, self.reveal_action):
+            sm.addAction(a)
+        pm = mb.addMenu("&Present")
+        self.present_menu = pm
+        for a in (self.present_action, self.blank_action, self.spotlight_action):
+            pm.addAction(a)
+        pm.addSeparator()
+        for a in (w.bigger_action, w.smaller_action, self.reset_scale_action):
+            pm.addAction(a)
+        tm = pm.addMenu("Theme")
+        for name in _theme.theme_names():
+            t = _theme.get_theme(name)
+            act = tm.addAction(t.title)
+            act.setCheckable(True)
+            act.triggered.connect(lambda _=False, n=name: self.presentation.set_theme(n))
+            self.theme_actions[name] = act
+        pm.addSeparator()
+        em = pm.addMenu("&Export")
+        self.export_menu = em
+        for label, what, fmt in (("Graph as PNG…", "graph", "png"), ("Graph as SVG…", "graph", "svg"),
+                                 ("Window as PNG…", "window", "png"),
+                                 ("Window as SVG…", "window", "svg")):
+            em.addAction(label).triggered.connect(
+                lambda _=False, a=what, f=fmt: self.export_dialog(a, f))
+        em.addSeparator()
+        self.copy_graph_action = A("Copy graph", lambda: self.copy("graph"), ["Ctrl+Shift+C"])
+        self.copy_window_action = A("Copy window", lambda: self.copy("window"))
+        em.addAction(self.copy_graph_action)
+        em.addAction(self.copy_window_action)
+        self._update_quiz_actions()
+
+    def _wire(self):
+        p, w = self.presentation, self.window
+        p.scale_targets += [lambda f, m: w.set_text_scale(f),
+                            self.quiz.set_text_scale, self.browser.set_text_scale,
+                            self.lesson_bar.set_text_scale, self._scale_covers]
+        p.theme_targets += [w.set_theme, self.apply_theme]
+        p.spotlight_targets.append(self._spotlight_for_presentation)
+        p.step_forward, p.step_back = w.step_forward, w.step_back
+        p.active_changed.connect(self._on_presentation_changed)
+        p.blank_changed.connect(self.blank_action.setChecked)
+        self.browser.scenario_activated.connect(self.open_scenario)
+        self.walker.scenario_changed.connect(self._on_lesson_moved)
+        self.quiz.reveal_requested.connect(self._on_reveal)
+        self.quiz.output_hidden_changed.connect(self._set_output_hidden)
+        w.destroyed.connect(lambda *_: p.shutdown())
+
+    # -- scenarios ---------------------------------------------------------------
+    def open_scenario(self, scenario):
+        """Snippet into the editor (not run), question into the quiz panel."""
+        if isinstance(scenario, str):
+            found = self.browser.find(scenario) or _scn.find(scenario, self._folders())
+            if found is None:
+                self.window.set_status(f"No scenario with id '{scenario}'.", error=True)
+                return False
+            scenario = found
+        self.scenario = scenario
+        self.window.load_snippet(scenario.snippet, scenario.snippet_filename)
+        self.quiz.set_scenario(scenario)
+        self.quiz_dock.setWindowTitle(f"Quiz \u2014 {scenario.title}")
+        self.quiz_dock.show()
+        self.quiz_dock.raise_()
+        if scenario in self.walker.scenarios and self.walker.current is not scenario:
+            self.walker.index = self.walker.scenarios.index(scenario)
+            self.lesson_bar.refresh()
+        self._update_quiz_actions()
+        hint = "Pick an answer (A-D), then Reveal (R) runs it." if self.quiz.buttons else ""
+        self.window.set_status(f"{scenario.title}. {hint}")
+        return True
+
+    def _folders(self):
+        return [*self.browser.folders, _scn.bundled_dir()]
+
+    def add_folder(self, path) -> list:
+        """A teacher's folder: its scenarios join the browser; returns the problems."""
+        found, problems = self.browser.add_folder(path)
+        self.browser_dock.show()
+        n = len(found)
+        msg = f"Loaded {n} scenario{'s' * (n != 1)} from {path}"
+        if problems:
+            msg += f"; {len(problems)} problem{'s' * (len(problems) != 1)} (see the Scenarios panel)"
+        self.window.set_status(msg + ".", error=bool(problems))
+        return problems
+
+    def open_lesson(self, path) -> list:
+        title, found, problems = resolve_lesson(path, self.browser.scenarios, self.browser.folders)
+        self.walker.title = title
+        self.walker.scenarios = found
+        self.walker.index = 0
+        if problems:
+            self.browser.add_scenarios([], problems)
+            self.browser_dock.show()
+        self.lesson_toolbar.setVisible(bool(found))
+        if found:
+            self.walker.start()
+        else:
+            self.window.set_status(f"The lesson {path} has no scenario that loads.", error=True)
+        return problems
+
+    def next_scenario(self):
+        self.walker.next()
+
+    def previous_scenario(self):
+        self.walker.previous()
+
+    def _on_lesson_moved(self, scenario):
+        self.lesson_bar.refresh()
+        self.open_scenario(scenario)
+
+    # -- quiz ------------------------------------------------------------------
+    def _on_reveal(self, scenario):
+        self._update_quiz_actions()
+        self.window.run()      # the live run is the proof: graph, output, error
+
+    def _set_output_hidden(self, hidden: bool):
+        for c in self.covers:
+            c.set_covered(hidden)
+
+    def output_hidden(self) -> bool:
+        return all(c.isVisible() for c in self.covers)
+
+    def _update_quiz_actions(self):
+        has = self.quiz.scenario is not None
+        keys = {b.key for b in self.quiz.buttons}
+        for a, k in zip(self.option_actions, OPTION_KEYS):
+            a.setEnabled(has and k in keys)
+        self.hint_action.setEnabled(has)
+        self.reveal_action.setEnabled(has)
+
+    # -- presentation ------------------------------------------------------------
+    def _on_presentation_changed(self, on: bool):
+        w = self.window
+        self.present_action.setChecked(on)
+        self.spotlight_action.setChecked(on)
+        self.browser_dock.setVisible(False) if on else None
+        if QApplication.platformName() == "offscreen":
+            # NOTE: window.screenshot() resizes a window that is not full screen to
+            # its default size; pin the projector size so a headless presentation
+            # screenshot is 1920x1080 like the real thing.
+            if on:
+                w.setFixedSize(w.size())
+            else:
+                w.setMinimumSize(0, 0)
+                w.setMaximumSize(16777215, 16777215)
+        w.set_status("Presentation mode: PageDown/PageUp step, B blanks the screen, "
+                     "Ctrl+= / Ctrl+- text size, Ctrl+Shift+P leaves." if on else "Presentation mode off.")
+
+    def _spotlight_for_presentation(self, on: bool):
+        self._set_spotlight(on)
+
+    def _set_spotlight(self, on: bool):
+        canvas = self.window.canvas
+        if hasattr(canvas, "set_spotlight"):
+            canvas.set_spotlight(bool(on))
+        self.spotlight_action.setChecked(bool(on))
+
+    def _scale_covers(self, factor, min_px):
+        px = max(min_px, round(16 * factor))
+        for c in self.covers:
+            f = c.font()
+            f.setPixelSize(px)
+            c.setFont(f)
+
+    def apply_theme(self, name: str):
+        self.quiz.set_theme(name)
+        t = _theme.get_theme(name)
+        for c in self.covers:
+            c.setStyleSheet(f"#HiddenOutputCover {{ background: {t.panel_bg}; color: {t.text_muted};"
+                            f" border: 2px dashed {t.border}; font-style: italic; }}")
+        for n, act in self.theme_actions.items():
+            act.setChecked(n == name)
+        self.presentation.theme = name
+
+    def _sync_theme(self):
+        self.apply_theme(self.window.theme.name)
+
+    # -- export ------------------------------------------------------------------
+    def export(self, what: str, path) -> Path:
+        return clipboard_export.export(self.window, what, path)
+
+    def export_dialog(self, what: str, fmt: str):
+        start = str(Path.home() / f"graphscope-{what}.{fmt}")
+        path, _ = QFileDialog.getSaveFileName(self.window, f"Export {what} as {fmt.upper()}",
+                                              start, f"{fmt.upper()} (*.{fmt})")
+        if path:
+            try:
+                self.export(what, path)
+                self.window.set_status(f"Saved {path}")
+            except OSError as e:
+                self.window.set_status(f"Could not save {path}: {e}", error=True)
+
+    def copy(self, what: str):
+        clipboard_export.copy(self.window, what)
+        self.window.set_status(f"Copied the {what} to the clipboard (PNG and SVG).")
+
+    # -- dialogs ---------------------------------------------------------------
+    def open_folder_dialog(self):
+        d = QFileDialog.getExistingDirectory(self.window, "Open a scenario folder")
+        if d:
+            self.add_folder(d)
+
+    def open_lesson_dialog(self):
+        start = str(_scn.bundled_dir() / "lessons")
+        f, _ = QFileDialog.getOpenFileName(self.window, "Open a lesson", start, "Lesson (*.toml)")
+        if f:
+            self.open_lesson(f)
+
+
+def install_classroom(window, args=None) -> Classroom:
+    """Add the classroom features to ``window`` and apply ``args``; returns the Classroom."""
+    c = getattr(window, "classroom", None)
+    if c is None:
+        c = Classroom(window)
+        window.classroom = c
+    folder = _arg(args, "scenarios")
+    if folder:
+        c.add_folder(folder)
+    lesson = _arg(args, "lesson")
+    sid = _arg(args, "scenario")
+    if lesson:
+        c.open_lesson(lesson)
+    if sid:
+        c.open_scenario(sid)
+    if _arg(args, "presentation"):
+        c.presentation.set_active(True)
+    return c
+
+
+def install(window, args=None) -> bool:
+    """What ``ui/app.py`` calls. True when a scenario was opened (so the app does not
+    open the welcome scenario as well)."""
+    c = install_classroom(window, args)
+    return c.scenario is not None
