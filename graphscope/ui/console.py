@@ -1,7 +1,7 @@
 """The console: the snippet's stdout and stderr exactly as printed, up to the cursor.
 
-Output chunks carry ``seq`` (protocol NOTE [seq]), so the console can show
-what had been printed by the step under the cursor: stepping back un-prints.
+Output chunks carry ``seq`` (protocol NOTE [seq]); the timeline turns the
+cursor into how many chunks had been printed by then, so stepping back un-prints.
 Moving forward appends only the new chunks; moving back rebuilds (cheap: the
 captured output is capped by the runner).
 """
@@ -42,11 +42,12 @@ class Console(QPlainTextEdit):
         self._note_fmt.setFontItalic(True)
         self._rebuild()
 
-    def show_outputs(self, outputs: Sequence, upto_seq: Optional[int] = None,
+    def show_outputs(self, outputs: Sequence, count: Optional[int] = None,
                      note: Optional[str] = None) -> None:
-        """Show the chunks of ``outputs`` with ``seq <= upto_seq`` (all when None),
-        then ``note`` (e.g. how the run ended) in grey."""
-        n = len(outputs) if upto_seq is None else _count_upto(outputs, upto_seq)
+        """Show the first ``count`` chunks of ``outputs`` (all when None; the
+        timeline's ``FrameState.outputs_upto``), then ``note`` (how the run
+        ended) in grey."""
+        n = len(outputs) if count is None else max(0, min(count, len(outputs)))
         same_prefix = outputs is self._outputs and n >= self._shown and note == self._note
         if same_prefix:
             cur = self._end_cursor()
@@ -82,14 +83,3 @@ class Console(QPlainTextEdit):
             cur.insertText(self._note, self._note_fmt)
         self.moveCursor(QTextCursor.MoveOperation.End)
 
-
-def _count_upto(outputs: Sequence, seq: int) -> int:
-    # chunks arrive in seq order, so this is a prefix
-    lo, hi = 0, len(outputs)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if outputs[mid].seq <= seq:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo

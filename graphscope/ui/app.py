@@ -1,0 +1,138 @@
+"""Starting the window: ``graphscope [FILE] [--theme T] [--screenshot OUT.png [--step N]]``.
+
+``main(args)`` takes the CLI's parsed namespace (attributes: file, scenario,
+scenarios, lesson, presentation, theme, screenshot, step; missing ones count
+as unset) and returns the process exit code.
+
+Headless: with ``--screenshot`` the window is drawn offscreen (the platform is
+switched to ``offscreen`` when there is no display), the snippet runs, the
+cursor goes to the end (or step N) and a picture of the whole window is saved.
+Exit 0 on success, 1 (message on stderr) when the window could not be produced.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+SCREENSHOT_SIZE = (1600, 1000)
+RUN_WAIT_MS = 120_000      # a cold first worker imports torch; then snippets are quick
+
+
+def _arg(args, name, default=None):
+    return getattr(args, name, default) if args is not None else default
+
+
+def _ensure_platform(headless: bool) -> None:
+    if headless and not os.environ.get("QT_QPA_PLATFORM") and not (
+            os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+
+def _classroom():
+    """The classroom wiring (quiz, scenario browser, presentation), when installed."""
+    if importlib.util.find_spec("graphscope.ui.classroom") is None:
+        return None
+    from graphscope.ui import classroom
+    return classroom
+
+
+def main(args=None) -> int:
+    screenshot: Optional[str] = _arg(args, "screenshot")
+    _ensure_platform(bool(screenshot))
+    from PySide6.QtCore import QSize
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("GraphScope")
+    app.setOrganizationName("GraphScope")
+    from graphscope.ui.main_window import MainWindow
+
+    theme = _arg(args, "theme") or "light"
+    try:
+        window = MainWindow(theme=theme)
+    except KeyError as e:                      # unknown theme name
+        print(f"graphscope: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 1
+    window.resize(*SCREENSHOT_SIZE)
+    run_now = False
+
+    file = _arg(args, "file")
+    scenario_id = _arg(args, "scenario")
+    if file:
+        p = Path(file)
+        if not p.is_file():
+            what = "is a folder, not a Python file" if p.is_dir() else "does not exist"
+            print(f"graphscope: {file} {what}", file=sys.stderr)
+            if screenshot:
+                return 1
+        elif not window.open_file(p):
+            title, text = window.last_message or ("", f"cannot open {file}")
+            print(f"graphscope: {text}", file=sys.stderr)
+            if screenshot:
+                return 1
+        run_now = bool(screenshot)
+    classroom = _classroom()
+    handled = False
+    if classroom is not None and hasattr(classroom, "install"):
+        # the classroom layer handles --scenario/--scenarios/--lesson/--presentation
+        handled = bool(classroom.install(window, args))
+    if not file and not handled:
+        sc = _load_scenario(scenario_id or "welcome")
+        if sc is None and scenario_id:
+            print(f"graphscope: no scenario with id {scenario_id!r}", file=sys.stderr)
+            return 1
+        if sc is not None:
+            window.load_snippet(sc.snippet, f"{sc.title}")
+            run_now = True
+
+    if screenshot:
+        return _screenshot(app, window, screenshot, _arg(args, "step"), run_now)
+    window.show()
+    if run_now:
+        window.run()
+    return app.exec()
+
+
+def _load_scenario(scenario_id: str):
+    try:
+        from graphscope import scenarios
+        return scenarios.find(scenario_id)
+    except Exception:          # a broken scenario folder must not stop the window
+        return None
+
+
+def _screenshot(app, window, out: str, step, run: bool) -> int:
+    from PySide6.QtCore import QEventLoop, QSize, QTimer
+
+    window.set_speed(0)                       # instant: no animation to wait for
+    window.show()
+    app.processEvents()
+    if run:
+        loop = QEventLoop()
+        window.run_finished.connect(lambda _end: loop.quit())
+        QTimer.singleShot(RUN_WAIT_MS, loop.quit)
+        window.run()
+        if window.is_running():
+            loop.exec()
+        if window.is_running():
+            window.stop()
+            print("graphscope: the snippet did not finish in time; showing what was recorded",
+                  file=sys.stderr)
+    if step is not None:
+        window.set_cursor(int(step))
+    else:
+        window.step_last()
+    window.fit_when_done()
+    app.processEvents()
+    ok = window.screenshot(out, QSize(*SCREENSHOT_SIZE))
+    window.controller.shutdown()
+    window.ask_unsaved = lambda *_: "discard"
+    window.close()
+    if not ok:
+        print(f"graphscope: could not write the screenshot to {out}", file=sys.stderr)
+        return 1
+    print(out)
+    return 0

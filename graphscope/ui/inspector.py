@@ -1,0 +1,336 @@
+"""The inspector: everything known about the selected node at the cursor's step.
+
+For an op: the op, its autograd node, line, module path, grad mode, inputs and
+outputs. For a tensor: shape, dtype, requires_grad, is_leaf, grad_fn, its
+value, and its gradient once backward has reached it at this step (the frame
+says which gradients exist by then, so stepping back hides them again).
+Larger tensors get statistics and a histogram (pyqtgraph).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
+                               QVBoxLayout, QWidget)
+
+from graphscope.model.summary import format_summary
+from graphscope.ui.editor import monospace_font
+
+VALUE_CHARS = 1200
+HISTOGRAM_MIN = 8          # elements from which a histogram says more than the numbers
+
+
+def _flatten(v) -> list:
+    if isinstance(v, list):
+        out = []
+        for x in v:
+            out.extend(_flatten(x))
+        return out
+    return [v]
+
+
+def _numbers(v) -> list[float]:
+    return [float(x) for x in _flatten(v)
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))]
+
+
+def tensor_summary(t) -> dict:
+    """protocol.TensorInfo -> the Summary dict format_summary reads."""
+    return {"value": t.value, "stats": t.stats, "shape": list(t.shape or []), "dtype": t.dtype}
+
+
+def grad_summary(t) -> Optional[dict]:
+    if t.grad is None and not t.grad_stats:
+        return None
+    return {"value": t.grad, "stats": t.grad_stats, "shape": list(t.shape or []), "dtype": t.dtype}
+
+
+class Inspector(QWidget):
+    """Shows one node; ``show_node(node, trace, frame)`` or ``clear_node()``."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._scale = 1.0
+        self._rows: dict[str, str] = {}
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        outer.addWidget(scroll)
+        body = QWidget()
+        scroll.setWidget(body)
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(10, 8, 10, 8)
+        lay.setSpacing(6)
+        self.title_label = QLabel("Nothing selected", body)
+        self.title_label.setWordWrap(True)
+        self.subtitle_label = QLabel("Click a node in the graph or a line in the editor.", body)
+        self.subtitle_label.setWordWrap(True)
+        self.subtitle_label.setProperty("role", "muted")
+        lay.addWidget(self.title_label)
+        lay.addWidget(self.subtitle_label)
+        self._grid_host = QWidget(body)
+        self._grid = QGridLayout(self._grid_host)
+        self._grid.setContentsMargins(0, 4, 0, 4)
+        self._grid.setHorizontalSpacing(10)
+        self._grid.setVerticalSpacing(4)
+        self._grid.setColumnStretch(1, 1)
+        lay.addWidget(self._grid_host)
+        self.value_caption = QLabel("Value", body)
+        self.value_text = QPlainTextEdit(body)
+        self.value_text.setReadOnly(True)
+        self.value_text.setMaximumHeight(150)
+        self.grad_caption = QLabel("Gradient", body)
+        self.grad_text = QPlainTextEdit(body)
+        self.grad_text.setReadOnly(True)
+        self.grad_text.setMaximumHeight(120)
+        for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text):
+            lay.addWidget(w)
+        self.plot = pg.PlotWidget(body)
+        self.plot.setMinimumHeight(140)
+        self.plot.setMaximumHeight(200)
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(False, False)
+        self.plot.hideButtons()
+        self.plot.setTitle("")
+        lay.addWidget(self.plot)
+        lay.addStretch(1)
+        self._hist_color = "#0072B2"
+        self.set_text_scale(1.0)
+        self.clear_node()
+
+    # -- appearance -----------------------------------------------------------
+    def set_text_scale(self, f: float) -> None:
+        self._scale = f
+        t = QFont(self.font())
+        t.setPointSizeF(15.0 * f)
+        t.setBold(True)
+        self.title_label.setFont(t)
+        body = QFont(self.font())
+        body.setPointSizeF(11.5 * f)
+        for w in (self.subtitle_label, self.value_caption, self.grad_caption):
+            w.setFont(body)
+        for w in (self.value_caption, self.grad_caption):
+            f2 = QFont(body)
+            f2.setBold(True)
+            w.setFont(f2)
+        mono = monospace_font(11.0 * f)
+        self.value_text.setFont(mono)
+        self.grad_text.setFont(mono)
+        self._body_font = body
+        self._refill_grid()
+
+    def set_colors(self, background: str, foreground: str, accent: str) -> None:
+        self.plot.setBackground(background)
+        for axis in ("left", "bottom"):
+            ax = self.plot.getAxis(axis)
+            ax.setPen(foreground)
+            ax.setTextPen(foreground)
+        self._hist_color = accent
+
+    # -- content ----------------------------------------------------------------
+    def rows(self) -> dict[str, str]:
+        """The key/value rows shown (tests read this)."""
+        return dict(self._rows)
+
+    def clear_node(self) -> None:
+        self.title_label.setText("Nothing selected")
+        self.subtitle_label.setText("Click a node in the graph or a line in the editor.")
+        self._rows = {}
+        self._refill_grid()
+        for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
+            w.hide()
+
+    def show_node(self, node, trace, frame=None) -> None:
+        op = _lookup_op(node, trace)
+        tensor = _lookup_tensor(node, trace)
+        if getattr(node, "kind", "") == "op" and op is not None:
+            self._show_op(node, op, trace, frame)
+        elif tensor is not None:
+            self._show_tensor(node, tensor, trace, frame)
+        else:
+            self.title_label.setText(getattr(node, "label", "?"))
+            self.subtitle_label.setText(" ".join(getattr(node, "detail", "") or []) if
+                                        isinstance(getattr(node, "detail", ""), list)
+                                        else str(getattr(node, "detail", "") or ""))
+            self._rows = {"line": str(node.line)} if getattr(node, "line", None) else {}
+            self._refill_grid()
+            for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
+                w.hide()
+
+    def _show_op(self, node, op, trace, frame) -> None:
+        self.title_label.setText(op.name)
+        self.subtitle_label.setText(op.grad_fn or ("no autograd node (not tracked)"
+                                                    if not op.grad_enabled else "no autograd node"))
+        rows = {"op": op.qualname, "line": str(op.line) if op.line else "-"}
+        if op.module:
+            rows["module"] = op.module
+        rows["grad mode"] = "inference mode" if op.inference else (
+            "enabled" if op.grad_enabled else "disabled (no_grad)")
+        rows["inputs"] = ", ".join(_tensor_name(trace, i) for i in op.inputs) or "-"
+        rows["outputs"] = ", ".join(_tensor_name(trace, i) for i in op.outputs) or "-"
+        if op.scalars:
+            rows["arguments"] = ", ".join(str(s) for s in op.scalars)
+        if op.versions:
+            rows["in-place"] = "; ".join(f"{_tensor_name(trace, int(k))} version {a}\u2192{b}"
+                                         for k, (a, b) in op.versions.items())
+        self._rows = rows
+        self._refill_grid()
+        grads = self._backward_grads_for(op, trace, frame)
+        self.value_caption.hide()
+        self.value_text.hide()
+        self.plot.hide()
+        if grads:
+            self.grad_caption.setText("Gradients at this backward step")
+            self.grad_text.setPlainText(grads)
+            self.grad_caption.show()
+            self.grad_text.show()
+        else:
+            self.grad_caption.hide()
+            self.grad_text.hide()
+
+    def _show_tensor(self, node, t, trace, frame) -> None:
+        name = t.name or f"t{t.id}"
+        self.title_label.setText(name)
+        shape = "\u00d7".join(str(s) for s in t.shape) if t.shape else "scalar"
+        self.subtitle_label.setText(f"tensor {shape} {t.dtype}")
+        rows = {"shape": str(tuple(t.shape)), "dtype": t.dtype, "device": t.device,
+                "requires_grad": str(t.requires_grad), "is_leaf": str(t.is_leaf),
+                "grad_fn": t.grad_fn or "None"}
+        if t.is_param:
+            rows["parameter"] = "yes (nn.Parameter)"
+        if t.retains_grad:
+            rows["retains_grad"] = "True"
+        if t.created_by is not None:
+            op = trace.op_by_id(t.created_by)
+            if op is not None:
+                rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
+        flags = sorted(getattr(node, "flags", ()) or ())
+        if "missing_requires_grad" in flags:
+            rows["note"] = "backward needed this leaf, but it was created without requires_grad=True"
+        self._rows = rows
+        self._refill_grid()
+        summary = tensor_summary(t)
+        self.value_caption.setText("Value when created")
+        self.value_text.setPlainText(format_summary(summary, VALUE_CHARS))
+        self.value_caption.show()
+        self.value_text.show()
+        grad = self._grad_at_frame(t, frame)
+        if grad is not None:
+            self.grad_caption.setText(".grad at this step")
+            self.grad_text.setPlainText(grad)
+            self.grad_caption.show()
+            self.grad_text.show()
+        else:
+            self.grad_caption.hide()
+            self.grad_text.hide()
+        self._show_histogram(summary)
+
+    def _grad_at_frame(self, t, frame) -> Optional[str]:
+        if frame is None:
+            return None
+        leaf = (getattr(frame, "leaf_grads", None) or {}).get(t.id)
+        if leaf is not None:
+            before, after = leaf
+            b = format_summary(before, 300) if before else "None"
+            a = format_summary(after, VALUE_CHARS) if after else "None"
+            return f"before: {b}\nafter:  {a}"
+        g = (getattr(frame, "grad_of", None) or {}).get(t.id)
+        if g is not None:
+            return g if isinstance(g, str) else format_summary(g, VALUE_CHARS)
+        return None
+
+    def _backward_grads_for(self, op, trace, frame) -> Optional[str]:
+        cur = getattr(frame, "current", None) if frame is not None else None
+        if cur is None or getattr(cur, "kind", None) != "backward":
+            return None
+        step = getattr(cur, "backward", None)
+        if step is None or getattr(step, "op", None) != op.id:
+            return None
+        lines = [f"{step.grad_fn}"]
+        for i, g in enumerate(step.grad_outputs or []):
+            lines.append(f"  in  [{i}]: {format_summary(g, 300) if g else 'None'}")
+        for i, g in enumerate(step.grad_inputs or []):
+            lines.append(f"  out [{i}]: {format_summary(g, 300) if g else 'None'}")
+        return "\n".join(lines)
+
+    def _show_histogram(self, summary: dict) -> None:
+        self.plot.clear()
+        stats = summary.get("stats") or {}
+        hist = stats.get("hist") if isinstance(stats, dict) else None
+        edges = counts = None
+        if isinstance(hist, dict) and hist.get("edges") and hist.get("counts"):
+            edges, counts = hist["edges"], hist["counts"]
+        else:
+            nums = _numbers(summary.get("value"))
+            if len(nums) >= HISTOGRAM_MIN:
+                lo, hi = min(nums), max(nums)
+                bins = min(24, max(4, int(len(nums) ** 0.5) + 1))
+                if hi == lo:
+                    hi = lo + 1.0
+                width = (hi - lo) / bins
+                counts = [0] * bins
+                for x in nums:
+                    counts[min(bins - 1, int((x - lo) / width))] += 1
+                edges = [lo + i * width for i in range(bins + 1)]
+        if not edges:
+            self.plot.hide()
+            return
+        x0 = edges[:-1]
+        widths = [b - a for a, b in zip(edges[:-1], edges[1:])]
+        bars = pg.BarGraphItem(x0=x0, width=widths, height=counts, brush=self._hist_color,
+                               pen=pg.mkPen(None))
+        self.plot.addItem(bars)
+        self.plot.setTitle("distribution of values")
+        self.plot.show()
+
+    def histogram_shown(self) -> bool:
+        return not self.plot.isHidden()
+
+    def _refill_grid(self) -> None:
+        while self._grid.count():
+            item = self._grid.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        font = getattr(self, "_body_font", self.font())
+        for r, (k, v) in enumerate(self._rows.items()):
+            key = QLabel(k, self._grid_host)
+            key.setProperty("role", "muted")
+            key.setFont(font)
+            key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+            val = QLabel(v, self._grid_host)
+            val.setFont(font)
+            val.setWordWrap(True)
+            val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self._grid.addWidget(key, r, 0)
+            self._grid.addWidget(val, r, 1)
+
+
+def _lookup_op(node, trace):
+    op = getattr(node, "op", None)
+    if op is None:
+        return None
+    if isinstance(op, int):
+        return trace.op_by_id(op)
+    return op
+
+
+def _lookup_tensor(node, trace):
+    t = getattr(node, "tensor", None)
+    if t is None:
+        return None
+    if isinstance(t, int):
+        return trace.tensors.get(t)
+    return trace.tensors.get(t.id, t)
+
+
+def _tensor_name(trace, tid: Any) -> str:
+    t = trace.tensors.get(tid)
+    if t is None:
+        return f"t{tid}"
+    return t.name or f"t{tid}"

@@ -1,0 +1,765 @@
+"""The main window: editor left, graph canvas centre, inspector right, timeline
+under the canvas, console and problems below, toolbar and status bar.
+
+The window owns one run at a time (a ``LiveRun``: trace, graph builder, layout
+and timeline growing together as messages stream in) and shows the state at the
+timeline's cursor everywhere: canvas, editor marker, inspector, console.
+
+Seams for the classroom features (quiz panel, scenario browser, presentation
+mode): ``load_snippet``, ``add_side_panel``, ``set_text_scale``, ``set_theme``,
+``toggle_fullscreen``, and the ``run_finished`` / ``cursor_changed`` signals.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Optional
+
+from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow,
+                               QMessageBox, QSplitter, QTabWidget, QToolBar, QVBoxLayout,
+                               QWidget)
+
+from graphscope import protocol as P
+from graphscope.model.trace import Trace
+from graphscope.ui import theme as themes
+from graphscope.ui.console import Console
+from graphscope.ui.editor import CodeEditor
+from graphscope.ui.error_banner import ErrorBanner
+from graphscope.ui.graph_canvas import GraphCanvas
+from graphscope.ui.inspector import Inspector
+from graphscope.ui.live_run import LiveRun
+from graphscope.ui.problems import ProblemRow, ProblemsList
+from graphscope.ui.run_controller import RunController
+from graphscope.ui.timeline_bar import TimelineBar, control_icon
+
+MAX_FILE_BYTES = 2_000_000
+MAX_RECENT = 8
+NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
+
+END_STATUS = {
+    "ok": "Finished",
+    "exit": "Finished (sys.exit)",
+    "error": "The snippet raised an exception",
+    "timeout": "Stopped: the snippet ran too long (timeout)",
+    "crash": "The worker process crashed",
+    "stopped": "Stopped",
+}
+
+
+class MainWindow(QMainWindow):
+    """GraphScope's window. ``settings``: a QSettings (tests pass one in a temp dir)."""
+
+    run_started = Signal()
+    run_finished = Signal(object)     # protocol.End
+    cursor_changed = Signal(int)
+    file_loaded = Signal(str)
+
+    def __init__(self, settings: Optional[QSettings] = None, theme: str = "light",
+                 timeout: Optional[float] = 60.0, parent=None):
+        super().__init__(parent)
+        self.settings = settings if settings is not None else QSettings("GraphScope", "GraphScope")
+        self.path: Optional[Path] = None
+        self.display_name = "untitled.py"
+        self.live: Optional[LiveRun] = None
+        self.text_scale = 1.0
+        self.theme = themes.get_theme(theme)
+        self.speed = 5.0                      # steps per second while playing; 0 = instant
+        self.last_message: Optional[tuple[str, str]] = None   # (title, text) of the last message box
+        # (title, text) -> "save" | "discard" | "cancel"; tests replace it
+        self.ask_unsaved: Callable[[str, str], str] = self._ask_unsaved_dialog
+        self.setWindowTitle("GraphScope")
+        self.setAcceptDrops(True)
+        self.resize(1600, 1000)
+
+        self.controller = RunController(self, timeout=timeout)
+        self.controller.batch.connect(self._on_batch)
+        self.controller.finished.connect(self._on_run_finished)
+
+        self._play_timer = QTimer(self)
+        self._play_timer.timeout.connect(self._on_play_tick)
+        self._build_widgets()
+        self._build_actions()
+        self._following = False               # playback follows a run still streaming in
+        self._selected: Optional[str] = None
+        self.editor.setPlainText(NEW_SNIPPET)
+        self.editor.document().setModified(False)
+        self.editor.document().modificationChanged.connect(self._update_title)
+        self.set_theme(self.theme.name)
+        self._update_title()
+        self._update_run_actions()
+
+    # ------------------------------------------------------------------ layout
+    def _build_widgets(self) -> None:
+        self.editor = CodeEditor(self)
+        self.editor.line_clicked.connect(self._on_line_clicked)
+        self.canvas = GraphCanvas(self)
+        self.canvas.node_clicked.connect(self.select_node)
+        self.banner = ErrorBanner(self)
+        self.banner.line_requested.connect(self.editor.go_to_line)
+        self.timeline_bar = TimelineBar(self)
+        tb = self.timeline_bar
+        tb.first_requested.connect(self.step_first)
+        tb.back_requested.connect(self.step_back)
+        tb.forward_requested.connect(self.step_forward)
+        tb.last_requested.connect(self.step_last)
+        tb.play_toggled.connect(self.set_playing)
+        tb.cursor_requested.connect(self._on_bar_cursor)
+        tb.speed_changed.connect(self.set_speed)
+        tb.set_speed(self.speed)
+        self.inspector = Inspector(self)
+        self.console = Console(self)
+        self.problems = ProblemsList(self)
+        self.problems.problem_activated.connect(self._on_problem_activated)
+
+        centre = QWidget(self)
+        col = QVBoxLayout(centre)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.setSpacing(4)
+        col.addWidget(self.banner)
+        col.addWidget(self.canvas, 1)
+        col.addWidget(self.timeline_bar)
+
+        self.bottom_tabs = QTabWidget(self)
+        self.bottom_tabs.addTab(self.console, "Console")
+        self.bottom_tabs.addTab(self.problems, "Problems")
+
+        self.centre_split = QSplitter(Qt.Orientation.Vertical, self)
+        self.centre_split.addWidget(centre)
+        self.centre_split.addWidget(self.bottom_tabs)
+        self.centre_split.setStretchFactor(0, 4)
+        self.centre_split.setStretchFactor(1, 1)
+        self.centre_split.setSizes([760, 200])
+
+        self.main_split = QSplitter(Qt.Orientation.Horizontal, self)
+        self.main_split.addWidget(self.editor)
+        self.main_split.addWidget(self.centre_split)
+        self.main_split.addWidget(self.inspector)
+        self.main_split.setStretchFactor(0, 2)
+        self.main_split.setStretchFactor(1, 5)
+        self.main_split.setStretchFactor(2, 2)
+        self.main_split.setSizes([420, 860, 320])
+        self.main_split.setChildrenCollapsible(False)
+        self.setCentralWidget(self.main_split)
+
+        self.status_label = QLabel("Ready. Press F5 to run the snippet.", self)
+        self.run_label = QLabel("", self)
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.run_label)
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "", icon: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut:
+            a.setShortcuts([QKeySequence(s) for s in (shortcut if isinstance(shortcut, list) else [shortcut])])
+        if tip:
+            a.setToolTip(tip)
+            a.setStatusTip(tip)
+        if icon:
+            a.setIcon(control_icon(icon))
+        a.triggered.connect(slot)
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        A = self._action
+        self.open_action = A("&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self.save_action = A("&Save", self.save, QKeySequence.StandardKey.Save)
+        self.save_as_action = A("Save &As…", self.save_as, QKeySequence.StandardKey.SaveAs)
+        self.new_action = A("&New", self.new_file, QKeySequence.StandardKey.New)
+        self.quit_action = A("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.run_action = A("Run", self.run, "F5", "Run the snippet (F5)", "run")
+        self.stop_action = A("Stop", self.stop, "Shift+F5", "Stop the snippet (Shift+F5)", "stop")
+        # Stepping keys: window-wide, but a focused editor keeps its own keys
+        # (Qt gives a text edit's ShortcutOverride precedence), so typing still works.
+        self.first_action = A("First step", self.step_first, ["Home"], "First step (Home)", "first")
+        self.back_action = A("Step back", self.step_back, ["Left", "PgUp"], "Step back (Left)", "back")
+        self.play_action = A("Play / pause", self.toggle_playing, ["Space"], "Play / pause (Space)", "play")
+        self.forward_action = A("Step forward", self.step_forward, ["Right", "PgDown"],
+                                "Step forward (Right)", "forward")
+        self.last_action = A("Last step", self.step_last, ["End"], "Last step (End)", "last")
+        self.fit_action = A("Fit graph", lambda: self.canvas.fit(), "F", "Fit the graph to the view")
+        self.bigger_action = A("Bigger text", lambda: self.set_text_scale(self.text_scale * 1.15),
+                               QKeySequence.StandardKey.ZoomIn)
+        self.smaller_action = A("Smaller text", lambda: self.set_text_scale(self.text_scale / 1.15),
+                                QKeySequence.StandardKey.ZoomOut)
+        self.fullscreen_action = A("Full screen", self.toggle_fullscreen, "F11")
+
+        mb = self.menuBar()
+        fm = mb.addMenu("&File")
+        for a in (self.new_action, self.open_action):
+            fm.addAction(a)
+        self.recent_menu = fm.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        for a in (self.save_action, self.save_as_action):
+            fm.addAction(a)
+        fm.addSeparator()
+        fm.addAction(self.quit_action)
+        rm = mb.addMenu("&Run")
+        for a in (self.run_action, self.stop_action):
+            rm.addAction(a)
+        sm = mb.addMenu("&Step")
+        for a in (self.first_action, self.back_action, self.play_action, self.forward_action,
+                  self.last_action):
+            sm.addAction(a)
+        vm = mb.addMenu("&View")
+        for a in (self.fit_action, self.bigger_action, self.smaller_action, self.fullscreen_action):
+            vm.addAction(a)
+        self.theme_menu = vm.addMenu("Theme")
+        for name in themes.theme_names():
+            t = themes.get_theme(name)
+            act = self.theme_menu.addAction(t.title)
+            act.triggered.connect(lambda _=False, n=name: self.set_theme(n))
+        self.view_menu = vm
+
+        tb = QToolBar("Main", self)
+        tb.setObjectName("MainToolbar")
+        tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toolbar = tb
+        tb.addAction(self.run_action)
+        tb.addAction(self.stop_action)
+        tb.addSeparator()
+        for a in (self.first_action, self.back_action, self.play_action, self.forward_action,
+                  self.last_action):
+            tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(self.fit_action)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+
+    # ------------------------------------------------------------ appearance
+    def set_theme(self, name: str) -> None:
+        """Apply a theme (light, dark, high-contrast) to every part of the window."""
+        self.theme = t = themes.get_theme(name)
+        self.setStyleSheet(themes.stylesheet(t, self.text_scale))
+        self.canvas.set_theme(t)
+        self.editor.set_pygments_style(t.pygments_style)
+        region = QColor(t.region_border)
+        region_bg = QColor(t.region_border)
+        region_bg.setAlpha(70)
+        marker_bg = QColor(t.current)
+        marker_bg.setAlpha(55)
+        error_bg = QColor(t.error)
+        error_bg.setAlpha(60)
+        self.editor.set_colors(gutter_bg=t.window_bg, gutter_fg=t.text_muted, marker=t.current,
+                               marker_bg=marker_bg, error=t.error, error_bg=error_bg,
+                               region=region, region_bg=region_bg)
+        self.console.set_colors(t.text, t.error, t.text_muted)
+        self.problems.colors = {"error": t.error, "warning": t.warning, "info": t.accent}
+        self.timeline_bar.set_colors(t.tracked_border, t.error if t.dark else t.untracked_border,
+                                     t.border, t.text)
+        self.banner.set_colors(_blend(t.panel_bg, t.error, 0.12), t.text, t.error, t.text)
+        self.inspector.set_colors(t.panel_bg, t.text, t.accent)
+        for a, kind in ((self.first_action, "first"), (self.back_action, "back"),
+                        (self.forward_action, "forward"), (self.last_action, "last"),
+                        (self.play_action, "play")):
+            a.setIcon(control_icon(kind, t.text))
+        self._refresh_problems()
+
+    def set_text_scale(self, f: float) -> None:
+        """Scale every text in the window together (presentation mode's one control)."""
+        f = max(0.6, min(4.0, float(f)))
+        self.text_scale = f
+        self.setStyleSheet(themes.stylesheet(self.theme, f))
+        for w in (self.editor, self.console, self.problems, self.inspector, self.banner,
+                  self.timeline_bar, self.canvas):
+            w.set_text_scale(f)
+        self.toolbar.setIconSize(QSize(int(24 * f), int(24 * f)))
+
+    def toggle_fullscreen(self) -> None:
+        self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    def add_side_panel(self, widget: QWidget, title: str,
+                       area=Qt.DockWidgetArea.RightDockWidgetArea) -> QDockWidget:
+        """Dock a panel (the quiz, a scenario browser) beside the canvas."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title.replace(" ", "") + "Dock")
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable
+                         | QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(area, dock)
+        self.view_menu.addAction(dock.toggleViewAction())
+        return dock
+
+    # ------------------------------------------------------------------ files
+    def load_snippet(self, source: str, name: str = "<snippet>", run: bool = False,
+                     path: Optional[os.PathLike] = None) -> None:
+        """Show ``source`` in the editor (a scenario, a file). Never runs it unless ``run``."""
+        self.stop()
+        self._reset_run_view()
+        self.editor.setPlainText(source)
+        self.editor.document().setModified(False)
+        self.path = Path(path) if path else None
+        self.display_name = name
+        self._update_title()
+        self.set_status(f"Opened {name}. Press F5 to run it.")
+        if run:
+            self.run()
+
+    def open_file(self, path) -> bool:
+        """Open a .py file; a clear message (never a traceback) when it cannot be read."""
+        p = Path(path)
+        problem = None
+        try:
+            if not p.exists():
+                problem = f"There is no file {p}."
+            elif p.is_dir():
+                problem = f"{p} is a folder, not a Python file."
+            elif p.stat().st_size > MAX_FILE_BYTES:
+                problem = f"{p.name} is too large to be a snippet ({p.stat().st_size:,} bytes)."
+            else:
+                text = p.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            problem = (f"{p.name} is not UTF-8 text (byte {e.start} cannot be read). "
+                       "Save it as UTF-8 and open it again.")
+        except OSError as e:
+            problem = f"{p} cannot be read: {e.strerror or e}."
+        if problem:
+            self.show_message("Cannot open file", problem)
+            return False
+        if not self._maybe_save():
+            return False
+        self.load_snippet(text.replace("\r\n", "\n"), p.name, path=p.resolve())
+        self._add_recent(p.resolve())
+        self.file_loaded.emit(str(p.resolve()))
+        return True
+
+    def open_dialog(self) -> None:
+        start = str(self.path.parent) if self.path else str(Path.cwd())
+        path, _ = QFileDialog.getOpenFileName(self, "Open a Python snippet", start,
+                                              "Python files (*.py);;All files (*)")
+        if path:
+            self.open_file(path)
+
+    def new_file(self) -> None:
+        if self._maybe_save():
+            self.load_snippet(NEW_SNIPPET, "untitled.py")
+
+    def save(self) -> bool:
+        if self.path is None:
+            return self.save_as()
+        return self.save_to(self.path)
+
+    def save_as(self) -> bool:
+        start = str(self.path) if self.path else str(Path.cwd() / self.display_name)
+        path, _ = QFileDialog.getSaveFileName(self, "Save snippet as", start,
+                                              "Python files (*.py);;All files (*)")
+        return self.save_to(path) if path else False
+
+    def save_to(self, path) -> bool:
+        p = Path(path)
+        try:
+            p.write_text(self.editor.toPlainText(), encoding="utf-8")
+        except OSError as e:
+            self.show_message("Cannot save file", f"{p} cannot be written: {e.strerror or e}.")
+            return False
+        self.path = p.resolve()
+        self.display_name = p.name
+        self.editor.document().setModified(False)
+        self._add_recent(self.path)
+        self._update_title()
+        self.set_status(f"Saved {p}")
+        return True
+
+    def recent_files(self) -> list[str]:
+        v = self.settings.value("recent_files", [])
+        if isinstance(v, str):
+            v = [v]
+        return [str(x) for x in (v or [])]
+
+    def _add_recent(self, p: Path) -> None:
+        items = [str(p)] + [x for x in self.recent_files() if x != str(p)]
+        self.settings.setValue("recent_files", items[:MAX_RECENT])
+        self.settings.sync()
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.recent_files()
+        if not files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+        for f in files:
+            act = self.recent_menu.addAction(f)
+            act.triggered.connect(lambda _=False, f=f: self.open_file(f))
+
+    def _maybe_save(self) -> bool:
+        """True when it is fine to replace the editor's text."""
+        if not self.editor.document().isModified():
+            return True
+        answer = self.ask_unsaved("Unsaved changes",
+                                  f"{self.display_name} has changes that are not saved. Save them?")
+        if answer == "save":
+            return self.save()
+        return answer == "discard"
+
+    def _ask_unsaved_dialog(self, title: str, text: str) -> str:
+        b = QMessageBox.question(self, title, text,
+                                 QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                                 | QMessageBox.StandardButton.Cancel)
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(b, "cancel")
+
+    def show_message(self, title: str, text: str) -> None:
+        """A non-blocking message box plus the status line."""
+        self.last_message = (title, text)
+        self.set_status(text, error=True)
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+    def dragEnterEvent(self, event) -> None:
+        if any(u.toLocalFile().endswith(".py") for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for u in event.mimeData().urls():
+            if u.toLocalFile().endswith(".py"):
+                self.open_file(u.toLocalFile())
+                event.acceptProposedAction()
+                return
+
+    def closeEvent(self, event) -> None:
+        if not self._maybe_save():
+            event.ignore()
+            return
+        self._play_timer.stop()
+        self.controller.shutdown()
+        super().closeEvent(event)
+
+    def _update_title(self, *_) -> None:
+        star = "*" if self.editor.document().isModified() else ""
+        self.setWindowTitle(f"{self.display_name}{star} — GraphScope")
+
+    # -------------------------------------------------------------------- run
+    def run(self) -> None:
+        """Run the editor's snippet in a worker and build the graph live."""
+        self.stop()
+        self._reset_run_view()
+        source = self.editor.toPlainText()
+        filename = str(self.path) if self.path else self.display_name
+        self.live = LiveRun(source, filename)
+        self.canvas.set_graph(self.live.graph, self.live.layout, self.live.trace)
+        self._following = True
+        self.set_status("Running…")
+        self.run_label.setText("running")
+        self.controller.run(source, filename)
+        self._update_run_actions()
+        self.run_started.emit()
+        self.canvas.setFocus()
+
+    def stop(self) -> None:
+        if self.controller.is_running():
+            self.set_status("Stopping…")
+            self.controller.stop()
+
+    def is_running(self) -> bool:
+        return self.controller.is_running()
+
+    def _reset_run_view(self) -> None:
+        self._play_timer.stop()
+        self.timeline_bar.set_playing(False)
+        self._following = False
+        self.live = None
+        self._selected = None
+        self.banner.hide()
+        self.editor.set_error_line(None)
+        self.editor.set_marker_line(None)
+        self.editor.set_regions([])
+        self.console.clear_outputs()
+        self.problems.set_problems([])
+        self.inspector.clear_node()
+        self.timeline_bar.set_steps([])
+        self.timeline_bar.set_cursor(0, 0)
+        self.canvas.clear()
+
+    def _on_batch(self, msgs: list) -> None:
+        live = self.live
+        if live is None:
+            return
+        delta = live.apply(msgs, follow=self.speed == 0)
+        self._show_delta(delta)
+        if delta.regions_changed or any(m.T == "region" for m in msgs):
+            self.editor.set_regions(live.trace.regions)
+        self.timeline_bar.set_steps(live.step_kinds())
+        self._start_following()
+        self._show_cursor()
+
+    def _show_delta(self, delta) -> None:
+        if delta.nodes:
+            self.canvas.add_nodes([n.id for n in delta.nodes])
+        if delta.changed or delta.regions_changed:
+            self.canvas.update_nodes([n.id for n in delta.changed])
+
+    def _start_following(self) -> None:
+        if self._following and self.speed > 0 and not self._play_timer.isActive():
+            self._play_timer.start(int(1000 / self.speed))
+            self.timeline_bar.set_playing(True)
+
+    def _on_run_finished(self, end: P.End) -> None:
+        live = self.live
+        self._update_run_actions()
+        if live is None:
+            return
+        self._show_delta(live.finish(end))
+        # the one smooth tidy pass of the layout (NOTE in model/layout.py)
+        self.canvas.animate_to(live.layout.tidy())
+        self.editor.set_regions(live.trace.regions)
+        self.timeline_bar.set_steps(live.step_kinds())
+        if self.speed == 0 or not self._play_timer.isActive():
+            if self.speed == 0 or self._following:
+                live.timeline.last()
+            self._following = False
+            self._play_timer.stop()
+            self.timeline_bar.set_playing(False)
+        n_ops = len(live.trace.ops)
+        n_bw = len(live.trace.backward)
+        dur = f" in {end.duration:.2f} s" if end.duration else ""
+        text = f"{END_STATUS.get(end.status, end.status)}{dur}: {n_ops} ops, {n_bw} backward steps."
+        if end.status == "crash":
+            code = end.exit_code
+            how = f" (exit code {code})" if code is not None and code >= 0 else (
+                f" (signal {-code})" if code is not None else "")
+            text = f"The worker process crashed{how}. What it recorded is kept; Run again to restart."
+        if live.trace.truncated and live.trace.truncation is not None:
+            text += f" Recording was cut short: {live.trace.truncation.message}"
+        self.set_status(text, error=end.status not in ("ok", "exit"))
+        self.run_label.setText(end.status)
+        self._show_end_problem(end)
+        self._refresh_problems()
+        self._show_cursor()
+        self.fit_when_done()
+        self.run_finished.emit(end)
+
+    def fit_when_done(self) -> None:
+        self.canvas.fit()
+
+    def _show_end_problem(self, end: P.End) -> None:
+        live = self.live
+        err = end.error
+        if end.status == "error" and err is not None:
+            diag = live.diagnosis()
+            self.banner.show_diagnosis(diag, err)
+            line = (getattr(diag, "line", None) if diag else None) or err.line
+            self.editor.set_error_line(line)
+            ids = list(getattr(diag, "node_ids", None) or []) if diag else []
+            if ids:
+                self.canvas.select(ids[0])
+        elif end.status == "crash":
+            code = end.exit_code
+            self.banner.show_error(
+                "The worker process died",
+                "The process running the snippet ended abruptly (for example os._exit, a "
+                "segmentation fault or running out of memory). Everything recorded until then "
+                "is kept below. GraphScope itself is fine: press Run to try again.",
+                "", err.message if err else (f"exit code {code}" if code is not None else ""),
+                None, caption="Worker:")
+        elif end.status == "timeout":
+            self.banner.show_error(
+                "The snippet ran too long",
+                "GraphScope stopped it after its time limit. An endless loop (while True) is the "
+                "usual cause. The graph recorded so far is kept.",
+                "", err.message if err else "", err.line if err else None, caption="Runner:")
+        elif end.status == "stopped":
+            self.banner.show_error("Stopped", "You stopped the snippet. The graph recorded so far "
+                                   "is kept.", "", "", None)
+
+    def _update_run_actions(self) -> None:
+        running = self.controller.is_running()
+        self.stop_action.setEnabled(running)
+
+    def set_status(self, text: str, error: bool = False) -> None:
+        self.status_label.setText(text)
+        self.status_label.setProperty("role", "error" if error else "")
+        self.status_label.style().unpolish(self.status_label)
+        self.status_label.style().polish(self.status_label)
+
+    def status_text(self) -> str:
+        return self.status_label.text()
+
+    # --------------------------------------------------------------- stepping
+    @property
+    def timeline(self):
+        return self.live.timeline if self.live else None
+
+    def cursor(self) -> int:
+        return self.live.timeline.cursor if self.live else 0
+
+    def set_cursor(self, value: int) -> None:
+        if self.live is None:
+            return
+        self._stop_playing()
+        self.live.timeline.set_cursor(value)
+        self._show_cursor()
+
+    def _on_bar_cursor(self, shown: int) -> None:
+        self.set_cursor(shown - 1)
+
+    def step_forward(self) -> None:
+        if self.live:
+            self._stop_playing()
+            self.live.timeline.step_forward()
+            self._show_cursor()
+
+    def step_back(self) -> None:
+        if self.live:
+            self._stop_playing()
+            self.live.timeline.step_back()
+            self._show_cursor()
+
+    def step_first(self) -> None:
+        if self.live:
+            self._stop_playing()
+            self.live.timeline.first()
+            self._show_cursor()
+
+    def step_last(self) -> None:
+        if self.live:
+            self._stop_playing()
+            self.live.timeline.last()
+            self._show_cursor()
+
+    def set_speed(self, steps_per_second: float) -> None:
+        """Playback speed in steps per second; 0 = instant (no animation)."""
+        self.speed = steps_per_second
+        self.timeline_bar.set_speed(steps_per_second)
+        self.canvas.set_animated(steps_per_second != 0)
+        if self._play_timer.isActive():
+            if steps_per_second == 0:
+                self._play_timer.stop()
+                self.timeline_bar.set_playing(False)
+                if self.live:
+                    self.live.timeline.last()
+                    self._show_cursor()
+            else:
+                self._play_timer.setInterval(int(1000 / steps_per_second))
+
+    def toggle_playing(self) -> None:
+        self.set_playing(not self._play_timer.isActive())
+
+    def set_playing(self, playing: bool) -> None:
+        if not playing or self.live is None:
+            self._stop_playing()
+            return
+        tl = self.live.timeline
+        if tl.cursor >= len(tl) - 1:
+            tl.first()
+        if self.speed == 0:
+            tl.last()
+            self._show_cursor()
+            self.timeline_bar.set_playing(False)
+            return
+        self._play_timer.start(int(1000 / self.speed))
+        self.timeline_bar.set_playing(True)
+
+    def _stop_playing(self) -> None:
+        self._following = False
+        self._play_timer.stop()
+        self.timeline_bar.set_playing(False)
+
+    def is_playing(self) -> bool:
+        return self._play_timer.isActive()
+
+    def _on_play_tick(self) -> None:
+        live = self.live
+        if live is None:
+            self._stop_playing()
+            return
+        tl = live.timeline
+        if tl.cursor < len(tl) - 1:
+            tl.step_forward()
+            self._show_cursor()
+        elif not self.controller.is_running():
+            self._stop_playing()       # reached the end of a finished run
+
+    def _show_cursor(self) -> None:
+        """Show the frame at the cursor everywhere: canvas, editor, inspector, console."""
+        live = self.live
+        if live is None:
+            return
+        tl = live.timeline
+        frame = tl.state()
+        self.canvas.set_frame(frame)
+        self.editor.set_marker_line(frame.line)
+        cur = frame.current
+        self.console.show_outputs(live.trace.outputs, frame.outputs_upto, self._console_note())
+        phase = ""
+        if cur is not None:
+            phase = "backward" if cur.kind.startswith("backward") else "forward"
+        # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
+        self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
+        if self._selected and self._selected in live.graph.nodes:
+            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame)
+        self.cursor_changed.emit(tl.cursor)
+
+    def _console_note(self) -> Optional[str]:
+        live = self.live
+        end = live.trace.end if live else None
+        if end is None or live.timeline.cursor < len(live.timeline) - 1:
+            return None
+        if end.status == "error" and end.error:
+            e = end.error
+            where = f" (line {e.line})" if e.line else ""
+            return f"{e.type}: {e.message}{where}\n"
+        if end.status in ("crash", "timeout", "stopped"):
+            return f"[{END_STATUS[end.status]}]\n"
+        return None
+
+    # -------------------------------------------------------------- selection
+    def select_node(self, node_id: str) -> None:
+        live = self.live
+        if live is None or node_id not in live.graph.nodes:
+            return
+        self._selected = node_id
+        node = live.graph.nodes[node_id]
+        self.canvas.select(node_id)
+        self.inspector.show_node(node, live.trace, live.timeline.state())
+        if node.line:
+            self.editor.go_to_line(node.line)
+
+    def selected_node(self) -> Optional[str]:
+        return self._selected
+
+    def _on_line_clicked(self, line: int) -> None:
+        if self.live is None:
+            return
+        ids = self.live.graph.nodes_of_line(line)
+        if not ids:
+            return
+        # prefer the op (what the line did), else the first tensor it made
+        op_ids = [i for i in ids if i.startswith("o")]
+        first = (op_ids or ids)[0]
+        self._selected = first
+        self.canvas.select(first)
+        if hasattr(self.canvas, "select_many"):
+            self.canvas.select_many(ids)
+        self.inspector.show_node(self.live.graph.nodes[first], self.live.trace,
+                                 self.live.timeline.state())
+
+    def _on_problem_activated(self, line, node_ids: list) -> None:
+        if line:
+            self.editor.go_to_line(line)
+        if node_ids and self.live and node_ids[0] in self.live.graph.nodes:
+            self.select_node(node_ids[0])
+
+    def _refresh_problems(self) -> None:
+        if self.live is None:
+            self.problems.set_problems([])
+            return
+        rows = self.live.problem_rows()
+        self.problems.set_problems(rows)
+        n = len(rows)
+        self.bottom_tabs.setTabText(1, f"Problems ({n})" if n else "Problems")
+
+    # -------------------------------------------------------------- headless
+    def screenshot(self, path, size: QSize = QSize(1600, 1000)) -> bool:
+        """Save a picture of the whole window."""
+        if self.size() != size and not self.isFullScreen():
+            self.resize(size)
+        QApplication.processEvents()
+        return self.grab().save(str(path))
+
+
+def _blend(a: str, b: str, t: float) -> str:
+    ca, cb = QColor(a[:7]), QColor(b[:7])
+    return QColor(round(ca.red() + (cb.red() - ca.red()) * t),
+                  round(ca.green() + (cb.green() - ca.green()) * t),
+                  round(ca.blue() + (cb.blue() - ca.blue()) * t)).name()
