@@ -19,7 +19,8 @@ from typing import Optional
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QFileDialog, QLabel, QMenu, QToolBar, QWidget)
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (QApplication, QFileDialog, QLabel, QVBoxLayout, QWidget)
 
 from graphscope import scenarios as _scn
 from graphscope.ui import clipboard_export
@@ -93,23 +94,22 @@ class Classroom(QObject):
 
     def _build_docks(self):
         w = self.window
-        self.quiz_dock = w.add_side_panel(self.quiz, "Quiz", Qt.DockWidgetArea.RightDockWidgetArea)
+        # the lesson bar sits on top of the quiz: "Intro   < Previous  3 / 10  Next >"
+        quiz_box = QWidget()
+        col = QVBoxLayout(quiz_box)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.setSpacing(0)
+        col.addWidget(self.lesson_bar)
+        col.addWidget(self.quiz, 1)
+        self.lesson_bar.hide()
+        self.quiz_dock = w.add_side_panel(quiz_box, "Quiz", Qt.DockWidgetArea.RightDockWidgetArea)
         self.browser_dock = w.add_side_panel(self.browser, "Scenarios",
                                              Qt.DockWidgetArea.LeftDockWidgetArea)
         self.quiz_dock.hide()
         self.browser_dock.hide()
-        self.lesson_toolbar = QToolBar("Lesson", w)
-        self.lesson_toolbar.setObjectName("LessonToolbar")
-        self.lesson_toolbar.setMovable(False)
-        self.lesson_toolbar.addWidget(self.lesson_bar)
-        w.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.lesson_toolbar)
-        self.lesson_toolbar.hide()
-        self.present_toolbar = QToolBar("Presentation", w)
-        self.present_toolbar.setObjectName("PresentationToolbar")
-        self.present_toolbar.setMovable(False)
+        # the one text-size control, always in reach (status bar, right)
         self.scale_slider = ScaleSlider(self.presentation)
-        self.present_toolbar.addWidget(self.scale_slider)
-        w.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.present_toolbar)
+        w.statusBar().addPermanentWidget(self.scale_slider)
 
     def _action(self, text, slot, shortcuts=(), tip="", checkable=False) -> QAction:
         a = QAction(text, self.window)
@@ -232,7 +232,10 @@ class Classroom(QObject):
         self.window.load_snippet(scenario.snippet, scenario.snippet_filename)
         self.quiz.set_scenario(scenario)
         self.quiz_dock.setWindowTitle(f"Quiz \u2014 {scenario.title}")
-        self.quiz_dock.show()
+        if not self.quiz_dock.isVisible():
+            self.quiz_dock.show()
+            self.size_docks()
+            QTimer.singleShot(0, self.size_docks)   # again once the window is laid out
         self.quiz_dock.raise_()
         if scenario in self.walker.scenarios and self.walker.current is not scenario:
             self.walker.index = self.walker.scenarios.index(scenario)
@@ -242,6 +245,26 @@ class Classroom(QObject):
         self.window.set_status(f"{scenario.title}. {hint}")
         return True
 
+    def size_docks(self):
+        """Give the quiz about 30% of the window (questions and options wrap less),
+        the browser about 18%."""
+        w = self.window
+        docks, sizes = [], []
+        if self.quiz_dock.isVisible():
+            docks.append(self.quiz_dock)
+            sizes.append(max(380, round(w.width() * 0.27)))
+        if self.browser_dock.isVisible():
+            docks.append(self.browser_dock)
+            sizes.append(max(260, round(w.width() * 0.18)))
+        if docks:
+            w.resizeDocks(docks, sizes, Qt.Orientation.Horizontal)
+        split = getattr(w, "main_split", None)
+        if self.quiz_dock.isVisible() and split is not None and split.count() == 3:
+            # Beside a quiz the code and the graph matter most; the inspector shows
+            # one node and can be narrow (its text is scaled like the rest).
+            total = sum(split.sizes())
+            split.setSizes([round(total * 0.40), round(total * 0.45), round(total * 0.15)])
+
     def _folders(self):
         return [*self.browser.folders, _scn.bundled_dir()]
 
@@ -249,6 +272,7 @@ class Classroom(QObject):
         """A teacher's folder: its scenarios join the browser; returns the problems."""
         found, problems = self.browser.add_folder(path)
         self.browser_dock.show()
+        self.size_docks()
         n = len(found)
         msg = f"Loaded {n} scenario{'s' * (n != 1)} from {path}"
         if problems:
@@ -264,7 +288,7 @@ class Classroom(QObject):
         if problems:
             self.browser.add_scenarios([], problems)
             self.browser_dock.show()
-        self.lesson_toolbar.setVisible(bool(found))
+        self.lesson_bar.setVisible(bool(found))
         if found:
             self.walker.start()
         else:
@@ -306,7 +330,10 @@ class Classroom(QObject):
         w = self.window
         self.present_action.setChecked(on)
         self.spotlight_action.setChecked(on)
-        self.browser_dock.setVisible(False) if on else None
+        if on:
+            self.browser_dock.setVisible(False)
+        self.size_docks()
+        QTimer.singleShot(0, self.size_docks)
         if QApplication.platformName() == "offscreen":
             # NOTE: window.screenshot() resizes a window that is not full screen to
             # its default size; pin the projector size so a headless presentation

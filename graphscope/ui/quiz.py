@@ -101,6 +101,8 @@ class OptionButton(QPushButton):
         self._label.setWordWrap(True)
         self._label.setTextFormat(Qt.RichText)
         self._label.setAttribute(Qt.WA_TransparentForMouseEvents)
+        self._label.setMinimumWidth(40)
+        self._label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(12, 8, 12, 8)
         lay.addWidget(self._label)
@@ -178,7 +180,7 @@ class QuizPanel(QWidget):
         lay.setContentsMargins(14, 12, 14, 12)
         lay.setSpacing(10)
 
-        self.meta_label = QLabel(objectName="QuizMeta")
+        self.meta_label = QLabel(objectName="QuizMeta", wordWrap=True)
         self.title_label = QLabel(objectName="QuizTitle", wordWrap=True)
         self.question_label = QLabel(objectName="QuizQuestion", wordWrap=True)
         self.question_label.setTextFormat(Qt.RichText)
@@ -199,9 +201,9 @@ class QuizPanel(QWidget):
             b.setFocusPolicy(Qt.NoFocus)
             row.addWidget(b)
         row.addStretch(1)
-        self.score_label = QLabel(objectName="QuizScore")
-        row.addWidget(self.score_label)
         lay.addLayout(row)
+        self.score_label = QLabel(objectName="QuizScore")
+        lay.addWidget(self.score_label)
 
         self.hidden_label = QLabel(
             "Output is hidden until Reveal: it would give the answer away.",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from graphscope import scenarios as _scn
@@ -88,6 +88,12 @@ class ScenarioBrowser(QWidget):
         self.tree.setRootIsDecorated(True)
         self.tree.setUniformRowHeights(False)
         self.tree.setWordWrap(True)
+        head = self.tree.header()
+        head.setStretchLastSection(False)
+        head.setSectionResizeMode(0, QHeaderView.Stretch)
+        head.setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.tree.setTextElideMode(Qt.ElideRight)
         lay.addWidget(self.tree, 1)
         self.count_label = QLabel(objectName="ScenarioCount")
         lay.addWidget(self.count_label)
@@ -229,4 +235,3 @@ class ScenarioBrowser(QWidget):
         self.setFont(f)
         self.setStyleSheet(f"#ScenarioBrowser, #ScenarioBrowser * {{ font-size: {px}px; }}"
                            f" #ScenarioProblems {{ color: #D55E00; }}")
-        self.tree.setColumnWidth(0, max(180, px * 16))
