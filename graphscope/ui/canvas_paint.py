@@ -13,6 +13,8 @@ Level of detail (pyqtgraph's habit): ``tiny`` when a node would be under ~6 px h
 """
 from __future__ import annotations
 
+from graphscope.ui import none_refcount  # noqa: F401  (NOTE [None refcount]; before any Qt call)
+
 import math
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
@@ -339,11 +341,18 @@ class ScenePainter:
         inner = r.adjusted(8, 2, -8, -2)
         lines = 1 + min(len(detail_lines), 2)
         # the label takes what the box allows: scaled text never spills out of its node
-        label_px = min(LABEL_PX * ts, inner.height() * (0.62 if lines > 1 else 0.8))
+        label_px = min((LABEL_PX if node.kind == "tensor" else LABEL_PX - 2) * ts,
+                       inner.height() * (0.62 if lines > 1 else 0.8))
         detail_px = min(DETAIL_PX * ts, inner.height() * 0.36 / max(1, lines - 1))
         show_detail = detail_lines and detail_px * p.transform().m22() >= MIN_TEXT_PX * 0.9
         f = font(label_px, bold)
         fm = QFontMetricsF(f)
+        wide = fm.horizontalAdvance(label)
+        if wide > inner.width() and label_px > 9:
+            # shrink a long name (down to 70%) before eliding it
+            label_px = max(label_px * 0.7, label_px * inner.width() / wide)
+            f = font(label_px, bold)
+            fm = QFontMetricsF(f)
         p.setFont(f)
         p.setPen(qcolor(t.node_text))
         label = fm.elidedText(label, Qt.ElideRight, inner.width())
@@ -450,9 +459,14 @@ class ScenePainter:
             p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
             p.setBrush(Qt.NoBrush)
             p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
+        bounds = device_rect
         for pt, text in labels:
-            self._label_box(p, pt, text, t.grad_label_border)
+            self._label_box(p, pt, text, t.grad_label_border, bounds=bounds)
+        # .grad of leaves: the one accumulated at this step gets the big before -> after box;
+        # the others a quiet line under their node, only when there is room to read it
         leaf_grads = (getattr(frame, "leaf_grads", None) or {}) if frame is not None else {}
+        current = getattr(frame, "accumulated", None) if frame is not None else None
+        quiet = []
         for tid, pair in leaf_grads.items():
             nid = tid if isinstance(tid, str) else f"t{tid}"
             ng = nodes.get(nid)
@@ -461,9 +475,21 @@ class ScenePainter:
             before, after = (pair if isinstance(pair, (tuple, list)) and len(pair) == 2
                              else (None, pair))
             dr = to_device.mapRect(_rect(ng))
-            text = f".grad: {_short(before)} → {_short(after)}"
-            self._label_box(p, QPointF(dr.center().x(), dr.bottom() + 8), text,
-                            t.grad_label_border, anchor_top=True)
+            if current is None or tid == current or len(leaf_grads) == 1:
+                text = f".grad: {_short(before)} → {_short(after)}"
+                self._label_box(p, QPointF(dr.center().x(), dr.bottom() + 8), text,
+                                t.grad_label_border, anchor_top=True, bounds=bounds)
+            elif lod == "full":
+                quiet.append((dr, f".grad {_short(after)}"))
+        if quiet:
+            f = font(11 * self.text_scale)
+            fm = QFontMetricsF(f)
+            p.setFont(f)
+            p.setPen(qcolor(t.node_detail))
+            for dr, text in quiet:
+                text = fm.elidedText(text, Qt.ElideRight, max(dr.width() * 1.6, 60))
+                p.drawText(QRectF(dr.center().x() - 200, dr.bottom() + 2, 400, fm.height()),
+                           Qt.AlignHCenter | Qt.AlignTop, text)
 
     def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
         c = qcolor(colour)
@@ -475,13 +501,19 @@ class ScenePainter:
             rad = r.height() / 2 if pill else 14
             p.drawRoundedRect(r, rad, rad)
 
-    def _label_box(self, p, pt: QPointF, text: str, border: str, anchor_top=False) -> None:
+    def _label_box(self, p, pt: QPointF, text: str, border: str, anchor_top=False,
+                   bounds: QRectF | None = None) -> None:
         t = self.theme
         f = font(OVERLAY_PX * self.text_scale, True)
         fm = QFontMetricsF(f)
         w = fm.horizontalAdvance(text) + 16
         h = fm.height() + 8
         box = QRectF(pt.x() - w / 2, pt.y() if anchor_top else pt.y() - h / 2, w, h)
+        if bounds is not None:
+            # keep the whole label on screen: a cut-off number is worse than a shifted box
+            dx = max(0.0, bounds.left() + 4 - box.left()) - max(0.0, box.right() - bounds.right() + 4)
+            dy = max(0.0, bounds.top() + 4 - box.top()) - max(0.0, box.bottom() - bounds.bottom() + 4)
+            box.translate(dx, dy)
         p.setPen(QPen(qcolor(border), 2.0))
         p.setBrush(qcolor(t.grad_label_bg))
         p.drawRoundedRect(box, 6, 6)

@@ -6,6 +6,8 @@ a QGuiApplication is created when none exists.
 """
 from __future__ import annotations
 
+from graphscope.ui import none_refcount  # noqa: F401  (NOTE [None refcount]; before any Qt call)
+
 import math
 import os
 
@@ -135,7 +137,7 @@ def scene_for_trace(trace, step=None):
     except ImportError:   # the timeline is optional for a still picture
         Timeline = None
     if Timeline is not None:
-        tl = Timeline(trace)
+        tl = Timeline(trace, graph)
         if len(tl):
             tl.set_cursor(len(tl) - 1 if step is None else step)
             frame = tl.state()
