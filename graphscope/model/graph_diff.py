@@ -25,6 +25,10 @@ from typing import Optional
 from graphscope.model.graph import build_graph
 from graphscope.model.passes import passes_of
 
+# Op kinds that make inputs or read facts: where they happen says nothing about the
+# path the computation took, so the split point and loop counts ignore them.
+_NOT_STRUCTURE = {"factory", "grad_read", "grad_write", "retain_grad", "requires_grad"}
+
 
 @dataclass
 class BranchPoint:
@@ -90,8 +94,8 @@ def diff_passes(trace, a: int, b: int, graph=None) -> PassDiff:
     shared = used_a & used_b
     kept_a = _kept_ops(pa, ops, shared, trace, pb)
     kept_b = _kept_ops(pb, ops, shared, trace, pa)
-    side_a = _Side(graph, kept_a, ops, trace)
-    side_b = _Side(graph, kept_b, ops, trace)
+    side_a = _Side(graph, kept_a, ops, trace, shared)
+    side_b = _Side(graph, kept_b, ops, trace, shared)
     common_ids = set(side_a.nodes) & set(side_b.nodes)
     keys_a = side_a.keys(common_ids)
     keys_b = side_b.keys(common_ids)
@@ -175,8 +179,9 @@ def _kept_ops(p, ops, shared, trace, other) -> list:
 class _Side:
     """One pass's nodes and edges in the whole-run graph, and keys to match them."""
 
-    def __init__(self, graph, kept, ops, trace):
+    def __init__(self, graph, kept, ops, trace, shared):
         self.graph, self.ops, self.trace = graph, ops, trace
+        self.shared = shared
         self.kept = kept
         self.kept_set = set(kept)
         nodes: dict = {}
@@ -213,10 +218,18 @@ class _Side:
         node = self.graph.nodes[nid]
         if node.kind == "op":
             return ("op",) + self.opkey.get(node.op, (nid,))
-        if node.ghost_of is not None:
-            consumer = int(nid.rsplit("@o", 1)[1]) if "@o" in nid else None
-            base = self._key(node.ghost_of, common_ids) if node.ghost_of in self.graph.nodes else (node.ghost_of,)
-            return ("ghost", base, self.opkey.get(consumer))
+        if nid in common_ids:
+            return ("in", nid)
+        if node.ghost_of is not None or (node.tensor in self.shared and not (
+                node.op in self.kept_set and self.ops[node.op].kind != "factory")):
+            # a tensor both passes use (a weight): known by its identity and where it goes
+            # in; drawn as itself or as a ghost copy depending on how often it was used
+            if node.ghost_of is not None and "@o" in nid:
+                consumer = int(nid.rsplit("@o", 1)[1])
+            else:
+                use = self.first_use.get(nid)
+                consumer = use[0] if use else None
+            return ("shared", node.tensor, self.opkey.get(consumer))
         if node.op in self.kept_set and nid not in common_ids and self.ops[node.op].kind != "factory":
             op = self.ops[node.op]
             pos = op.outputs.index(node.tensor) if node.tensor in op.outputs else -1
@@ -269,8 +282,8 @@ def _branch_points(trace, pa, pb, ops, lines) -> list:
 
 def _divergence(trace, kept_a, kept_b, ops, pa, pb, lines) -> Optional[dict]:
     # inputs are made anywhere; the computation is what must follow the same path
-    kept_a = [i for i in kept_a if ops[i].kind != "factory"]
-    kept_b = [i for i in kept_b if ops[i].kind != "factory"]
+    kept_a = [i for i in kept_a if ops[i].kind not in _NOT_STRUCTURE]
+    kept_b = [i for i in kept_b if ops[i].kind not in _NOT_STRUCTURE]
     sa = [(ops[i].name, ops[i].line) for i in kept_a]
     sb = [(ops[i].name, ops[i].line) for i in kept_b]
     i = 0
@@ -299,8 +312,8 @@ def _divergence(trace, kept_a, kept_b, ops, pa, pb, lines) -> Optional[dict]:
 
 
 def _line_counts(kept_a, kept_b, ops, lines) -> list:
-    ca = Counter(ops[i].line for i in kept_a if ops[i].kind != "factory")
-    cb = Counter(ops[i].line for i in kept_b if ops[i].kind != "factory")
+    ca = Counter(ops[i].line for i in kept_a if ops[i].kind not in _NOT_STRUCTURE)
+    cb = Counter(ops[i].line for i in kept_b if ops[i].kind not in _NOT_STRUCTURE)
     out = []
     for line in sorted(set(ca) | set(cb), key=lambda x: (x is None, x)):
         if ca[line] != cb[line]:

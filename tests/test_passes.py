@@ -1,0 +1,165 @@
+"""Passes and pass diffs (issue 5), on traces recorded by a real worker."""
+import json
+
+import pytest
+
+from graphscope.model.graph import build_graph
+from graphscope.model.graph_diff import diff_passes
+from graphscope.model.passes import Pass, split_passes
+from graphscope.model.trace import Trace
+from graphscope.runner import run_to_trace
+
+RNN = '''import torch
+import torch.nn as nn
+torch.manual_seed(0)
+cell = nn.RNNCell(3, 4)
+for length in (2, 5):
+    h = torch.zeros(1, 4)
+    for t in range(length):
+        h = cell(torch.randn(1, 3), h)
+    loss = h.sum()
+    loss.backward()
+'''
+
+WHILE = '''import torch
+def grow(y):
+    while y.item() < 5:
+        y = y * 2
+    return y
+a = grow(torch.tensor(1.0, requires_grad=True))
+b = grow(torch.tensor(3.0, requires_grad=True))
+'''
+
+DEPTH = '''import torch
+import torch.nn as nn
+torch.manual_seed(0)
+layer = nn.Linear(4, 4)
+def model(x):
+    depth = 1 if x.sum() > 0 else 3
+    for _ in range(depth):
+        x = torch.relu(layer(x))
+    return x.sum()
+for x in (torch.ones(4), -torch.ones(4)):
+    loss = model(x)
+    loss.backward()
+'''
+
+RETAIN = '''import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+for i in range(3):
+    loss = (w * w).sum()
+    loss.backward(retain_graph=(i == 1))
+print(w.grad)
+'''
+
+
+@pytest.fixture(scope="module")
+def traces():
+    out = {}
+    for name, src in (("rnn", RNN), ("while", WHILE), ("depth", DEPTH), ("retain", RETAIN)):
+        tr = run_to_trace(src, "<snippet>", timeout=60)
+        assert tr.status == "ok", (name, tr.error)
+        out[name] = tr
+    return out
+
+
+def _labels(trace, graph, node_ids, kind="op"):
+    return [graph.nodes[n].label for n in node_ids if graph.nodes[n].kind == kind]
+
+
+def test_one_pass_per_backward_call_with_its_own_steps(traces):
+    tr = traces["rnn"]
+    passes = split_passes(tr)
+    assert [p.kind for p in passes] == ["backward", "backward"]
+    assert [p.call for p in passes] == [c.id for c in tr.backward_calls]
+    # every op and every backward step belongs to exactly one pass
+    assert sorted(i for p in passes for i in p.ops) == sorted(o.id for o in tr.ops)
+    assert sorted(i for p in passes for i in p.backward) == sorted(s.id for s in tr.backward)
+    for p in passes:
+        assert {tr.backward[i].call for i in p.backward} == {p.call}
+    cells = [[tr.op_by_id(i).name for i in p.ops].count("rnn_tanh_cell") for p in passes]
+    assert cells == [2, 5]
+    assert passes[1].lines == (6, 10)
+    # the trace carries the same thing as JSON-ready dicts, and they survive a round trip
+    assert tr.passes == [p.to_dict() for p in passes]
+    again = Trace.from_json(tr.to_json())
+    assert again.passes == tr.passes
+    assert set(tr.passes[0]) >= {"index", "kind", "ops", "backward", "lines", "retained"}
+
+
+def test_retain_graph_marks_the_kept_pass(traces):
+    passes = split_passes(traces["retain"])
+    assert [p.retained for p in passes] == [False, True, False]
+    assert all(p.kind == "backward" for p in passes)
+    # the print(w.grad) after the loop is a read, not a pass of its own
+    assert len(passes) == 3
+
+
+def test_without_backward_each_computation_is_a_pass(traces):
+    tr = traces["while"]
+    passes = split_passes(tr)
+    assert [p.kind for p in passes] == ["graph", "graph"]
+    muls = [[tr.op_by_id(i).name for i in p.ops].count("mul") for p in passes]
+    assert muls == [3, 1]
+
+
+def test_trace_file_without_passes_gets_them_on_load(traces):
+    d = json.loads(traces["while"].to_json())
+    d["passes"] = []
+    assert len(Trace.from_dict(d).passes) == 2
+
+
+def test_rnn_diff_extra_steps_only_in_longer_sequence(traces):
+    tr = traces["rnn"]
+    g = build_graph(tr)
+    d = diff_passes(tr, 0, 1, graph=g)
+    assert d.only_a == []
+    assert _labels(tr, g, d.only_b) == ["rnn_tanh_cell"] * 3
+    # the two shared cell steps and the sum are matched
+    assert sorted(_labels(tr, g, d.matched)) == ["rnn_tanh_cell", "rnn_tanh_cell", "sum"]
+    assert d.diverged_branches == []
+    assert d.line_counts[0]["line"] == 8 and (d.line_counts[0]["ops_a"], d.line_counts[0]["ops_b"]) == (2, 5)
+    text = " ".join(d.summary)
+    assert "plain Python" in text and "Line 8" in text and "freed after its backward" in text
+    # the sum reads a different h: that edge differs
+    assert any(g.nodes[t].label == "sum" for _, t in d.edges_only_b)
+
+
+def test_while_diff_names_the_loop_condition_and_values(traces):
+    tr = traces["while"]
+    g = build_graph(tr)
+    d = diff_passes(tr, 0, 1, graph=g)
+    assert _labels(tr, g, d.only_a) == ["mul", "mul"]
+    assert d.only_b == []
+    bp = d.diverged_branches[0]
+    assert bp.line == 3 and bp.values_a == [1.0, 2.0, 4.0, 8.0] and bp.values_b == [3.0, 6.0]
+    assert "while y.item() < 5" in bp.code
+    assert d.divergence["branch_line"] == 3
+    assert (d.divergence["value_a"], d.divergence["value_b"]) == (2.0, 6.0)
+    assert d.divergence["name_a"] == "mul" and d.divergence["name_b"] is None
+
+
+def test_depth_diff_names_the_if_and_the_extra_layers(traces):
+    tr = traces["depth"]
+    g = build_graph(tr)
+    d = diff_passes(tr, 0, 1, graph=g)
+    assert d.only_a == []
+    assert sorted(_labels(tr, g, d.only_b)) == ["linear", "linear", "relu", "relu"]
+    bp = d.diverged_branches[0]
+    assert (bp.line, bp.kind, bp.values_a, bp.values_b) == (6, "bool", [True], [False])
+    assert "line 6" in " ".join(d.summary)
+
+
+def test_same_code_same_data_same_graph(traces):
+    tr = traces["retain"]
+    d = diff_passes(tr, 0, 2)
+    assert d.same and d.branches == [] and d.divergence is None
+    assert "same graph" in d.summary[0]
+    assert len(d.matched) == len(d.nodes_a) == len(d.nodes_b) > 0
+    # matched, yet each pass made its own op nodes: the graph is a new object each time
+    assert all(a != b for a, b in d.matched.items() if a.startswith("o"))
+
+
+def test_pass_dict_round_trip():
+    p = Pass(index=2, kind="backward", ops=[1, 2], backward=[0], call=1, lines=(3, 5), retained=True)
+    assert Pass.from_dict(json.loads(json.dumps(p.to_dict()))) == p
