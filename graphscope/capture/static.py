@@ -55,7 +55,8 @@ def run_static(namespace: dict, request: dict, emit) -> None:
     request = dict(request or {})
     target_name = str(request.get("target") or "")
     filename = request.get("filename") or namespace.get("__file__") or "<snippet>"
-    parts = [p for p in (request.get("parts") or PARTS) if p in PARTS]
+    wanted = request.get("parts")
+    parts = [p for p in (PARTS if wanted is None else wanted) if p in PARTS]
     budget = float(request.get("budget") or DEFAULT_BUDGET)
     started = time.perf_counter()
     sink = io.StringIO()
@@ -389,6 +390,8 @@ def _line_in(stack_trace, filename):
 def _target_text(t) -> str:
     if isinstance(t, str):
         return t
+    if isinstance(t, torch._ops.OpOverload):
+        return str(t)  # aten.linear.default
     name = getattr(t, "__name__", None)
     mod = getattr(t, "__module__", None)
     if name and mod and mod not in ("builtins", "_operator"):
