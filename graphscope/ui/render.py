@@ -26,9 +26,12 @@ def ensure_app():
     """The running Qt application, or a new headless-capable QGuiApplication."""
     app = QGuiApplication.instance()
     if app is None:
+        # a QApplication, not a bare QGuiApplication: widgets made later in the same
+        # process (the window after an export, a test session) need one
+        from PySide6.QtWidgets import QApplication
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")   # no screen: draw anyway
-        app = QGuiApplication([])
+        app = QApplication([])
     return app
 
 

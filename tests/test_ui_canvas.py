@@ -1,0 +1,295 @@
+"""GraphCanvas and export rendering: drawn to images and checked pixel by pixel, clicked,
+fitted, zoomed; on graphs of real snippets (captured in a worker) and on a large
+synthetic graph built from protocol records."""
+import math
+
+import pytest
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor
+
+from graphscope import protocol as P
+from graphscope.model.graph import build_graph
+from graphscope.model.layout import LayeredLayout
+from graphscope.model.timeline import Timeline
+from graphscope.model.trace import Trace
+from graphscope.ui import render
+from graphscope.ui.canvas_paint import qcolor
+from graphscope.ui.graph_canvas import GraphCanvas
+from graphscope.ui.theme import THEMES, get_theme
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+NO_GRAD = """import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+with torch.no_grad():
+    y = x * 2
+z = y.sum()
+z.backward()
+"""
+
+MUL = """import torch
+x = torch.tensor(2.0, requires_grad=True)
+w = torch.tensor(3.0, requires_grad=True)
+y = x * w
+z = y + x
+z.backward()
+"""
+
+
+@pytest.fixture(scope="module")
+def traces(qapp):
+    import graphscope
+    return {"no_grad": graphscope.trace(NO_GRAD), "mul": graphscope.trace(MUL)}
+
+
+def scene(trace):
+    graph = build_graph(trace)
+    layout = LayeredLayout(graph)
+    return graph, layout, Timeline(trace, graph)
+
+
+def synthetic_trace(n_ops: int) -> Trace:
+    """A chain y = y * w + ... of ``n_ops`` ops built straight from protocol records."""
+    tr = Trace(source="", filename="<synthetic>")
+    tr.apply(P.TensorInfo(id=0, shape=[4], dtype="float32", requires_grad=True, name="x"))
+    tr.apply(P.TensorInfo(id=1, shape=[4], dtype="float32", requires_grad=True, name="w"))
+    tr.apply(P.Op(id=0, seq=0, name="tensor", qualname="torch.tensor", line=1, grad_enabled=True,
+                  inputs=[], outputs=[0], kind="factory"))
+    prev, tid = 0, 2
+    for i in range(1, n_ops):
+        tr.apply(P.TensorInfo(id=tid, shape=[4], dtype="float32", requires_grad=True,
+                              is_leaf=False, grad_fn="MulBackward0", created_by=i, seq=i))
+        tr.apply(P.Op(id=i, seq=i, name="mul", qualname="torch.mul", line=2, grad_enabled=True,
+                      inputs=[prev, 1], outputs=[tid], grad_fn="MulBackward0"))
+        prev, tid = tid, tid + 1
+    tr.apply(P.End(status="ok"))
+    return tr
+
+
+def image_point(graph, layout, frame, scene_xy, scale=1.0, theme="light"):
+    """Where scene point ``scene_xy`` lands in render_image's picture."""
+    geom = render._geometry(graph, layout)
+    _, _, tf, _ = render._plan(geom, render._limit(frame), None, scale, 1.0)
+    p = tf.map(QPointF(*scene_xy))
+    return int(p.x()), int(p.y())
+
+
+def close(c1: QColor, c2: QColor, tol=24):
+    return all(abs(a - b) <= tol for a, b in zip(c1.getRgb()[:3], c2.getRgb()[:3]))
+
+
+def blend(fg_hex, bg_hex):
+    fg, bg = qcolor(fg_hex), qcolor(bg_hex)
+    a = fg.alphaF()
+    return QColor(*(round(f * a + b * (1 - a)) for f, b in
+                    zip(fg.getRgb()[:3], bg.getRgb()[:3])))
+
+
+# -- export pictures -------------------------------------------------------------------
+def test_render_nonblank_with_region_box_where_the_region_is(traces):
+    graph, layout, tl = scene(traces["no_grad"])
+    theme = get_theme("light")
+    img = render.render_image(graph, layout, tl.state(), theme)
+    assert img.width() > 300 and img.height() > 80
+    bg = qcolor(theme.canvas_bg)
+    colours = {img.pixelColor(x, y).rgb() for x in range(0, img.width(), 7)
+               for y in range(0, img.height(), 7)}
+    assert len(colours) > 20, "picture is (nearly) blank"
+    # inside the region's padding, left of its first node: the shaded box colour
+    region = graph.regions[0]
+    assert region.label.startswith("torch.no_grad()")
+    members = [layout.positions[i] for i in region.node_ids]
+    left = min(x for x, _ in members) - 64 / 2 - 10      # narrowest node is 64 wide
+    cy = sum(y for _, y in members) / len(members)
+    left_node = min(region.node_ids, key=lambda i: layout.positions[i][0])
+    from graphscope.model.layout import node_size
+    w = node_size(graph.nodes[left_node])[0]
+    x, y = image_point(graph, layout, tl.state(), (layout.positions[left_node][0] - w / 2 - 9,
+                                                   cy + 20))
+    assert close(img.pixelColor(x, y), blend(theme.region_fill, theme.canvas_bg), tol=10)
+    # and not outside it (far left of x, between nodes)
+    x0, y0 = image_point(graph, layout, tl.state(), (layout.positions["t0"][0], cy + 33))
+    assert close(img.pixelColor(x0, y0), bg, tol=3)
+
+
+def test_nodes_hidden_before_their_step(traces):
+    graph, layout, tl = scene(traces["no_grad"])
+    theme = get_theme("light")
+    z = next(n for n in graph.nodes.values() if n.label == "z")
+    x = next(n for n in graph.nodes.values() if n.label == "x")
+    early = tl.state(x.step)
+    assert z.step > early.visible_steps
+    full = tl.state()
+    # same picture geometry for both: render each at the size of the full one
+    img_full = render.render_image(graph, layout, full, theme)
+    size = (img_full.width(), img_full.height())
+    img_early = render.render_image(graph, layout, early, theme, size=size)
+    geom = render._geometry(graph, layout)
+    _, _, tf_early, _ = render._plan(geom, render._limit(early), size, 1.0, 1.0)
+    _, _, tf_full, _ = render._plan(geom, render._limit(full), None, 1.0, 1.0)
+    zx, zy = layout.positions[z.id]
+    pe = tf_early.map(QPointF(zx, zy + 12))
+    pf = tf_full.map(QPointF(zx, zy + 12))
+    inside_early = 0 <= pe.x() < size[0] and 0 <= pe.y() < size[1]
+    if inside_early:
+        assert close(img_early.pixelColor(int(pe.x()), int(pe.y())), qcolor(theme.canvas_bg), 3)
+    assert not close(img_full.pixelColor(int(pf.x()), int(pf.y())), qcolor(theme.canvas_bg), 3)
+
+
+def test_current_backward_node_glows_in_highlight_colour(traces):
+    graph, layout, tl = scene(traces["mul"])
+    theme = get_theme("light")
+    step = next(s for s in tl.steps if s.kind == "backward" and s.op is not None
+                and graph.nodes.get(f"o{s.op}") is not None
+                and graph.nodes[f"o{s.op}"].label == "mul")
+    frame = tl.state(step.index)
+    assert f"o{step.op}" in frame.highlight and frame.edge_grads
+    img = render.render_image(graph, layout, frame, theme, scale=2.0)
+    from graphscope.model.layout import node_size
+    nid = f"o{step.op}"
+    cx, cy = layout.positions[nid]
+    h = node_size(graph.nodes[nid])[1]
+    # just above the node: the inner, opaque ring of the glow (5 px out at 2x, width 4)
+    x, y = image_point(graph, layout, frame, (cx, cy - h / 2), scale=2.0)
+    hits = [img.pixelColor(x, y - d) for d in range(6, 14)]
+    assert any(close(c, qcolor(theme.current), 30) for c in hits), [c.name() for c in hits]
+    # the same spot with no frame: no glow
+    plain = render.render_image(graph, layout, tl.state(0), theme, scale=2.0,
+                                size=(img.width(), img.height()))
+    assert plain.width() == img.width()
+
+
+def test_svg_and_files(traces, tmp_path):
+    graph, layout, tl = scene(traces["no_grad"])
+    svg = render.render_svg(graph, layout, tl.state(), "dark")
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "torch.no_grad()" in svg and ">x<" in svg.replace(" ", "")
+    png = render.render_file(traces["no_grad"], tmp_path / "g.png", "png", theme="high-contrast")
+    svgf = render.render_file(traces["no_grad"], tmp_path / "g.svg", "svg")
+    from PySide6.QtGui import QImage
+    assert QImage(png).width() > 100
+    assert "<svg" in (tmp_path / "g.svg").read_text()
+    with pytest.raises(ValueError):
+        render.render_file(traces["no_grad"], tmp_path / "g.gif", "gif")
+
+
+# -- the widget ------------------------------------------------------------------------
+@pytest.fixture
+def canvas(qtbot):
+    c = GraphCanvas()
+    qtbot.addWidget(c)
+    c.resize(900, 500)
+    c.show()
+    qtbot.waitExposed(c)
+    return c
+
+
+def test_click_on_node_emits_its_id_and_fit_shows_all(canvas, qtbot, traces):
+    graph, layout, tl = scene(traces["mul"])
+    canvas.set_graph(graph, layout, traces["mul"])
+    canvas.fit()
+    view = QRectF(canvas.rect())
+    for nid in graph.nodes:
+        assert view.contains(canvas.node_view_rect(nid)), nid
+    target = next(n.id for n in graph.nodes.values() if n.label == "w")
+    centre = canvas.node_view_rect(target).center().toPoint()
+    with qtbot.waitSignal(canvas.node_clicked, timeout=2000) as sig:
+        qtbot.mouseClick(canvas, Qt.LeftButton, pos=centre)
+    assert sig.args == [target]
+    assert canvas.selected() == target
+    # a click on empty canvas selects nothing and emits nothing
+    with qtbot.assertNotEmitted(canvas.node_clicked):
+        qtbot.mouseClick(canvas, Qt.LeftButton, pos=canvas.rect().bottomLeft() + QPointF(3, -3).toPoint())
+
+
+def test_stepping_hides_and_shows_nodes_in_the_widget(canvas, qtbot, traces):
+    graph, layout, tl = scene(traces["no_grad"])
+    canvas.set_graph(graph, layout)
+    canvas.set_frame(tl.state())
+    z = next(n for n in graph.nodes.values() if n.label == "z")
+    zr = canvas.node_view_rect(z.id)
+    bg = qcolor(canvas.theme().canvas_bg)
+    probe = QPointF(zr.center().x(), zr.center().y() + zr.height() * 0.3).toPoint()
+    assert not close(canvas.grab().toImage().pixelColor(probe), bg, 3)
+    canvas.set_frame(tl.state(0))                       # back to the first step
+    assert close(canvas.grab().toImage().pixelColor(probe), bg, 3)
+    assert canvas.node_at(QPointF(zr.center())) is None  # hidden nodes are not clickable
+    canvas.set_frame(tl.state())                        # and forward again
+    assert not close(canvas.grab().toImage().pixelColor(probe), bg, 3)
+
+
+def test_level_of_detail_follows_zoom(canvas, qtbot):
+    tr = synthetic_trace(3000)
+    graph = build_graph(tr)
+    layout = LayeredLayout(graph)
+    canvas.set_graph(graph, layout)
+    canvas.fit()
+    canvas.grab()
+    assert canvas.lod == "tiny"
+    canvas.zoom_by(1 / canvas.view_scale())               # 1:1
+    canvas.grab()
+    assert canvas.lod == "full"
+    canvas.zoom_by(0.25)
+    canvas.grab()
+    assert canvas.lod == "simple"
+    # keys: 0 fits again
+    canvas.setFocus()
+    qtbot.keyClick(canvas, Qt.Key_0)
+    canvas.grab()
+    assert canvas.lod == "tiny"
+    qtbot.keyClick(canvas, Qt.Key_Plus)
+    assert canvas.view_scale() > 0
+
+
+def test_live_nodes_enter_with_animation_unless_instant(canvas, qtbot, traces):
+    tr = traces["mul"]
+    graph = build_graph(tr)
+    layout = LayeredLayout(graph)
+    ids = list(graph.nodes)
+    # start from the first two nodes, then add the rest as a stream would
+    from graphscope.model.graph import Graph
+    canvas.set_graph(graph, layout)
+    canvas.clear()
+    partial = Graph()
+    for nid in ids[:2]:
+        partial._add_node(graph.nodes[nid])
+    canvas.set_graph(partial, layout)
+    for nid in ids[2:]:
+        partial._add_node(graph.nodes[nid])
+    for e in graph.edges:
+        partial._add_edge(e)
+    added = canvas.add_nodes(ids[2:])
+    assert added == ids[2:]
+    assert canvas.animating()
+    qtbot.waitUntil(lambda: not canvas.animating(), timeout=3000)
+    canvas.set_speed("instant")
+    canvas.set_graph(partial, layout)
+    assert not canvas.animating()
+
+
+def test_tooltip_explains_missing_requires_grad(canvas, traces):
+    graph, layout, tl = scene(traces["no_grad"])
+    canvas.set_graph(graph, layout, traces["no_grad"])
+    flagged = [n for n in graph.nodes.values() if "missing_requires_grad" in n.flags]
+    assert flagged
+    text = canvas.tooltip_for(flagged[0].id)
+    assert "backward" in text and "requires_grad" in text
+    x = next(n for n in graph.nodes.values() if n.label == "x")
+    tip = canvas.tooltip_for(x.id)
+    assert "float32" in tip and "is_leaf" in tip and "True" in tip
+
+
+def test_theme_text_scale_and_spotlight_repaint(canvas, traces):
+    graph, layout, tl = scene(traces["mul"])
+    canvas.set_graph(graph, layout)
+    canvas.set_frame(tl.state())
+    for name in THEMES:
+        canvas.set_theme(name)
+        img = canvas.grab().toImage()
+        assert close(img.pixelColor(2, 2), qcolor(THEMES[name].canvas_bg), 3)
+    canvas.set_text_scale(2.0)
+    canvas.set_spotlight(True)
+    img = canvas.grab().toImage()
+    # the spotlight dims the corner (far from the current node)
+    dim = blend(canvas.theme().spotlight_dim, canvas.theme().canvas_bg)
+    assert close(img.pixelColor(2, 2), dim, 6)

@@ -1,0 +1,73 @@
+"""Themes are data: every theme has every colour, a pygments style and a stylesheet."""
+import re
+from dataclasses import fields
+
+import pytest
+from pygments.styles import get_style_by_name
+
+from graphscope.ui.theme import THEMES, Theme, get_theme, stylesheet, with_overrides
+
+
+def _lum(hex_colour):
+    h = hex_colour.lstrip("#")[:6]
+    rgb = [int(h[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a, b):
+    la, lb = sorted((_lum(a), _lum(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_every_theme_is_complete_and_has_a_stylesheet(name):
+    t = get_theme(name)
+    for f in fields(Theme):
+        v = getattr(t, f.name)
+        if f.type in ("str",) and f.name not in ("name", "title", "pygments_style"):
+            assert re.fullmatch(r"#[0-9A-Fa-f]{6}([0-9A-Fa-f]{2})?", v), (f.name, v)
+    get_style_by_name(t.pygments_style)        # a real pygments style
+    css = stylesheet(t, 1.0)
+    assert css.strip() and "QWidget" in css and t.window_bg.lower() in css.lower()
+    assert "{" not in css.replace("{ ", "").split("QWidget", 1)[0]
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_text_is_readable_on_every_fill(name):
+    t = get_theme(name)
+    minimum = 7.0 if name == "high-contrast" else 4.5
+    for fill in (t.tracked_fill, t.untracked_fill, t.op_fill, t.canvas_bg, t.error_fill):
+        assert contrast(t.node_text, fill) >= minimum, (fill, contrast(t.node_text, fill))
+    assert contrast(t.grad_label_text, t.grad_label_bg) >= minimum
+    assert contrast(t.text, t.window_bg) >= minimum
+
+
+def test_scale_grows_fonts_and_names_are_forgiving():
+    small, big = stylesheet(get_theme("light"), 1.0), stylesheet(get_theme("light"), 2.0)
+    pt = lambda css: float(re.search(r"font-size: ([\d.]+)pt", css).group(1))
+    assert pt(big) == pytest.approx(2 * pt(small))
+    assert get_theme("high_contrast") is get_theme("High Contrast") is THEMES["high-contrast"]
+    assert get_theme(None).name == "light"
+    with pytest.raises(KeyError):
+        get_theme("sepia")
+    assert with_overrides(get_theme("dark"), current="#FF0000").current == "#FF0000"
+    with pytest.raises(KeyError):
+        with_overrides(get_theme("dark"), nonsense="#000000")
+
+
+def test_tracked_and_untracked_stay_apart_for_colour_blind_viewers():
+    # simulate deuteranopia (Machado et al. 2009, severity 1) and require the two meanings
+    # to differ clearly in the simulated colours as well
+    m = [[0.367, 0.861, -0.228], [0.280, 0.673, 0.047], [-0.012, 0.043, 0.969]]
+
+    def sim(hex_colour):
+        h = hex_colour.lstrip("#")[:6]
+        rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+        return [max(0, min(255, sum(m[r][c] * rgb[c] for c in range(3)))) for r in range(3)]
+
+    for t in THEMES.values():
+        a, b = sim(t.tracked_border), sim(t.untracked_border)
+        assert sum(abs(x - y) for x, y in zip(a, b)) > 120, t.name
+        a, b = sim(t.edge), sim(t.edge_nograd)
+        assert sum(abs(x - y) for x, y in zip(a, b)) > 100, t.name
