@@ -20,10 +20,13 @@ Node), under ``_KEY``. AccumulateGrad nodes can be recreated for the same leaf
 across graphs, so their id is keyed by the leaf's tensor id instead: two
 backward calls into the same leaf show the same node.
 
-A step's ``seq`` is taken in the prehook (when the engine starts the node);
-the message is emitted from the post hook, when the gradients it sent and a
-leaf's new ``.grad`` are known. Steps whose node raised are emitted in
-``finally`` without what they would have sent.
+Each step is emitted from the Node's post hook, which the engine calls right
+after the node ran (so post-hook order is execution order) with both the
+gradients that arrived and those it sent; a leaf's new ``.grad`` is readable
+there too. Only AccumulateGrad nodes also get a prehook, to read ``.grad``
+before. Hooks cost about 8 us each to register from Python, which is why
+there is one per node, not two. A node that raises emits no step (the error
+message names it).
 """
 from __future__ import annotations
 
@@ -89,11 +92,11 @@ class BackwardTracer:
                               frame.f_lineno if frame is not None else None,
                               root_ids, in_ids, bool(retain), create))
 
-        pending: dict[int, list] = {}   # node id -> [seq, node, grad_outputs, grad_before]
+        befores: dict[int, object] = {}   # AccumulateGrad node id -> leaf .grad before
         handles = self._handles
         start = len(handles)
         try:
-            self._hook_graph(call_id, roots, pending)
+            self._hook_graph(call_id, roots, befores)
             result = func(*args, **kwargs)
         except BaseException as e:
             if r.failed is None or r.failed[0] is not e:
@@ -103,16 +106,14 @@ class BackwardTracer:
             for h in handles[start:]:
                 h.remove()
             del handles[start:]
-            for nid, p in sorted(pending.items(), key=lambda kv: kv[1][0]):
-                self._emit_step(call_id, nid, p, None, None)
-            pending.clear()
+            befores.clear()
         if is_grad and r.recording:
             outs = _tensors(result)
             for t in outs:
                 r.tensor_id(t, seq)
         return result
 
-    def _hook_graph(self, call_id, roots, pending) -> None:
+    def _hook_graph(self, call_id, roots, befores) -> None:
         """Put a prehook and a post hook on every Node reachable from the roots."""
         stack = []
         for t in roots:
@@ -142,31 +143,27 @@ class BackwardTracer:
                 if nxt is not None and id(nxt) not in seen:
                     stack.append(nxt)
 
-            def pre(grad_outputs, node=node, nid=nid):
+            if _is_acc(node):
+                def pre(grad_outputs, node=node, nid=nid):
+                    var = node.variable
+                    g = var._grad
+                    was = r.recording
+                    r.recording = False
+                    try:
+                        befores[nid] = summary(g, limit) if g is not None else None
+                    finally:
+                        r.recording = was
+                handles.append(node.register_prehook(pre))
+
+            def post(grad_inputs, grad_outputs, node=node, nid=nid):
                 was = r.recording
                 r.recording = False
                 try:
-                    before = None
-                    var = getattr(node, "variable", None) if _is_acc(node) else None
-                    if var is not None:
-                        before = summary(var._grad, limit) if var._grad is not None else None
-                    pending[nid] = [next(r.seq), node,
-                                    [summary(g, limit) for g in grad_outputs], before]
+                    emit_step(call_id, nid, next(r.seq), node, grad_outputs, grad_inputs,
+                              befores.pop(nid, None), True)
                 finally:
                     r.recording = was
 
-            def post(grad_inputs, grad_outputs, nid=nid):
-                p = pending.pop(nid, None)
-                if p is None:
-                    return
-                was = r.recording
-                r.recording = False
-                try:
-                    emit_step(call_id, nid, p, grad_inputs, True)
-                finally:
-                    r.recording = was
-
-            handles.append(node.register_prehook(pre))
             handles.append(node.register_hook(post))
         del keep
 
@@ -192,8 +189,8 @@ class BackwardTracer:
         self.n_nodes = n + 1
         return n
 
-    def _emit_step(self, call_id, nid, p, grad_inputs, ran) -> None:
-        seq, node, grad_outputs, before = p
+    def _emit_step(self, call_id, nid, seq, node, grad_outputs, grad_inputs, before,
+                   ran) -> None:
         limit = self.r.value_limit
         info = node.metadata.get(_KEY) or [None, None, None]
         nxt = []
@@ -210,9 +207,8 @@ class BackwardTracer:
         self.n_steps = sid + 1
         self.r.emit(P.BackwardStep(
             sid, seq, call_id, node.name().removeprefix("torch::autograd::"), nid, info[0],
-            info[1], nxt, grad_outputs,
-            [summary(g, limit) for g in grad_inputs] if grad_inputs is not None else [],
-            before, after))
+            info[1], nxt, [summary(g, limit) for g in grad_outputs],
+            [summary(g, limit) for g in grad_inputs], before, after))
 
     def remove_all(self) -> None:
         for h in self._handles:

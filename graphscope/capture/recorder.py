@@ -41,6 +41,7 @@ _TB = torch._C.TensorBase
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
 _Parameter = torch.nn.Parameter
+_dtype_name = summaries.dtype_name
 
 # getters that make a new tensor and are recorded; every other getset is passed through
 _VIEW_GETTERS = {"T", "mT", "H", "mH", "real", "imag"}
@@ -53,6 +54,10 @@ randperm arange linspace logspace eye zeros_like ones_like empty_like full_like 
 randn_like randint_like scalar_tensor normal""".split())
 _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int__": "int",
                  "__float__": "float", "__index__": "index", "__complex__": "complex"}
+
+
+_SCAN_ALWAYS = 2000
+_SCAN_EVERY = 64
 
 
 def _short_name(func) -> tuple[str, str, str]:
@@ -152,6 +157,8 @@ class Recorder(TorchFunctionMode):
         self.n_branches = 0
         self._names_cache: dict = {}
         self._last_frame_line = None
+        self._scans = 0
+        self._scanned_lines: set = set()
         self._special = self._build_special()
 
     # -- dispatch ---------------------------------------------------------------
@@ -223,7 +230,8 @@ class Recorder(TorchFunctionMode):
         leaf = t.is_leaf
         self.state[tid] = (rg, leaf, gname)
         self.emit(P.TensorInfo(
-            tid, list(t.shape), str(t.dtype)[6:], str(t.device), rg, leaf, gname,
+            tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
+            rg, leaf, gname,
             None, value, stats, None, None, created_by, isinstance(t, _Parameter),
             bool(t.retains_grad) if not leaf else False, t._version, seq))
 
@@ -292,11 +300,11 @@ class Recorder(TorchFunctionMode):
         seq = next(self.seq)
         frame = self.snippet_frame()
         line = frame.f_lineno if frame is not None else None
-        if self.names is not None and frame is not None:
+        if frame is not None:
             key = (frame, line)
             if key != self._last_frame_line:
                 self._last_frame_line = key
-                self.names.scan(frame)
+                self._maybe_scan(frame, line)
         lookup = self.ids.lookup
         in_ids = []
         for t in ins:
@@ -333,6 +341,23 @@ class Recorder(TorchFunctionMode):
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars))
         return op_id
+
+    def _maybe_scan(self, frame, line) -> None:
+        """Look for variable names (names.py) when the snippet line changed.
+
+        In a long loop every op can be on a new line; after the first
+        ``_SCAN_ALWAYS`` scans, a line seen before is scanned only every
+        ``_SCAN_EVERY``-th time, so naming stays a small part of the cost.
+        """
+        n = self._scans
+        self._scans = n + 1
+        if n >= _SCAN_ALWAYS:
+            key = (frame.f_code, line)
+            if key in self._scanned_lines and n % _SCAN_EVERY:
+                return
+            self._scanned_lines.add(key)
+        if self.names is not None:
+            self.names.scan(frame)
 
     def _failed_call(self, e, name, qualname, kind, grad_enabled, ins):
         op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None)

@@ -13,18 +13,30 @@ import math
 
 import torch
 
-_no_grad = torch.no_grad
 _float_types = (torch.float16, torch.bfloat16)
+_complex_types = frozenset({torch.complex32, torch.complex64, torch.complex128})
+_dtype_names: dict = {}
+
+
+def dtype_name(dtype) -> str:
+    try:
+        return _dtype_names[dtype]
+    except KeyError:
+        n = _dtype_names[dtype] = str(dtype).removeprefix("torch.")
+        return n
 
 
 def value_of(t, limit: int):
-    """(value, stats) of ``t``: exactly one of them is not None (both None if unreadable)."""
+    """(value, stats) of ``t``: exactly one of them is not None (both None if unreadable).
+
+    ``tolist`` and the reductions below run on ``t.detach()`` (or read values
+    only), so no autograd node is made and no no_grad context is needed: this
+    is on the per-op path.
+    """
     try:
-        n = t.numel()
-        if n <= limit:
-            with _no_grad():
-                v = t.detach().tolist()
-            if t.is_complex():
+        if t.numel() <= limit:
+            v = t.tolist()
+            if t.dtype in _complex_types:
                 v = _complex_to_text(v)
             return v, None
         return None, stats_of(t)
@@ -34,25 +46,24 @@ def value_of(t, limit: int):
 
 def stats_of(t) -> dict | None:
     try:
-        with _no_grad():
-            d = t.detach()
-            n = d.numel()
-            if n == 0:
-                return {"numel": 0, "min": None, "max": None, "mean": None, "std": None}
-            if d.is_complex():
-                d = d.abs()
-            if d.dtype == torch.bool or not d.is_floating_point():
-                d = d.double()
-            elif d.dtype in _float_types:
-                d = d.float()
-            lo, hi = torch.aminmax(d)
-            if n > 1:
-                std, mean = torch.std_mean(d)
-                std = std.item()
-            else:
-                mean, std = d.reshape(()), 0.0
-            return {"numel": n, "min": lo.item(), "max": hi.item(),
-                    "mean": mean.item(), "std": std}
+        d = t.detach()
+        n = d.numel()
+        if n == 0:
+            return {"numel": 0, "min": None, "max": None, "mean": None, "std": None}
+        if d.dtype in _complex_types:
+            d = d.abs()
+        if d.dtype == torch.bool or not d.is_floating_point():
+            d = d.double()
+        elif d.dtype in _float_types:
+            d = d.float()
+        lo, hi = torch.aminmax(d)
+        if n > 1:
+            std, mean = torch.std_mean(d)
+            std = std.item()
+        else:
+            mean, std = d.reshape(()), 0.0
+        return {"numel": n, "min": lo.item(), "max": hi.item(),
+                "mean": mean.item(), "std": std}
     except Exception:
         return None
 
@@ -63,7 +74,7 @@ def summary(t, limit: int) -> dict | None:
         return None
     value, stats = value_of(t, limit)
     return {"value": value, "stats": stats, "shape": list(t.shape),
-            "dtype": str(t.dtype).removeprefix("torch.")}
+            "dtype": dtype_name(t.dtype)}
 
 
 def _complex_to_text(v):

@@ -7,16 +7,24 @@ it when C++ still holds the tensor, so ``id(t)`` is stable while it lives.)
 """
 from __future__ import annotations
 
-import weakref
+from weakref import KeyedRef
 
 
 class TensorIds:
-    __slots__ = ("_by_addr", "_next", "_ref", "__weakref__")
+    __slots__ = ("_by_addr", "_next", "_gone", "__weakref__")
 
     def __init__(self) -> None:
         self._by_addr: dict[int, tuple] = {}
         self._next = 0
-        self._ref = weakref.ref
+        by_addr = self._by_addr
+
+        def _gone(r, by_addr=by_addr):
+            # only drop the entry if it still belongs to the dead tensor
+            cur = by_addr.get(r.key)
+            if cur is not None and cur[0] is r:
+                del by_addr[r.key]
+
+        self._gone = _gone
 
     def get(self, t):
         """The id of ``t`` if it has been seen, else None."""
@@ -31,15 +39,7 @@ class TensorIds:
             return e[1], False
         tid = self._next
         self._next = tid + 1
-        by_addr = self._by_addr
-
-        def _gone(_r, addr=addr, by_addr=by_addr):
-            # only drop the entry if it still belongs to the dead tensor
-            cur = by_addr.get(addr)
-            if cur is not None and cur[0] is _r:
-                del by_addr[addr]
-
-        self._by_addr[addr] = (self._ref(t, _gone), tid)
+        self._by_addr[addr] = (KeyedRef(t, self._gone, addr), tid)
         return tid, True
 
     def live(self):

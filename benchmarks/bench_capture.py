@@ -1,0 +1,122 @@
+"""Capture overhead: plain Python vs run_snippet in-process (torch.set_num_threads(1)).
+
+Each workload runs as a snippet; "plain" execs the same code object in a fresh
+module dict without any recorder, "capture" goes through
+graphscope.capture.session.run_snippet with a list as emit (so the cost of
+JSON and the pipe is not included: that is the worker's). Medians of N runs,
+each in fresh state (new namespace, gc.collect before). Also: memory held by
+the recorded messages of the 20,000-op chain (tracemalloc peak delta).
+
+    .venv/bin/python benchmarks/bench_capture.py [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+import tracemalloc
+
+import torch
+
+from graphscope import protocol as P
+from graphscope.capture.session import run_snippet
+
+CHAIN = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(16, requires_grad=True)
+y = x
+for i in range(10000):
+    y = y * 1.0001
+    y = y + 0.0001
+y.sum().backward()
+"""
+
+MLP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                            torch.nn.Linear(128, 128), torch.nn.ReLU(),
+                            torch.nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+xb = torch.randn(32, 64)
+yb = torch.randint(0, 10, (32,))
+for step in range(200):
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(xb), yb)
+    loss.backward()
+    opt.step()
+"""
+
+TRANSFORMER = """
+import torch
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                         dropout=0.0, batch_first=True)
+enc = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+src = torch.randn(8, 16, 64)
+out = enc(src)
+out.sum().backward()
+"""
+
+WORKLOADS = [("chain 20,000 ops + backward", CHAIN),
+             ("MLP training, 200 steps", MLP),
+             ("2-layer TransformerEncoder fwd+bwd", TRANSFORMER)]
+
+
+def plain(source: str) -> float:
+    code = compile(source, "<snippet>", "exec")
+    g = {"__name__": "__main__"}
+    gc.collect()
+    t0 = time.perf_counter()
+    exec(code, g)
+    return time.perf_counter() - t0
+
+
+def captured(source: str) -> tuple[float, int]:
+    msgs: list = []
+    gc.collect()
+    t0 = time.perf_counter()
+    end = run_snippet(P.Run(source=source, max_ops=10_000_000), msgs.append)
+    dt = time.perf_counter() - t0
+    assert end.status == "ok", end
+    return dt, len(msgs)
+
+
+def trace_memory(source: str) -> tuple[float, int]:
+    gc.collect()
+    tracemalloc.start()
+    msgs: list = []
+    run_snippet(P.Run(source=source, max_ops=10_000_000), msgs.append)
+    cur, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return cur / 1e6, len(msgs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    for _, src in WORKLOADS:   # warm up imports and kernels
+        plain(src)
+        captured(src)
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
+          f"medians of {a.repeat}")
+    print(f"{'workload':38} {'plain ms':>9} {'capture ms':>11} {'ratio':>6} {'messages':>9}")
+    for name, src in WORKLOADS:
+        p, c, n = [], [], 0
+        for _ in range(a.repeat):
+            p.append(plain(src))
+            dt, n = captured(src)
+            c.append(dt)
+        mp, mc = statistics.median(p), statistics.median(c)
+        print(f"{name:38} {mp*1e3:9.1f} {mc*1e3:11.1f} {mc/mp:6.2f} {n:9,}")
+    mb, n = trace_memory(CHAIN)
+    print(f"\nmemory held by the recorded messages of the 20,000-op chain: {mb:.1f} MB "
+          f"({n:,} messages, tracemalloc)")
+
+
+if __name__ == "__main__":
+    main()
