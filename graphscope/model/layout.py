@@ -7,20 +7,26 @@ screen, not a line two million pixels long.
 
 Incremental rule (``add``): a node goes to layer ``1 + max(layer of its
 predecessors)``, in the free row nearest the barycentre of its predecessors'
-rows; placed nodes never move. A node with no predecessors (a tensor from a
-factory, a ghost copy of a shared weight) sits just before its consumer when
-that consumer arrives in the same ``add`` call, else at the current frontier
-(the layer of the last node placed) so late inputs appear where the action is
-rather than at the far left. ``tidy`` reorders rows by barycentre sweeps,
-picks the band width for a 16:9 aspect and returns the final positions.
+rows; placed nodes never move. A node with no predecessors sits just before
+its consumer when that consumer arrives in the same ``add`` call (a ghost copy
+of a shared weight, an input first seen by an op); a fresh tensor from a
+factory goes to the first layer of the current band, below what is there, so
+repeated passes of a training loop stack as rows. An op fed only by ghosts (an
+RNN step reading ``x[t]``) goes to the frontier (the deepest layer so far):
+it happens now, next to the newest work. ``tidy`` keeps layers and order,
+compacts rows, picks the band width (and, for tall stacks, pages) for a
+16:9 aspect and returns the final positions.
 
 Pure Python with dicts and lists; every step is O(1) amortised per node or
 edge (no O(n^2) scans), see benchmarks/bench_layout.py.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Iterable, Optional
+
+from graphscope.model.graph import gc_paused
 
 # scene units (the canvas draws one unit as one pixel at zoom 1)
 COL = 190          # distance between layers (x)
@@ -58,6 +64,8 @@ class LayeredLayout:
         self._max_row = -1
         self._frontier = 0
         self._last_row = 0
+        self._pages = [(0, 0)]               # set by tidy: (first row, x offset) per page
+        self._page_rows = [0]
         if graph is not None and len(graph.nodes):
             self.add(graph)
 
@@ -69,6 +77,10 @@ class LayeredLayout:
         list of its new nodes / node ids (pass a builder delta's nodes together,
         so a ghost or input lands next to its consumer).
         """
+        with gc_paused():
+            return self._add(graph_or_new_nodes)
+
+    def _add(self, graph_or_new_nodes) -> dict:
         if hasattr(graph_or_new_nodes, "nodes") and hasattr(graph_or_new_nodes, "preds"):
             self.graph = graph_or_new_nodes
             new = [n for n in self.graph.nodes if n not in self.layer]
@@ -79,6 +91,7 @@ class LayeredLayout:
             raise ValueError("LayeredLayout.add needs the Graph first")
         preds_of = self.graph.preds
         succs_of = self.graph.succs
+        nodes = self.graph.nodes
         batch = set(new)
         deferred: set = set()
         placed = {}
@@ -89,15 +102,23 @@ class LayeredLayout:
                 if any(s in batch for s in succs_of.get(nid, ())):
                     deferred.add(nid)
                     continue
-                placed[nid] = self._place(nid, self._frontier, self._last_row)
+                # a fresh tensor (factory): first layer of the current band, below
+                # what is there, so repeated passes stack as rows
+                lay = (self._frontier // self.wrap) * self.wrap
+                placed[nid] = self._place(nid, lay, self._col_end.get(lay, 0))
                 continue
             known = [p for p in preds if p in self.layer]
             if known:
                 lay = 1 + max(self.layer[p] for p in known)
                 target = self._barycentre(known, lay)
-            else:
+            elif all(nodes[p].ghost_of is not None for p in preds if p in nodes):
+                # only ghosts of shared tensors feed it (an RNN step reading x[t]):
+                # it happens now, next to the newest work
                 lay = max(1, self._frontier)
                 target = self._last_row
+            else:
+                lay = (self._frontier // self.wrap) * self.wrap + 1
+                target = self._col_end.get(lay, 0)
             placed[nid] = self._place(nid, lay, target)
             for p in preds:
                 if p in deferred:
@@ -155,99 +176,113 @@ class LayeredLayout:
         if lay > self._frontier:
             self._frontier = lay
         self._last_row = row
-        pos = ((lay % self.wrap) * COL, row * ROW)
+        pos = self._xy(lay, row)
         self.positions[nid] = pos
         return pos
 
     # -- the final pass ----------------------------------------------------------
     def tidy(self) -> dict:
-        """Reorder rows by barycentre sweeps and re-wrap for a 16:9 view.
+        """Compact and re-wrap for a 16:9 view; returns the final ``positions``.
 
-        Layers are kept (edges still go to higher layers); rows and the band width
-        may change. Returns the new ``positions`` (also stored), so the view can
-        animate every node once to its final place.
+        Layers and the order of nodes within a layer are kept (so edges still go
+        to higher layers and nothing crosses that did not before): rows no node
+        uses are dropped, the band width is chosen for a 16:9 aspect, and a
+        layout still much taller than wide (a training loop's passes stacked as
+        rows) flows into side-by-side pages, like newspaper columns. The view
+        animates every node once to its new place.
         """
+        with gc_paused():
+            return self._tidy()
+
+    def _tidy(self) -> dict:
         g = self.graph
         if g is None or not self.layer:
             return dict(self.positions)
         layer = self.layer
         nlayers = max(layer.values()) + 1
+        old_wrap, old_start = self.wrap, self._band_start
+        rel = {nid: r - old_start[layer[nid] // old_wrap] for nid, r in self.row.items()}
         by_layer: list[list[str]] = [[] for _ in range(nlayers)]
         for nid in g.nodes:
             if nid in layer:
                 by_layer[layer[nid]].append(nid)
-        wrap = self._choose_wrap(by_layer)
+        wrap = self._choose_wrap(by_layer, rel)
         band_of = [L // wrap for L in range(nlayers)]
-        # current relative rows as the starting order
-        rel = {}
-        for nid, r in self.row.items():
-            rel[nid] = r - self._band_start[layer[nid] // self.wrap]
-        preds, succs = g.preds, g.succs
-
-        def sweep(order_layers, neigh):
-            for L in order_layers:
-                nodes = by_layer[L]
-                if not nodes:
-                    continue
-                keyed = []
-                for i, nid in enumerate(nodes):
-                    ns = [q for q in neigh.get(nid, ()) if q in rel
-                          and band_of[layer[q]] == band_of[L]]
-                    want = sum(rel[q] for q in ns) / len(ns) if ns else rel[nid]
-                    keyed.append((want, rel[nid], i, nid))
-                keyed.sort()
-                prev = -1
-                for want, _, _, nid in keyed:
-                    r = max(int(round(want)), prev + 1, 0)
-                    rel[nid] = r
-                    prev = r
-                by_layer[L] = [k[3] for k in keyed]
-
-        fwd = range(nlayers)
-        bwd = range(nlayers - 1, -1, -1)
-        sweep(fwd, preds)
-        sweep(bwd, succs)
-        sweep(fwd, preds)
-        # pack bands downwards
         nbands = band_of[-1] + 1
-        heights = [0] * nbands
+        # per band, the rows in use, renumbered 0.. in order
+        used = [set() for _ in range(nbands)]
         for L in range(nlayers):
+            u = used[band_of[L]]
             for nid in by_layer[L]:
-                h = rel[nid] + 1
-                if h > heights[band_of[L]]:
-                    heights[band_of[L]] = h
+                u.add(rel[nid])
+        remap = [{r: i for i, r in enumerate(sorted(u))} for u in used]
         starts, y = [], 0
         for b in range(nbands):
             starts.append(y)
-            y += heights[b] + BAND_GAP
-        # adopt the tidied grid so later adds continue from it
+            y += len(remap[b]) + BAND_GAP
+        total_rows = max(1, y - BAND_GAP)
         self.wrap = wrap
         self._band_start = starts
+        self._pages = self._choose_pages(min(wrap, nlayers), total_rows, starts)
         self._occ, self._col_end = {}, {}
         self._max_row = -1
         positions = {}
         for L in range(nlayers):
-            start = starts[band_of[L]]
+            b = band_of[L]
             occ = self._occ.setdefault(L, set())
             for nid in by_layer[L]:
-                r = start + rel[nid]
+                r = starts[b] + remap[b][rel[nid]]
                 self.row[nid] = r
                 occ.add(r)
                 if r + 1 > self._col_end.get(L, 0):
                     self._col_end[L] = r + 1
                 if r > self._max_row:
                     self._max_row = r
-                positions[nid] = ((L % wrap) * COL, r * ROW)
+                positions[nid] = self._xy(L, r)
         self.positions = positions
         last = next(reversed(g.nodes)) if g.nodes else None
         if last in self.row:
             self._last_row = self.row[last]
         return dict(positions)
 
-    def _choose_wrap(self, by_layer) -> int:
+    def _xy(self, lay: int, row: int) -> tuple:
+        pages = self._pages
+        if len(pages) == 1:
+            return ((lay % self.wrap) * COL, row * ROW)
+        i = bisect.bisect_right(self._page_rows, row) - 1
+        first, x0 = pages[max(0, i)]
+        return (x0 + (lay % self.wrap) * COL, (row - first) * ROW)
+
+    def _choose_pages(self, width_cols: int, rows: int, band_starts) -> list:
+        """[(first row, x offset)] of each page; one page unless much taller than 16:9."""
+        width = width_cols * COL
+        height = rows * ROW
+        pages = [(0, 0)]
+        if height * ASPECT > 2 * width and rows > 8:
+            k = max(1, int(round(math.sqrt(height * ASPECT / width))))
+            per = -(-rows // k)
+            cuts = set(band_starts)
+            pitch = (width_cols + 1) * COL
+            r = per
+            while r < rows:
+                # prefer a band boundary close to the cut, so fewer edges jump pages
+                best = min((c for c in cuts if abs(c - r) <= per // 4), default=r,
+                           key=lambda c: abs(c - r))
+                pages.append((best, len(pages) * pitch))
+                r = best + per
+        self._page_rows = [p[0] for p in pages]
+        return pages
+
+    def _choose_wrap(self, by_layer, rel) -> int:
         """Layers per band giving the aspect closest to 16:9 (1 band if it already fits)."""
         n = len(by_layer)
-        sizes = [len(x) for x in by_layer]
+        # rows each layer spans (top node to bottom node): a cheap band height
+        big = 1 << 60
+        lo, hi = [big] * n, [-1] * n
+        for L, nodes in enumerate(by_layer):
+            if nodes:
+                rs = [rel[x] for x in nodes]
+                lo[L], hi[L] = min(rs), max(rs)
         best, best_score = n, None
         w = n
         cands = []
@@ -257,7 +292,8 @@ class LayeredLayout:
         for w in cands or [n]:
             height = 0
             for start in range(0, n, w):
-                height += max(sizes[start:start + w]) + BAND_GAP
+                top, bottom = min(lo[start:start + w]), max(hi[start:start + w])
+                height += (bottom - top + 1 if bottom >= 0 else 1) + BAND_GAP
             width = min(w, n) * COL
             score = abs(math.log((width / max(1, height * ROW)) / ASPECT))
             if best_score is None or score < best_score - 1e-9:

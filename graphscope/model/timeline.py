@@ -22,7 +22,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from graphscope.model.graph import Graph, build_graph
+from graphscope.model.graph import Graph, build_graph, gc_paused
 from graphscope.model.summary import format_summary
 
 _MISSING = object()
@@ -88,6 +88,10 @@ class Timeline:
         self._current_call = None
 
     def refresh(self, follow: bool = False) -> int:
+        with gc_paused():
+            return self._refresh(follow)
+
+    def _refresh(self, follow: bool) -> int:
         """Take in what the trace gained since the last call; returns the new step count.
 
         With ``follow`` the cursor moves to the new last step (live building).
@@ -101,7 +105,7 @@ class Timeline:
                 keep = self._cursor
                 self._reset()
                 self._cursor = keep
-                return self.refresh(follow)
+                return self._refresh(follow)
             self._n_ops, self._n_calls, self._n_bw = len(tr.ops), len(tr.backward_calls), len(tr.backward)
             for ev in new:
                 self._add_step(ev)
