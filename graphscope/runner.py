@@ -3,7 +3,8 @@
 A :class:`Runner` owns at most one running worker and, when ``warm=True``, one
 warm worker that has already imported torch and waits for its ``Run``; a
 snippet given to :meth:`Runner.start` goes to the warm worker, so a small one
-goes from Run to complete trace in a fraction of a second. Each worker runs one
+goes from Run to complete trace in a fraction of a second, and the next warm
+worker starts importing torch at once. Each worker runs one
 snippet and exits (isolation: nothing of one run leaks into the next).
 
 A reader thread per run reads the worker's event pipe and its fd 1/2 pipes and
@@ -401,7 +402,8 @@ class Runner:
     """Runs snippets in worker processes, one at a time.
 
     ``warm=True`` keeps one worker with torch already imported ready in the
-    background (started now and again after each run). Call :meth:`close`
+    background: started now, and again as each run starts (so it is ready by
+    the time the user runs again). Call :meth:`close`
     when done; no worker outlives it.
     """
 
@@ -440,6 +442,10 @@ class Runner:
                     error = f"{type(e).__name__}: {e}"
             session = _RunSession(self, worker, run, on_messages, timeout, start_error=error)
             self._session = session
+        if self._warm_enabled and error is None:
+            # The next worker imports torch while this run goes on, so runs in
+            # quick succession (tests, a student pressing Run again) wait little.
+            self._spawn_warm()
         session.thread.start()
 
     def stop(self) -> Optional[P.End]:
@@ -523,7 +529,13 @@ class Runner:
         # A worker that could not start would fail again: do not spin up another.
         failed = (session.end is not None and session.end.error is not None
                   and session.end.error.type == "WorkerStartError")
-        if self._warm_enabled and not self._closed and not failed:
+        if failed:
+            with self._lock:
+                warm, self._warm = self._warm, None
+            if warm is not None:
+                warm.kill(grace=0)
+                warm.close()
+        elif self._warm_enabled and not self._closed and self._warm is None:
             self._spawn_warm()
 
 

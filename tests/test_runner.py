@@ -1,0 +1,219 @@
+"""Runner and worker processes: normal runs, streaming, stop, interrupt,
+timeout, crashes, start failures, and no leaked processes (real workers)."""
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+import graphscope
+from graphscope import protocol as P
+from graphscope.runner import Runner, run_to_trace, shared_runner
+
+
+def _children() -> set:
+    """Live (non-zombie) child processes of this test process, from /proc."""
+    me, kids = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(rest[1]) == me and rest[0] != "Z":
+            kids.add(int(d))
+    return kids
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_workers():
+    before = _children()
+    yield
+    allowed = shared_runner().worker_pids()
+    leaked = _children() - before - allowed
+    assert not leaked, f"worker processes left behind: {leaked}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def all_workers_gone_at_the_end():
+    before = _children()
+    yield
+    shared_runner().close()
+    assert not (_children() - before)
+
+
+class Collector:
+    """on_messages callback that records batches and signals on a condition."""
+
+    def __init__(self):
+        self.batches = []
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+
+    def __call__(self, batch):
+        with self.lock:
+            self.batches.append(list(batch))
+            self.changed.notify_all()
+
+    @property
+    def messages(self):
+        with self.lock:
+            return [m for b in self.batches for m in b]
+
+    def wait_for(self, pred, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not pred([m for b in self.batches for m in b]):
+                left = deadline - time.monotonic()
+                assert left > 0, "condition not met in time"
+                self.changed.wait(left)
+
+
+def test_normal_run_streams_ready_then_events_then_end():
+    src = ("import torch\n"
+           "x = torch.ones(2, requires_grad=True)\n"
+           "y = (x * 3).sum()\n"
+           "y.backward()\n"
+           "print('grad', x.grad.tolist())\n")
+    col = Collector()
+    r = shared_runner()
+    r.start(src, "<snippet>", col, timeout=30)
+    end = r.wait(60)
+    msgs = col.messages
+    assert isinstance(msgs[0], P.Ready) and msgs[0].torch_version
+    assert isinstance(msgs[-1], P.End) and msgs[-1] is end and end.status == "ok"
+    assert sum(isinstance(m, P.End) for m in msgs) == 1
+    out = "".join(m.text for m in msgs if isinstance(m, P.Output) and m.stream == "stdout")
+    assert out == "grad [3.0, 3.0]\n"
+    names = [m.name for m in msgs if isinstance(m, P.Op)]
+    assert "mul" in names and "sum" in names
+    assert any(isinstance(m, P.BackwardStep) for m in msgs)
+    assert not r.running
+
+
+def test_run_to_trace_and_public_api():
+    tr = graphscope.trace("import torch\nt = torch.arange(4.)\nprint(t.sum().item())\n")
+    assert tr.status == "ok" and tr.stdout == "6.0\n"
+    assert tr.tensor_by_name("t") is not None
+    assert tr.torch_version
+
+
+def test_warm_worker_is_used_for_the_next_run():
+    with Runner(warm=True) as r:
+        (warm_pid,) = r.worker_pids()
+        tr = run_to_trace("import os\nprint(os.getpid())\n", runner=r)
+        assert tr.status == "ok"
+        assert int(tr.stdout) == warm_pid
+        # a fresh warm worker waits for the next run
+        assert r.worker_pids() and warm_pid not in r.worker_pids()
+    assert not (r.worker_pids())
+
+
+def test_stop_returns_within_a_second_and_keeps_the_trace():
+    src = ("import torch\n"
+           "a = torch.ones(3) * 2\n"
+           "print('before the loop', flush=True)\n"
+           "while True:\n"
+           "    pass\n")
+    col = Collector()
+    r = shared_runner()
+    r.start(src, "<snippet>", col, timeout=60)
+    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    t0 = time.monotonic()
+    end = r.stop()
+    elapsed = time.monotonic() - t0
+    assert elapsed < 1.0
+    assert end is not None and end.status == "stopped"
+    msgs = col.messages
+    assert msgs[-1].status == "stopped"
+    assert any(isinstance(m, P.Op) and m.name == "mul" for m in msgs)
+    assert "before the loop\n" in "".join(m.text for m in msgs if isinstance(m, P.Output))
+
+
+def test_interrupt_raises_keyboard_interrupt_in_the_snippet():
+    src = "print('go', flush=True)\nwhile True:\n    pass\n"
+    col = Collector()
+    r = shared_runner()
+    r.start(src, "<snippet>", col, timeout=60)
+    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    r.interrupt()
+    end = r.wait(10)
+    assert end.status == "error"
+    assert end.error.type == "KeyboardInterrupt"
+    assert end.error.line in (1, 2, 3)  # SIGINT may land while print() finishes
+    assert "KeyboardInterrupt" in end.error.traceback
+
+
+def test_timeout_ends_with_timeout_status():
+    tr = run_to_trace("print('start')\nwhile True:\n    pass\n", timeout=0.5)
+    assert tr.status == "timeout"
+    assert tr.error.type == "Timeout"
+    assert "0.5 s" in tr.error.message
+    assert tr.stdout == "start\n"
+    assert 0.5 <= tr.end.duration < 2.0
+
+
+def test_os_exit_is_reported_with_its_code():
+    tr = run_to_trace("import os\nprint('bye')\nos._exit(3)\n")
+    assert tr.status == "crash"
+    assert tr.end.exit_code == 3
+    assert tr.error.type == "Crash"
+    assert "exited with code 3" in tr.error.message
+    assert tr.stdout == "bye\n"
+
+
+def test_segfault_is_reported_with_signal_and_line(tmp_path):
+    path = tmp_path / "crash.py"
+    src = "import ctypes\nprint('about to crash')\nctypes.string_at(0)\n"
+    tr = run_to_trace(src, str(path))
+    assert tr.status == "crash"
+    assert "SIGSEGV" in tr.error.message
+    assert tr.end.exit_code == -11
+    assert tr.error.line == 3
+    assert tr.stdout == "about to crash\n"
+    assert "graphscope" not in (tr.error.traceback or "")
+
+
+def test_fd_level_output_is_forwarded_not_mixed_into_events():
+    src = ("import os, torch\n"
+           "os.write(1, b'{\"t\": \"end\", \"status\": \"ok\"}\\n')\n"
+           "os.write(2, b'from C on fd 2\\n')\n"
+           "x = torch.ones(2) + 1\n"
+           "print('python')\n")
+    tr = run_to_trace(src)
+    assert tr.status == "ok"
+    assert '{"t": "end", "status": "ok"}\n' in tr.stdout
+    assert "python\n" in tr.stdout
+    assert tr.stderr == "from C on fd 2\n"
+    assert any(o.name == "add" for o in tr.ops)
+
+
+def test_worker_that_cannot_start_reports_its_stderr(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                    "echo \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with Runner(warm=True, python=str(fake)) as r:
+        col = Collector()
+        r.start("print(1)", "<snippet>", col)
+        end = r.wait(30)
+        assert end.status == "crash"
+        assert end.error.type == "WorkerStartError"
+        assert "No module named 'torch'" in end.error.message
+        assert "Traceback" in end.error.traceback
+        assert not r.worker_pids()  # no warm worker respawned after a start failure
+
+
+def test_start_while_running_is_refused_and_close_ends_everything():
+    r = Runner(warm=False)
+    r.start("while True:\n    pass\n", timeout=60)
+    with pytest.raises(RuntimeError):
+        r.start("print(1)")
+    pids = r.worker_pids()
+    assert len(pids) == 1
+    r.close()
+    assert not (pids & _children())
+    assert not r.running
