@@ -400,3 +400,58 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
+
+
+# -- one pass's graph on its own ------------------------------------------------------------
+
+def pass_subgraph(graph, node_ids, extra_edges=()):
+    """A new Graph holding only ``node_ids`` of ``graph`` (one pass, or two overlaid) and
+    the edges between them, plus ``extra_edges`` ((src, dst, kind) between kept ids).
+    Nodes are copies: flags and labels of the whole-run graph, steps kept."""
+    import dataclasses as _dc
+    from graphscope.model.graph import Edge, Graph, RegionBox
+    keep = [n for n in dict.fromkeys(node_ids) if n in graph.nodes]
+    keep.sort(key=lambda n: (graph.nodes[n].step if graph.nodes[n].step is not None else -1))
+    sub = Graph()
+    for nid in keep:
+        # Graph is grown through these two by GraphBuilder; a public Graph.subgraph would
+        # be the cleaner seam (asked for in issue 5's report)
+        sub._add_node(_dc.replace(graph.nodes[nid]))
+    inside = set(keep)
+    for e in graph.edges:
+        if e.src in inside and e.dst in inside:
+            sub._add_edge(e)
+    for src, dst, kind in extra_edges:
+        if src in inside and dst in inside and dst not in sub.succs.get(src, ()):
+            sub._add_edge(Edge(src, dst, kind))
+    for box in graph.regions:
+        ids = [n for n in box.node_ids if n in inside]
+        if ids:
+            sub.regions.append(RegionBox(box.label, box.kind, ids, box.lines))
+            idx = len(sub.regions) - 1
+            for n in ids:
+                sub.nodes[n].region = idx
+    for n in sub.nodes.values():
+        if n.region is not None and (n.region >= len(sub.regions) or n.id not in sub.regions[n.region].node_ids):
+            n.region = None
+    return sub
+
+
+def overlay_subgraph(graph, d: PassDiff):
+    """Both passes on one canvas: pass a's graph plus the nodes only pass b made, with
+    pass b's edges redrawn onto pass a's matching nodes."""
+    back = {vb: va for va, vb in d.matched.items()}
+    extra = []
+    for src, dst in d.edges_only_b:
+        extra.append((back.get(src, src), back.get(dst, dst), "data"))
+    return pass_subgraph(graph, list(d.nodes_a) + list(d.only_b), extra)
+
+
+def pass_nodes(trace, index: int, graph=None) -> list:
+    """Graph node ids of pass ``index``'s own graph (its ops, what they made, what they used)."""
+    from graphscope.model.passes import Pass
+    graph = graph if graph is not None else build_graph(trace)
+    p = passes_of(trace)[index]
+    ops = {o.id: o for o in trace.ops}
+    kept = _kept_ops(p, ops, set(), trace, Pass(index=-1, kind="none"))
+    return _Side(graph, kept, ops, trace, set()).nodes

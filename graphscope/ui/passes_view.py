@@ -1,0 +1,317 @@
+"""Each pass's own graph, and two passes compared (issue 5).
+
+``PassesPanel`` lists the run's passes (model/passes.py). It shows one pass's
+graph on its own (a new object, built again, freed after its backward unless
+``retain_graph`` kept it), or two passes side by side or overlaid, with the
+nodes only one of them built outlined in that pass's colour, and, in words,
+the branch points where the data sent the program another way
+(model/graph_diff.py).
+
+``install_passes_views(window)`` docks this panel, the static-capture panel and
+the timing plot into the main window through its public seams
+(``add_side_panel``, ``run_finished``, ``live``).
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout,
+                               QWidget)
+
+from graphscope.model.graph import build_graph
+from graphscope.model.graph_diff import (PassDiff, diff_passes, overlay_subgraph, pass_nodes,
+                                         pass_subgraph)
+from graphscope.model.layout import LayeredLayout
+from graphscope.model.passes import passes_of
+from graphscope.ui.graph_canvas import GraphCanvas
+from graphscope.ui.theme import OI_BLUE, OI_ORANGE
+
+ONLY_A = OI_ORANGE   # Okabe-Ito: orange and blue stay apart for colour-blind viewers
+ONLY_B = OI_BLUE
+MODES = ("One pass", "Side by side", "Overlay")
+
+
+class MarkedCanvas(GraphCanvas):
+    """A GraphCanvas that outlines some nodes in a colour of their own (only in A / B)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.marks: dict[str, str] = {}      # node id -> colour
+        self.caption = ""
+
+    def set_marks(self, marks: dict) -> None:
+        self.marks = dict(marks)
+        self.update()
+
+    def set_caption(self, text: str) -> None:
+        self.caption = text
+        self.update()
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        for nid, colour in self.marks.items():
+            r = self.node_view_rect(nid)
+            if r is None:
+                continue
+            pen = QPen(QColor(colour), 3.0, Qt.PenStyle.DashLine)
+            p.setPen(pen)
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRoundedRect(r.adjusted(-5, -5, 5, 5), 6, 6)
+        if self.caption:
+            f = p.font()
+            f.setPointSizeF(11 * max(1.0, getattr(self, "_text_scale", 1.0)))
+            f.setBold(True)
+            p.setFont(f)
+            p.setPen(QColor(self.theme().text))
+            p.drawText(QRectF(10, 6, self.width() - 20, 30), Qt.AlignmentFlag.AlignLeft, self.caption)
+        p.end()
+
+
+class PassesPanel(QWidget):
+    """Pass selector (A, B), view mode, the canvases and the diff in words."""
+
+    pass_selected = Signal(int)
+    node_clicked = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.trace = None
+        self.graph = None
+        self.passes: list = []
+        self.diff: Optional[PassDiff] = None
+        self.combo_a = QComboBox(self)
+        self.combo_b = QComboBox(self)
+        self.mode = QComboBox(self)
+        self.mode.addItems(MODES)
+        self.mode.setCurrentIndex(1)
+        for c in (self.combo_a, self.combo_b):
+            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.combo_a.currentIndexChanged.connect(self._on_selection_changed)
+        self.combo_b.currentIndexChanged.connect(self._on_selection_changed)
+        self.mode.currentIndexChanged.connect(self._on_selection_changed)
+
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Pass", self))
+        bar.addWidget(self.combo_a)
+        self.vs_label = QLabel("compared with", self)
+        bar.addWidget(self.vs_label)
+        bar.addWidget(self.combo_b)
+        bar.addStretch(1)
+        bar.addWidget(QLabel("View:", self))
+        bar.addWidget(self.mode)
+
+        self.canvas_a = MarkedCanvas(self)
+        self.canvas_b = MarkedCanvas(self)
+        for c in (self.canvas_a, self.canvas_b):
+            c.set_animated(False)
+            c.node_clicked.connect(self.node_clicked)
+        self.split = QSplitter(Qt.Orientation.Horizontal, self)
+        self.split.addWidget(self.canvas_a)
+        self.split.addWidget(self.canvas_b)
+        self.legend = QLabel(self)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.text = QLabel(self)
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+
+        col = QVBoxLayout(self)
+        col.setContentsMargins(6, 6, 6, 6)
+        col.addLayout(bar)
+        col.addWidget(self.split, 1)
+        col.addWidget(self.legend)
+        col.addWidget(self.text)
+        self._show_empty()
+
+    # -- data ---------------------------------------------------------------------
+    def set_trace(self, trace, graph=None) -> None:
+        """Show the passes of a finished trace (``graph``: the run's whole graph, if built)."""
+        self.trace = trace
+        self.graph = graph if graph is not None else build_graph(trace)
+        self.passes = passes_of(trace)
+        for c, default in ((self.combo_a, 0), (self.combo_b, 1)):
+            c.blockSignals(True)
+            c.clear()
+            c.addItems([p.label for p in self.passes])
+            c.setCurrentIndex(min(default, len(self.passes) - 1))
+            c.blockSignals(False)
+        if len(self.passes) < 2:
+            self.mode.blockSignals(True)
+            self.mode.setCurrentIndex(0)
+            self.mode.blockSignals(False)
+        self._on_selection_changed()
+
+    def select(self, a: int, b: Optional[int] = None, mode: Optional[str] = None) -> None:
+        """Choose the passes (indices) and the view ("One pass", "Side by side", "Overlay")."""
+        for w in (self.combo_a, self.combo_b, self.mode):
+            w.blockSignals(True)
+        self.combo_a.setCurrentIndex(a)
+        if b is not None:
+            self.combo_b.setCurrentIndex(b)
+        if mode is not None:
+            self.mode.setCurrentIndex(MODES.index(mode))
+        for w in (self.combo_a, self.combo_b, self.mode):
+            w.blockSignals(False)
+        self._on_selection_changed()
+
+    # -- reacting -----------------------------------------------------------------
+    def _on_selection_changed(self, *_) -> None:
+        if not self.passes:
+            self._show_empty()
+            return
+        a = max(0, self.combo_a.currentIndex())
+        b = max(0, self.combo_b.currentIndex())
+        mode = MODES[self.mode.currentIndex()]
+        two = mode != "One pass" and len(self.passes) > 1
+        self.combo_b.setVisible(two)
+        self.vs_label.setVisible(two)
+        self.pass_selected.emit(a)
+        if not two:
+            self._show_one(a)
+        else:
+            self.diff = diff_passes(self.trace, a, b, graph=self.graph)
+            if mode == "Side by side":
+                self._show_side_by_side(a, b)
+            else:
+                self._show_overlay(a, b)
+            self._show_diff_text(a, b)
+
+    def _nodes_of(self, index: int) -> list:
+        return pass_nodes(self.trace, index, self.graph)
+
+    def _show_one(self, a: int) -> None:
+        self.diff = None
+        p = self.passes[a]
+        sub = pass_subgraph(self.graph, self._nodes_of(a))
+        self._put(self.canvas_a, sub, {}, p.label)
+        self.canvas_b.hide()
+        fate = ""
+        if p.kind == "backward":
+            fate = (" Its graph was <b>kept</b> after backward (retain_graph=True), so a second "
+                    "backward through it works." if p.retained else
+                    " Its graph was <b>freed</b> when backward had walked it: the next pass builds "
+                    "a new one.")
+        self.legend.setText("")
+        self.text.setText(
+            f"<b>{html.escape(p.label)}</b>. PyTorch built this graph while the pass ran "
+            f"({len(p.ops)} ops{', ' + str(len(p.backward)) + ' backward steps' if p.backward else ''})."
+            + fate)
+
+    def _show_side_by_side(self, a: int, b: int) -> None:
+        d = self.diff
+        sa = pass_subgraph(self.graph, d.nodes_a)
+        sb = pass_subgraph(self.graph, d.nodes_b)
+        self._put(self.canvas_a, sa, {n: ONLY_A for n in d.only_a}, self.passes[a].label)
+        self._put(self.canvas_b, sb, {n: ONLY_B for n in d.only_b}, self.passes[b].label)
+        self.canvas_b.show()
+        self._legend(a, b)
+
+    def _show_overlay(self, a: int, b: int) -> None:
+        d = self.diff
+        sub = overlay_subgraph(self.graph, d)
+        marks = {n: ONLY_A for n in d.only_a}
+        marks.update({n: ONLY_B for n in d.only_b})
+        self._put(self.canvas_a, sub, marks, f"Pass {a + 1} and pass {b + 1} overlaid")
+        self.canvas_b.hide()
+        self._legend(a, b)
+
+    def _put(self, canvas: MarkedCanvas, sub, marks: dict, caption: str) -> None:
+        layout = LayeredLayout(sub)
+        layout.tidy()
+        canvas.set_graph(sub, layout, self.trace)
+        canvas.set_frame(None)
+        canvas.set_marks(marks)
+        canvas.set_caption(caption)
+        canvas.fit()
+
+    def _legend(self, a: int, b: int) -> None:
+        d = self.diff
+        self.legend.setText(
+            f"<span style='color:{ONLY_A}'>&#9632;</span> only in pass {a + 1} ({len(d.only_a)}) "
+            f"&nbsp;&nbsp; <span style='color:{ONLY_B}'>&#9632;</span> only in pass {b + 1} "
+            f"({len(d.only_b)}) &nbsp;&nbsp; unmarked: built by both ({len(d.matched)})")
+
+    def _show_diff_text(self, a: int, b: int) -> None:
+        d = self.diff
+        items = "".join(f"<li>{html.escape(s)}</li>" for s in d.summary)
+        bps = ""
+        if d.branches:
+            rows = "".join(
+                f"<li>{'<b>diverged</b> ' if bp.diverged else 'same way '}"
+                f"{html.escape(bp.text(f'pass {a + 1}', f'pass {b + 1}'))}</li>"
+                for bp in d.branches)
+            bps = f"<p><b>Branch points</b> (a tensor's value decided Python control flow):</p><ul>{rows}</ul>"
+        self.text.setText(f"<ul>{items}</ul>{bps}")
+
+    def _show_empty(self) -> None:
+        self.canvas_a.clear()
+        self.canvas_b.clear()
+        self.legend.setText("")
+        self.text.setText("Run a snippet: each forward pass (each backward call, or each "
+                          "separate computation) appears here as its own graph.")
+
+    # -- for tests and screenshots ----------------------------------------------------
+    def summary_text(self) -> str:
+        return self.text.text()
+
+
+def install_passes_views(window) -> dict:
+    """Dock the passes panel, the static-capture panel and the timing plot into the
+    main window, using only its public seams. Returns the panels by name."""
+    from graphscope.ui.static_view import StaticPanel, StaticCaptureController
+    from graphscope.ui.timing_view import TimingPanel
+
+    passes = PassesPanel(window)
+    static = StaticPanel(window)
+    timing = TimingPanel(window)
+    docks = {
+        "passes": window.add_side_panel(passes, "Passes", Qt.DockWidgetArea.BottomDockWidgetArea),
+        "static": window.add_side_panel(static, "Static capture", Qt.DockWidgetArea.BottomDockWidgetArea),
+        "timing": window.add_side_panel(timing, "Rebuild cost", Qt.DockWidgetArea.BottomDockWidgetArea),
+    }
+    window.tabifyDockWidget(docks["passes"], docks["static"])
+    window.tabifyDockWidget(docks["static"], docks["timing"])
+    docks["passes"].raise_()
+    capture = StaticCaptureController(window)
+
+    def on_run_finished(_end):
+        live = getattr(window, "live", None)
+        if live is None:
+            return
+        passes.set_trace(live.trace, live.graph)
+        static.set_source(live.trace.source)
+        if live.trace.static:
+            static.set_results(live.trace.static, live.trace.source)
+            timing.set_result((live.trace.static or {}).get("timing"))
+
+    def on_capture_requested(request: dict):
+        static.set_busy(True)
+        capture.capture(window.editor.toPlainText(), request)
+
+    def on_captured(trace):
+        static.set_busy(False)
+        static.set_results(trace.static or {}, trace.source, end=trace.end)
+        t = (trace.static or {}).get("timing")
+        if t:
+            timing.set_result(t)
+            docks["timing"].raise_()
+
+    window.run_finished.connect(on_run_finished)
+    static.capture_requested.connect(on_capture_requested)
+    capture.captured.connect(on_captured)
+    def on_node_clicked(nid: str):
+        live = getattr(window, "live", None)
+        if live is not None and nid in live.graph.nodes:
+            window.select_node(nid)   # the pass views copy the run's node ids
+
+    passes.node_clicked.connect(on_node_clicked)
+    panels = {"passes": passes, "static": static, "timing": timing, "capture": capture,
+              "docks": docks}
+    window._passes_views = panels   # keep them reachable (tests, scenarios)
+    return panels

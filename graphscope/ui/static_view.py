@@ -1,0 +1,338 @@
+"""What a static capture makes of the snippet's code, beside the eager graph (issue 5).
+
+``StaticPanel`` asks for a capture (a function or nn.Module of the snippet,
+example inputs, a second input that should take another branch) and shows the
+results the worker sent back (``Trace.static``, see capture/static.py), one
+tab per tool: a plain-language verdict, the error explained when the tool
+refused, its warnings, the captured graph drawn on a GraphCanvas, the node list
+and the tool's own text. For ``torch.jit.trace`` it puts the traced answer for
+the second input beside eager PyTorch's.
+
+``StaticCaptureController`` runs the editor's snippet once more in a worker
+with the static request (``Run.static``), since the request is made after the
+eager run; the window's own run is left alone.
+"""
+from __future__ import annotations
+
+import ast
+import html
+import re
+from typing import Optional
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QTabWidget,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from graphscope.model.layout import LayeredLayout
+from graphscope.model.trace import Trace
+from graphscope.ui.passes_view import MarkedCanvas
+
+TOOLS = (("fx", "torch.fx"), ("jit", "torch.jit.trace"), ("export", "torch.export"),
+         ("explain", "torch.compile (dynamo)"))
+
+
+def static_graph(result: dict):
+    """A model Graph of a static result's node list (fx / export / dynamo: args name
+    earlier nodes; jit: ``%name`` inputs), for the canvas."""
+    from graphscope.model.graph import Edge, Graph, Node
+    g = Graph()
+    rows = result.get("graph") or []
+    names: dict = {}
+    for i, row in enumerate(rows):
+        op = row.get("op", "")
+        name = str(row.get("name", i))
+        nid = f"s{i}"
+        if op in ("placeholder", "get_attr"):
+            node = Node(id=nid, kind="tensor", label=name, detail=op, step=i, line=row.get("line"),
+                        flags=frozenset({"leaf"}))
+        elif op == "output":
+            node = Node(id=nid, kind="tensor", label="output", detail="returned", step=i,
+                        flags=frozenset())
+        else:
+            short = _short_target(str(row.get("target", "")))
+            node = Node(id=nid, kind="op", label=short or op,
+                        detail=(f"line {row['line']}" if row.get("line") else op), step=i,
+                        line=row.get("line"), flags=frozenset({"grad_fn"}))
+        g._add_node(node)   # the same growing path GraphBuilder uses
+        for part in name.split(","):
+            names[part.strip()] = nid
+        for ref in _refs(str(row.get("args", ""))):
+            src = names.get(ref) or names.get("%" + ref)
+            if src is not None and src != nid and nid not in g.succs[src]:
+                g._add_edge(Edge(src, nid, "data", i))
+    return g
+
+
+def _short_target(target: str) -> str:
+    """``aten.linear.default`` -> ``linear``, ``torch.relu`` -> ``relu``, ``fc1`` -> ``fc1``."""
+    parts = target.split(".")
+    if len(parts) >= 3 and parts[0] == "aten":
+        return parts[1]
+    return parts[-1]
+
+
+def _refs(args: str) -> list:
+    return re.findall(r"%?[A-Za-z_][\w.]*|%\d+", args)
+
+
+def candidate_targets(source: str) -> list:
+    """Functions, nn.Module classes' instances and modules the snippet defines (for the picker)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    funcs, classes, instances = [], set(), []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            funcs.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            classes.add(node.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            fn = node.value.func
+            cname = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if cname in classes or (isinstance(fn, ast.Attribute) and cname[:1].isupper()):
+                instances.append(node.targets[0].id)
+    return instances + funcs
+
+
+class StaticResultView(QWidget):
+    """One tool's result: verdict, explanation, warnings, graph, node list, text."""
+
+    def __init__(self, kind: str, parent=None):
+        super().__init__(parent)
+        self.kind = kind
+        self.verdict = QLabel(self)
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.canvas = MarkedCanvas(self)
+        self.canvas.set_animated(False)
+        self.nodes = QTreeWidget(self)
+        self.nodes.setHeaderLabels(["name", "op", "target", "args", "line"])
+        self.nodes.setRootIsDecorated(False)
+        self.text = QPlainTextEdit(self)
+        self.text.setReadOnly(True)
+        self.text.setFont(QFont("monospace"))
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        right = QTabWidget(self)
+        right.addTab(self.nodes, "Nodes")
+        right.addTab(self.text, "As printed")
+        split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.addWidget(self.canvas)
+        split.addWidget(right)
+        split.setSizes([600, 400])
+        col = QVBoxLayout(self)
+        col.setContentsMargins(4, 4, 4, 4)
+        col.addWidget(self.verdict)
+        col.addWidget(split, 1)
+        self.result: Optional[dict] = None
+
+    def set_result(self, r: Optional[dict]) -> None:
+        self.result = r
+        self.nodes.clear()
+        if not r:
+            self.verdict.setText("Not captured yet.")
+            self.canvas.clear()
+            self.text.setPlainText("")
+            return
+        parts = [f"<p style='font-size:larger'><b>{'Captured' if r.get('ok') else 'Not captured'}"
+                 f"</b>: {html.escape(r.get('summary') or '')}</p>"]
+        err = r.get("error")
+        if err and not r.get("ok"):
+            line = f" (line {err['line']})" if err.get("line") else ""
+            parts.append(f"<p><b>Why{line}:</b> {html.escape(err.get('explanation') or '')}</p>"
+                         f"<p><i>PyTorch says:</i> <code>{html.escape(err.get('type', ''))}: "
+                         f"{html.escape(_first_line(err.get('message', '')))}</code></p>")
+        for w in r.get("warnings") or []:
+            line = f" (line {w['line']})" if w.get("line") else ""
+            parts.append(f"<p><b>{html.escape(w['category'])}{line}:</b> "
+                         f"{html.escape(_first_line(w['message'], 220))}</p>")
+        det = r.get("details") or {}
+        if self.kind == "jit" and "eager" in det:
+            parts.append(_comparison_html(det))
+        if self.kind == "explain" and det.get("breaks"):
+            rows = "".join(f"<li>{'line ' + str(b['line']) + ': ' if b.get('line') else ''}"
+                           f"{html.escape(b['reason'])}</li>" for b in det["breaks"])
+            parts.append(f"<p><b>Graph breaks</b> (where compiled code hands back to Python):</p><ul>{rows}</ul>")
+        if self.kind == "explain" and det.get("guards"):
+            parts.append(f"<p><b>Guards</b> ({len(det['guards'])}; the graph is reused while they hold), "
+                         f"e.g. <code>{html.escape(det['guards'][-1])}</code></p>")
+        self.verdict.setText("".join(parts))
+        for row in r.get("graph") or []:
+            QTreeWidgetItem(self.nodes, [str(row.get("name", "")), str(row.get("op", "")),
+                                         str(row.get("target", "")), str(row.get("args", "")),
+                                         str(row.get("line") or "")])
+        for i in range(5):
+            self.nodes.resizeColumnToContents(i)
+        self.text.setPlainText(r.get("text") or (err or {}).get("message", ""))
+        if r.get("graph"):
+            g = static_graph(r)
+            layout = LayeredLayout(g)
+            layout.tidy()
+            self.canvas.set_graph(g, layout)
+            self.canvas.set_caption({"fx": "torch.fx graph", "jit": "frozen jit graph",
+                                     "export": "exported graph", "explain": "dynamo graphs"}[self.kind])
+            self.canvas.fit()
+        else:
+            self.canvas.clear()
+
+
+def _comparison_html(det: dict) -> str:
+    eager, traced = det.get("eager") or {}, det.get("traced") or {}
+    same = det.get("same")
+    verdict = ("<b style='color:#D55E00'>different</b>: the traced graph took the branch it saw "
+               "while tracing" if same is False else ("the same" if same else "not comparable"))
+    return (f"<p><b>Second input</b> <code>{html.escape(_val(det.get('second_input')))}</code>:<br>"
+            f"eager PyTorch returns <code>{html.escape(_val(eager.get('value')) or eager.get('error') or '')}</code>, "
+            f"the traced version returns <code>{html.escape(_val(traced.get('value')) or traced.get('error') or '')}"
+            f"</code>: {verdict}.</p>")
+
+
+def _val(v) -> str:
+    if isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    if isinstance(v, dict) and "shape" in v:
+        if v.get("value") is not None:
+            return str(v["value"])
+        st = v.get("stats") or {}
+        return f"{'x'.join(map(str, v['shape']))} tensor, mean {st.get('mean', 0):.3g}"
+    return "" if v is None else str(v)
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class StaticPanel(QWidget):
+    """The request form and one tab per static tool."""
+
+    capture_requested = Signal(dict)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.target = QComboBox(self)
+        self.target.setEditable(True)
+        self.inputs = QLineEdit(self)
+        self.inputs.setPlaceholderText("torch.tensor([1.0, 2.0])   (one expression per argument, ; between)")
+        self.second = QLineEdit(self)
+        self.second.setPlaceholderText("torch.tensor([-1.0, -3.0])   (should take the other branch)")
+        self.with_timing = QCheckBox("also time eager vs traced", self)
+        self.button = QPushButton("Capture statically", self)
+        self.button.clicked.connect(self.request_capture)
+        self.status = QLabel(self)
+        self.status.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Function or module:", self.target)
+        form.addRow("Example input:", self.inputs)
+        form.addRow("Second input:", self.second)
+        row = QHBoxLayout()
+        row.addWidget(self.with_timing)
+        row.addStretch(1)
+        row.addWidget(self.button)
+        self.tabs = QTabWidget(self)
+        self.views = {}
+        for kind, title in TOOLS:
+            v = StaticResultView(kind, self)
+            self.views[kind] = v
+            self.tabs.addTab(v, title)
+            v.set_result(None)
+        col = QVBoxLayout(self)
+        col.setContentsMargins(6, 6, 6, 6)
+        col.addLayout(form)
+        col.addLayout(row)
+        col.addWidget(self.status)
+        col.addWidget(self.tabs, 1)
+
+    def set_source(self, source: str) -> None:
+        """Offer the snippet's functions and modules as targets."""
+        current = self.target.currentText()
+        self.target.clear()
+        self.target.addItems(candidate_targets(source))
+        if current:
+            self.target.setCurrentText(current)
+
+    def set_request(self, target: str, inputs=(), second_inputs=()) -> None:
+        self.target.setCurrentText(target)
+        self.inputs.setText("; ".join(inputs))
+        self.second.setText("; ".join(second_inputs))
+
+    def request(self) -> dict:
+        split = lambda s: [x.strip() for x in s.split(";") if x.strip()]
+        req = {"target": self.target.currentText().strip(), "inputs": split(self.inputs.text()),
+               "second_inputs": split(self.second.text())}
+        if self.with_timing.isChecked():
+            req["timing"] = {"iterations": 60, "warmup": 10}
+        return req
+
+    def request_capture(self) -> None:
+        req = self.request()
+        if not req["target"]:
+            self.status.setText("Name a function or nn.Module from the snippet first.")
+            return
+        self.capture_requested.emit(req)
+
+    def set_busy(self, busy: bool) -> None:
+        self.button.setEnabled(not busy)
+        if busy:
+            self.status.setText("Running the snippet again and capturing it statically "
+                                "(the first capture takes a few seconds while torch loads its compilers)…")
+
+    def set_results(self, static: dict, source: str = "", end=None) -> None:
+        static = static or {}
+        for kind, v in self.views.items():
+            v.set_result(static.get(kind))
+        if not any(k in static for k, _ in TOOLS):
+            why = ""
+            if end is not None and end.status != "ok":
+                why = f" The snippet ended with status {end.status}" + (
+                    f" ({end.error.type}: {end.error.message})" if end.error else "") + "."
+            self.status.setText("No static results came back." + why)
+        else:
+            ok = [title for k, title in TOOLS if (static.get(k) or {}).get("ok")]
+            self.status.setText(f"Captured by: {', '.join(ok) or 'none of the tools'}. "
+                                "Eager PyTorch needs none of this: it builds the graph anew on every call.")
+        # open the most telling tab: the first tool that refused, else fx
+        for kind, _ in TOOLS:
+            r = static.get(kind)
+            if r and not r.get("ok"):
+                self.tabs.setCurrentWidget(self.views[kind])
+                break
+
+
+class StaticCaptureController(QObject):
+    """Runs the snippet in a worker with a static request; ``captured(Trace)`` when done."""
+
+    captured = Signal(object)
+
+    def __init__(self, parent=None, timeout: float = 120.0, runner=None):
+        super().__init__(parent)
+        from graphscope.ui.run_controller import RunController
+        self.controller = RunController(self, timeout=timeout, runner=runner)
+        self.controller.batch.connect(self._on_batch)
+        self.controller.finished.connect(self._on_finished)
+        self.trace: Optional[Trace] = None
+
+    def capture(self, source: str, request: dict, filename: str = "<snippet>") -> None:
+        self.trace = Trace(source=source, filename=filename)
+        self.controller.run_fields = {"static": dict(request, filename=filename)}
+        self.controller.run(source, filename)
+
+    def is_running(self) -> bool:
+        return self.controller.is_running()
+
+    def shutdown(self) -> None:
+        self.controller.shutdown()
+
+    def _on_batch(self, msgs: list) -> None:
+        if self.trace is not None:
+            self.trace.extend(msgs)
+
+    def _on_finished(self, end) -> None:
+        if self.trace is None:
+            return
+        self.trace.apply(end)
+        self.captured.emit(self.trace)

@@ -1,0 +1,78 @@
+"""What rebuilding the graph costs, measured: eager vs traced time per iteration (issue 5).
+
+Plots the per-iteration times capture/timing.py measured in the worker (one
+thread, after a warm-up) for eager PyTorch, which rebuilds the autograd graph
+every iteration, and for the ``torch.jit.trace``d module, which replays one;
+dashed lines mark the medians. The caveat travels with the numbers: for a tiny
+model the difference can vanish or reverse.
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from graphscope.ui.theme import OI_BLUE, OI_ORANGE
+
+EAGER = OI_ORANGE
+TRACED = OI_BLUE
+
+
+class TimingPanel(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.plot = pg.PlotWidget(self)
+        self.plot.setBackground("w")
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("bottom", "iteration")
+        self.plot.setLabel("left", "time per iteration", units="ms")
+        self.plot.addLegend(offset=(10, 10))
+        self.verdict = QLabel(self)
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.caveat = QLabel(self)
+        self.caveat.setWordWrap(True)
+        col = QVBoxLayout(self)
+        col.setContentsMargins(6, 6, 6, 6)
+        col.addWidget(self.verdict)
+        col.addWidget(self.plot, 1)
+        col.addWidget(self.caveat)
+        self.result: Optional[dict] = None
+        self.set_result(None)
+
+    def set_result(self, result: Optional[dict]) -> None:
+        """``result``: the ``timing`` entry of ``Trace.static`` (a StaticResult row)."""
+        self.result = result
+        self.plot.clear()
+        if not result:
+            self.verdict.setText("Tick “also time eager vs traced” in Static capture to measure "
+                                 "what rebuilding the graph costs on this machine.")
+            self.caveat.setText("")
+            return
+        if not result.get("ok"):
+            err = result.get("error") or {}
+            self.verdict.setText(f"<b>Not measured.</b> {html.escape(result.get('summary') or '')}")
+            self.caveat.setText(err.get("explanation", ""))
+            return
+        d = result.get("details") or {}
+        eager, traced = d.get("eager_ms") or [], d.get("traced_ms") or []
+        self.plot.plot(list(range(1, len(eager) + 1)), eager, pen=pg.mkPen(EAGER, width=2),
+                       symbol="o", symbolSize=5, symbolBrush=EAGER, name="eager (graph rebuilt)")
+        self.plot.plot(list(range(1, len(traced) + 1)), traced, pen=pg.mkPen(TRACED, width=2),
+                       symbol="t", symbolSize=5, symbolBrush=TRACED, name="jit.trace (graph replayed)")
+        for value, colour in ((d.get("eager_median_ms"), EAGER), (d.get("traced_median_ms"), TRACED)):
+            if value:
+                self.plot.addItem(pg.InfiniteLine(pos=value, angle=0,
+                                                  pen=pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine)))
+        what = result.get("target") or "the model"
+        self.verdict.setText(f"<b>{html.escape(what)}</b>, one training iteration "
+                             f"({'forward + backward' if d.get('backward') else 'forward'}): "
+                             f"{html.escape(d.get('verdict') or result.get('summary') or '')}")
+        self.caveat.setText(d.get("caveat", ""))
+
+    def medians(self) -> tuple:
+        d = (self.result or {}).get("details") or {}
+        return d.get("eager_median_ms"), d.get("traced_median_ms")
