@@ -57,7 +57,7 @@ class MainWindow(QMainWindow):
     file_loaded = Signal(str)
 
     def __init__(self, settings: Optional[QSettings] = None, theme: str = "light",
-                 timeout: Optional[float] = 60.0, parent=None):
+                 timeout: Optional[float] = 60.0, runner=None, parent=None):
         super().__init__(parent)
         self.settings = settings if settings is not None else QSettings("GraphScope", "GraphScope")
         self.path: Optional[Path] = None
@@ -73,7 +73,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1600, 1000)
 
-        self.controller = RunController(self, timeout=timeout)
+        self.controller = RunController(self, timeout=timeout, runner=runner)
         self.controller.batch.connect(self._on_batch)
         self.controller.finished.connect(self._on_run_finished)
 
@@ -178,7 +178,7 @@ class MainWindow(QMainWindow):
         self.forward_action = A("Step forward", self.step_forward, ["Right", "PgDown"],
                                 "Step forward (Right)", "forward")
         self.last_action = A("Last step", self.step_last, ["End"], "Last step (End)", "last")
-        self.fit_action = A("Fit graph", lambda: self.canvas.fit(), "F", "Fit the graph to the view")
+        self.fit_action = A("Fit graph", lambda: self.canvas.fit(), "Ctrl+0", "Fit the graph to the view (Ctrl+0)")
         self.bigger_action = A("Bigger text", lambda: self.set_text_scale(self.text_scale * 1.15),
                                QKeySequence.StandardKey.ZoomIn)
         self.smaller_action = A("Smaller text", lambda: self.set_text_scale(self.text_scale / 1.15),
@@ -667,7 +667,7 @@ class MainWindow(QMainWindow):
         if tl.cursor < len(tl) - 1:
             tl.step_forward()
             self._show_cursor()
-        elif not self.controller.is_running():
+        if tl.cursor >= len(tl) - 1 and not self.controller.is_running():
             self._stop_playing()       # reached the end of a finished run
 
     def _show_cursor(self) -> None:

@@ -28,7 +28,9 @@ class RunController(QObject):
     finished = Signal(object)        # protocol.End
     _wake = Signal()
 
-    def __init__(self, parent=None, timeout: Optional[float] = 60.0, **run_fields):
+    def __init__(self, parent=None, timeout: Optional[float] = 60.0, runner=None, **run_fields):
+        """``runner``: a shared ``graphscope.runner.Runner`` (tests share one warm
+        worker between windows); by default the controller makes and owns its own."""
         super().__init__(parent)
         self.timeout = timeout
         self.run_fields = run_fields
@@ -36,7 +38,8 @@ class RunController(QObject):
         self._buffer: list = []
         self._generation = 0
         self._running = False
-        self._runner = None
+        self._runner = runner
+        self._owns_runner = runner is None
         self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
 
     # -- control ---------------------------------------------------------------
@@ -69,7 +72,12 @@ class RunController(QObject):
             self._receive(gen, msgs)
 
         try:
-            self.runner().start(source, filename, on_messages, timeout=self.timeout,
+            runner = self.runner()
+            if runner.running:
+                # the previous run's End reaches us just before its reader thread
+                # finishes; give it that moment instead of failing the new run
+                runner.wait(2.0)
+            runner.start(source, filename, on_messages, timeout=self.timeout,
                                 **self.run_fields)
         except Exception as e:  # the worker could not even start: say so, keep the window
             self._receive(gen, [P.End(status="crash", error=P.ErrorInfo(
@@ -85,12 +93,15 @@ class RunController(QObject):
         """Stop everything and release worker processes (window closing, test teardown)."""
         with self._lock:
             self._generation += 1       # late messages of the run are dropped
-        self._running = False
         if self._runner is not None:
-            try:
-                self._runner.close()
-            finally:
-                self._runner = None
+            if self._running:
+                self._runner.stop()
+            if self._owns_runner:
+                try:
+                    self._runner.close()
+                finally:
+                    self._runner = None
+        self._running = False
 
     # -- reader thread -> GUI thread -------------------------------------------
     def _receive(self, gen: int, msgs: list) -> None:
