@@ -16,6 +16,7 @@ from __future__ import annotations
 from graphscope.ui import none_refcount  # noqa: F401  (NOTE [None refcount]; before any Qt call)
 
 import math
+from bisect import bisect_right
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen,
@@ -98,7 +99,28 @@ class ScenePainter:
         return lod
 
     def _paint_tiny(self, p, limit, start, exclude) -> None:
-        t = self.theme
+        geom = self.geom
+        if exclude:
+            self._paint_tiny_slow(p, limit, start, exclude)
+            return
+        node_groups, edge_groups = geom.tiny_items()
+        for kind, (steps, lines) in edge_groups.items():
+            lo = 0 if start == -math.inf else bisect_right(steps, start)
+            hi = bisect_right(steps, limit)
+            if hi > lo:
+                pen = QPen(qcolor(self._edge_colour(kind)), 1.0)
+                pen.setCosmetic(True)
+                p.setPen(pen)
+                p.drawLines(lines[lo:hi] if (lo, hi) != (0, len(lines)) else lines)
+        p.setPen(Qt.NoPen)
+        for style, (steps, rects) in node_groups.items():
+            lo = 0 if start == -math.inf else bisect_right(steps, start)
+            hi = bisect_right(steps, limit)
+            if hi > lo:
+                p.setBrush(qcolor(self._tiny_colour(style)))
+                p.drawRects(rects[lo:hi] if (lo, hi) != (0, len(rects)) else rects)
+
+    def _paint_tiny_slow(self, p, limit, start, exclude) -> None:
         nodes = self.geom
         by_kind: dict = {}
         for e in nodes.edges_upto(limit, start):

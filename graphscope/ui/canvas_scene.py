@@ -204,8 +204,36 @@ class SceneGeometry:
         return r
 
     def typical_height(self) -> float:
-        return DEFAULT_OP_SIZE[1] if not self.nodes else min(
-            DEFAULT_TENSOR_SIZE[1], min(ng.h for ng in list(self.nodes.values())[:200]))
+        if not self.nodes:
+            return DEFAULT_OP_SIZE[1]
+        cached = getattr(self, "_typical", None)
+        if cached is None or cached[0] != len(self.nodes):
+            first = [ng.h for _, ng in zip(range(200), self.nodes.values())]
+            cached = self._typical = (len(self.nodes), min(DEFAULT_TENSOR_SIZE[1], min(first)))
+        return cached[1]
+
+    def tiny_items(self):
+        """For the lowest level of detail: ``({style: (steps, rects)}, {edge kind: (steps,
+        lines)})`` in step order, built once per geometry version so a full redraw of
+        20,000 nodes is a few ``drawRects``/``drawLines`` calls on list prefixes."""
+        cached = getattr(self, "_tiny", None)
+        if cached is not None and cached[0] == self.version:
+            return cached[1], cached[2]
+        self._ensure_sorted()
+        nodes: dict = {}
+        for nid in self._order:
+            ng = self.nodes[nid]
+            steps, rects = nodes.setdefault(ng.style, ([], []))
+            steps.append(ng.step)
+            rects.append(QRectF(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.w, ng.h))
+        edges: dict = {}
+        for e in self._edge_order:
+            s, d = self.nodes[e.src], self.nodes[e.dst]
+            steps, lines = edges.setdefault(e.kind, ([], []))
+            steps.append(e.step)
+            lines.append(QLineF(s.x, s.y, d.x, d.y))
+        self._tiny = (self.version, nodes, edges)
+        return nodes, edges
 
     # -- hit testing -------------------------------------------------------------
     def _cells(self, x0, y0, x1, y1):
