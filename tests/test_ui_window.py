@@ -172,14 +172,18 @@ def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
         "no_grad" in node_by_label(w, "y").flags
     assert any("error" in n.flags for n in w.live.graph.nodes.values())
     assert "raised" in w.status_text()
-    rows = w.problems.rows()
-    assert rows and rows[0].severity == "error" and rows[0].line == 6
+    # the plain-language explanation beside PyTorch's message names the cause
     diag = w.live.diagnosis()
-    if diag is not None:           # the plain-language explanation beside PyTorch's message
-        assert diag.title in text
-    # clicking the problem goes to its line
-    w.problems.problem_activated.emit(6, [])
-    assert w.editor.textCursor().blockNumber() == 5
+    assert diag.title in text and diag.text in text
+    assert "no_grad" in text and "y" in diag.text
+    rows = w.problems.rows()
+    assert rows and rows[0].severity == "error" and rows[0].line == diag.line == 4
+    assert any(r.severity == "warning" and r.line == 4 for r in rows[1:])
+    # clicking the problem goes to its line and selects the culprit node
+    w.problems.setCurrentRow(0)
+    w.problems._on_item_clicked(w.problems.item(0))
+    assert w.editor.textCursor().blockNumber() == 3
+    assert w.selected_node() == node_by_label(w, "y").id
 
 
 def test_stop_ends_a_runaway_snippet_and_window_stays_usable(qtbot, window):

@@ -105,18 +105,20 @@ class ErrorBanner(QFrame):
             w.setVisible(bool(message))
         self.show()
 
-    def show_diagnosis(self, diagnosis, error) -> None:
-        """From ``diagnostics.explain``'s Diagnosis and the run's ErrorInfo."""
+    def show_diagnosis(self, diagnosis, error, caption: str = "PyTorch says:") -> None:
+        """From ``diagnostics.explain``'s Diagnosis and the run's ErrorInfo. The
+        link goes to the diagnosis's line (the cause, e.g. the no_grad block),
+        which can differ from the line that raised."""
         message = f"{error.type}: {error.message}" if error else ""
+        if error is not None and error.type in ("Crash", "Timeout", "Stopped"):
+            message = error.message
+        line = (getattr(diagnosis, "line", None) if diagnosis else None) or (
+            error.line if error else None)
         if diagnosis is None:
-            self.show_error(error.type if error else "Error", "", "", message,
-                            error.line if error else None)
+            self.show_error(error.type if error else "Error", "", "", message, line, caption)
             return
-        self.show_error(getattr(diagnosis, "title", "") or (error.type if error else "Error"),
-                        getattr(diagnosis, "text", "") or "",
-                        getattr(diagnosis, "fix", "") or "",
-                        message,
-                        getattr(diagnosis, "line", None) or (error.line if error else None))
+        self.show_error(diagnosis.title or (error.type if error else "Error"),
+                        diagnosis.text or "", diagnosis.fix or "", message, line, caption)
 
     def shown_text(self) -> str:
         """Everything the banner says (tests read this)."""

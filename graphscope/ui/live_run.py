@@ -15,7 +15,8 @@ from graphscope.model.graph import GraphBuilder, GraphDelta
 from graphscope.model.layout import LayeredLayout
 from graphscope.model.timeline import Timeline
 from graphscope.model.trace import Trace
-from graphscope.ui.problems import ProblemRow
+from graphscope.model.diagnostics import explain, flags
+from graphscope.ui.problems import ProblemRow, row_from
 
 
 class LiveRun:
@@ -53,39 +54,37 @@ class LiveRun:
         return [s.kind for s in self.timeline.steps]
 
     def diagnosis(self):
-        """diagnostics.explain() of the run's error (None when it did not raise)."""
+        """diagnostics.explain() of how the run ended (None when it ended without an error)."""
         if not self._diagnosed and self.trace.end is not None:
             self._diagnosed = True
             err = self.trace.error
-            if err is not None and self.trace.status == "error":
+            if err is not None:
                 try:
-                    from graphscope.model.diagnostics import explain
-                    self._diagnosis = explain(err, self.trace)
+                    self._diagnosis = explain(err, self.trace, self.graph)
                 except Exception:   # an explanation is a bonus: PyTorch's message still shows
                     self._diagnosis = None
         return self._diagnosis
 
     def problem_rows(self) -> list[ProblemRow]:
+        """The error first (explained), then the diagnostics' warnings and notes."""
         rows: list[ProblemRow] = []
         end = self.trace.end
-        if end is not None and end.error is not None and end.status != "stopped":
+        if end is None:
+            return rows
+        err = end.error
+        if err is not None and end.status != "stopped":
             diag = self.diagnosis()
-            err = end.error
             text = f"{err.type}: {err.message}"
-            if diag is not None and getattr(diag, "title", None):
-                text = f"{diag.title} ({err.type}: {err.message})"
-            rows.append(ProblemRow("error", text, (getattr(diag, "line", None) if diag else None) or err.line,
-                                   list(getattr(diag, "node_ids", None) or []) if diag else []))
-        if end is not None:
-            from graphscope.ui.problems import row_from
-            try:
-                from graphscope.model.diagnostics import flags
-                problems = flags(self.trace)
-            except Exception:
-                problems = []
-            rows.extend(row_from(p) for p in problems)
+            line, ids = err.line, []
+            if diag is not None:
+                text = f"{diag.title} ({text})"
+                line, ids = diag.line or err.line, list(diag.node_ids)
+            rows.append(ProblemRow("error", text, line, ids))
+        try:
+            problems = flags(self.trace, self.graph)
+        except Exception:          # a diagnostics bug must not hide the run's own error
+            problems = []
+        rows.extend(row_from(p) for p in problems)
         if self.trace.truncated and self.trace.truncation is not None:
             rows.append(ProblemRow("warning", self.trace.truncation.message))
         return rows
-
-

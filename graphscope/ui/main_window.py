@@ -533,34 +533,24 @@ class MainWindow(QMainWindow):
         self.canvas.fit()
 
     def _show_end_problem(self, end: P.End) -> None:
+        """Banner, editor error line and canvas mark for how the run ended."""
         live = self.live
         err = end.error
-        if end.status == "error" and err is not None:
-            diag = live.diagnosis()
-            self.banner.show_diagnosis(diag, err)
-            line = (getattr(diag, "line", None) if diag else None) or err.line
-            self.editor.set_error_line(line)
-            ids = list(getattr(diag, "node_ids", None) or []) if diag else []
-            if ids:
-                self.canvas.select(ids[0])
-        elif end.status == "crash":
-            code = end.exit_code
-            self.banner.show_error(
-                "The worker process died",
-                "The process running the snippet ended abruptly (for example os._exit, a "
-                "segmentation fault or running out of memory). Everything recorded until then "
-                "is kept below. GraphScope itself is fine: press Run to try again.",
-                "", err.message if err else (f"exit code {code}" if code is not None else ""),
-                None, caption="Worker:")
-        elif end.status == "timeout":
-            self.banner.show_error(
-                "The snippet ran too long",
-                "GraphScope stopped it after its time limit. An endless loop (while True) is the "
-                "usual cause. The graph recorded so far is kept.",
-                "", err.message if err else "", err.line if err else None, caption="Runner:")
-        elif end.status == "stopped":
+        if end.status == "stopped":
             self.banner.show_error("Stopped", "You stopped the snippet. The graph recorded so far "
-                                   "is kept.", "", "", None)
+                                   "is kept: step through it, or press Run to start again.")
+            return
+        if err is None:
+            return
+        diag = live.diagnosis()
+        caption = {"error": "PyTorch says:", "crash": "Worker:", "timeout": "Runner:"}.get(
+            end.status, "Message:")
+        self.banner.show_diagnosis(diag, err, caption)
+        self.editor.set_error_line(err.line)
+        ids = [i for i in (getattr(diag, "node_ids", None) or []) if i in live.graph.nodes]
+        if ids:
+            self.select_node(ids[0])
+            self.editor.set_marker_line(self.editor.marker_line())
 
     def _update_run_actions(self) -> None:
         running = self.controller.is_running()
