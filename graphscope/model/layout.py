@@ -58,7 +58,7 @@ class LayeredLayout:
         self.positions: dict[str, tuple] = {}
         self.layer: dict[str, int] = {}
         self.row: dict[str, int] = {}
-        self._occ: dict[int, set] = {}       # column in band -> occupied rows
+        self._occ: dict[int, set] = {}       # screen column (layer % wrap) -> occupied rows
         self._col_end: dict[int, int] = {}   # column -> one past its lowest occupied row
         self._band_start: list[int] = [0]    # first row of each band
         self._max_row = -1
@@ -105,7 +105,7 @@ class LayeredLayout:
                 # a fresh tensor (factory): first layer of the current band, below
                 # what is there, so repeated passes stack as rows
                 lay = (self._frontier // self.wrap) * self.wrap
-                placed[nid] = self._place(nid, lay, self._col_end.get(lay, 0))
+                placed[nid] = self._place(nid, lay, self._col_end.get(lay % self.wrap, 0))
                 continue
             known = [p for p in preds if p in self.layer]
             if known:
@@ -118,7 +118,7 @@ class LayeredLayout:
                 target = self._last_row
             else:
                 lay = (self._frontier // self.wrap) * self.wrap + 1
-                target = self._col_end.get(lay, 0)
+                target = self._col_end.get(lay % self.wrap, 0)
             placed[nid] = self._place(nid, lay, target)
             for p in preds:
                 if p in deferred:
@@ -149,7 +149,9 @@ class LayeredLayout:
         # a source dropped at the frontier may come from an older band's row
         if target < lo:
             target = lo
-        col = lay  # occupancy per layer: one layer is one column of one band
+        # occupancy per screen column: layers of different bands share one, and a
+        # late node of an early band may reach into the rows of a later band
+        col = lay % self.wrap
         occ = self._occ.setdefault(col, set())
         row = None
         if target not in occ:
@@ -229,13 +231,14 @@ class LayeredLayout:
         positions = {}
         for L in range(nlayers):
             b = band_of[L]
-            occ = self._occ.setdefault(L, set())
+            col = L % wrap
+            occ = self._occ.setdefault(col, set())
             for nid in by_layer[L]:
                 r = starts[b] + remap[b][rel[nid]]
                 self.row[nid] = r
                 occ.add(r)
-                if r + 1 > self._col_end.get(L, 0):
-                    self._col_end[L] = r + 1
+                if r + 1 > self._col_end.get(col, 0):
+                    self._col_end[col] = r + 1
                 if r > self._max_row:
                     self._max_row = r
                 positions[nid] = self._xy(L, r)

@@ -1,0 +1,232 @@
+"""The graph model on real runs: nodes, labels, flags, regions, edge kinds, ghosts."""
+import networkx as nx
+import pytest
+
+from graphscope import protocol as P
+from graphscope.model.graph import FANOUT_LIMIT, GraphBuilder, build_graph
+from test_model_traces import MISSING_RG, NO_GRAD, run_messages, trace_of
+
+
+def _by_label(g, label, kind=None):
+    found = [n for n in g.nodes.values() if n.label == label and n.ghost_of is None
+             and (kind is None or n.kind == kind)]
+    assert found, f"no node labelled {label!r}: {[n.label for n in g.nodes.values()]}"
+    return found[-1]
+
+
+def test_predict_output_example_graph():
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2 if x.sum() > 5 else x + 2
+        print(y)
+    """)
+    g = build_graph(tr)
+    x = _by_label(g, "x")
+    assert x.kind == "tensor" and x.detail == "3 float32"
+    assert {"requires_grad", "leaf"} <= x.flags and "grad_fn" not in x.flags
+    mul = _by_label(g, "mul", "op")
+    assert mul.detail == "MulBackward0" and "grad_fn" in mul.flags
+    assert not [n for n in g.nodes.values() if n.label == "add"]   # the branch not taken
+    y = _by_label(g, "y")
+    assert (mul.id, y.id) in {(e.src, e.dst) for e in g.edges}
+    assert g.edge_kind(x.id, mul.id) == "data"
+    # the comparison's result decided the branch
+    assert any("branch" in n.flags for n in g.nodes.values() if n.kind == "tensor")
+    # node steps are the timeline's: non-decreasing in insertion order
+    steps = [n.step for n in g.nodes.values()]
+    assert steps == sorted(steps)
+
+
+def test_no_grad_region_and_flags():
+    tr = trace_of(NO_GRAD)
+    g = build_graph(tr)
+    x, y, z = _by_label(g, "x"), _by_label(g, "y"), _by_label(g, "z")
+    mul = _by_label(g, "mul", "op")
+    assert mul.detail == "no grad" and "no_grad" in mul.flags
+    assert "no_grad" in y.flags and "grad_fn" not in y.flags and "requires_grad" not in y.flags
+    assert "missing_requires_grad" in y.flags          # it fed the failing backward
+    assert "missing_requires_grad" not in x.flags      # x did require grad
+    assert g.edge_kind(x.id, mul.id) == "nograd"
+    assert g.edge_kind(y.id, _by_label(g, "sum", "op").id) == "nograd"
+    assert len(g.regions) == 1
+    box = g.regions[0]
+    assert box.label == "torch.no_grad(), lines 3-4" and box.lines == (3, 4)
+    assert set(box.node_ids) == {mul.id, y.id}
+    assert y.region == 0 and x.region is None and z.region is None
+    assert "error" in z.flags                          # the tensor backward() was called on
+
+
+def test_missing_requires_grad_leaf_is_flagged():
+    g = build_graph(trace_of(MISSING_RG))
+    x = _by_label(g, "x")
+    assert x.detail == "scalar float32"
+    assert "missing_requires_grad" in x.flags and "leaf" in x.flags
+    assert not [n for n in g.nodes.values() if "missing_requires_grad" in n.flags and n is not x]
+    assert _by_label(g, "pow", "op").detail == "no grad"
+
+
+def test_grad_read_of_tensor_without_requires_grad_is_flagged():
+    g = build_graph(trace_of("""
+        import torch
+        w = torch.tensor(3.0, requires_grad=True)
+        x = torch.tensor(2.0)
+        loss = w * x
+        loss.backward()
+        print(x.grad, w.grad)
+    """))
+    assert "missing_requires_grad" in _by_label(g, "x").flags
+    assert "missing_requires_grad" not in _by_label(g, "w").flags
+
+
+def test_data_inputs_of_a_working_backward_are_not_flagged():
+    g = build_graph(trace_of("""
+        import torch
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        data = torch.tensor([3.0, 4.0])
+        loss = (w * data).sum()
+        loss.backward()
+    """))
+    assert not [n for n in g.nodes.values() if "missing_requires_grad" in n.flags]
+
+
+def test_detach_cuts_with_detach_edges():
+    g = build_graph(trace_of("""
+        import torch
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        c = a.detach() + 1
+        loss = (a * c).sum()
+        loss.backward()
+    """))
+    det = _by_label(g, "detach", "op")
+    a = _by_label(g, "a")
+    assert g.edge_kind(a.id, det.id) == "detach"
+    out = [e for e in g.edges if e.src == det.id]
+    assert len(out) == 1 and out[0].kind == "detach"
+    assert "detached" in g.nodes[out[0].dst].flags
+
+
+def test_shared_weight_used_twice_is_one_node_with_two_edges():
+    g = build_graph(trace_of("""
+        import torch
+        w = torch.tensor(2.0, requires_grad=True)
+        x = torch.tensor([1.0, 2.0])
+        h = x * w
+        out = (h * w).sum()
+        out.backward()
+    """))
+    w = _by_label(g, "w")
+    assert not [n for n in g.nodes.values() if n.ghost_of == w.id]
+    assert len(g.succs[w.id]) == 2
+
+
+def test_heavily_shared_weight_gets_ghosts_next_to_consumers():
+    tr = trace_of("""
+        import torch
+        W = torch.randn(3, 3, requires_grad=True)
+        h = torch.zeros(3)
+        for t in range(12):
+            h = torch.tanh(W @ h + 1)
+        h.sum().backward()
+    """)
+    g = build_graph(tr)
+    W = _by_label(g, "W")
+    ghosts = [n for n in g.nodes.values() if n.ghost_of == W.id]
+    assert len(g.succs[W.id]) == FANOUT_LIMIT
+    assert len(ghosts) == 12 - FANOUT_LIMIT
+    for gh in ghosts:
+        assert gh.id.startswith(W.id + "@o") and gh.label == "W" and gh.tensor == W.tensor
+        assert len(g.succs[gh.id]) == 1
+        consumer = g.nodes[g.succs[gh.id][0]]
+        assert gh.step == consumer.step            # appears with its consumer
+        assert g.in_src[(consumer.op, W.tensor)] == gh.id
+    assert set(g.nodes_of_tensor(W.tensor)) == {W.id} | {x.id for x in ghosts}
+
+
+def test_inplace_makes_a_new_version_and_the_graph_stays_acyclic():
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.ones(3)
+        x.mul_(2)
+        y = x + 1
+        x[0] = 5.0
+        z = x * y
+    """))
+    assert nx.is_directed_acyclic_graph(g.nx)
+    versions = [n for n in g.nodes.values() if n.id.startswith("t0~")]
+    assert versions and all("inplace" in n.flags and n.label == "x" for n in versions)
+    add = _by_label(g, "add", "op")
+    assert g.preds[add.id] == ["t0~1"]                # the value after mul_
+
+
+def test_op_nodes_and_line_lookup():
+    tr = trace_of("""
+        import torch
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = (a * a).sum()
+    """)
+    g = build_graph(tr)
+    ids = g.nodes_of_line(3)
+    labels = {g.nodes[i].label for i in ids}
+    assert {"mul", "sum", "b"} <= labels and "a" not in labels
+    assert g.nodes_of_line(2) == ["t0"]
+    mul = _by_label(g, "mul", "op")
+    # a used twice by one op: two edges from the same node
+    assert g.preds[mul.id] == ["t0", "t0"]
+
+
+def test_streaming_builder_matches_build_graph():
+    source, msgs, end = run_messages("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            s = x * 3
+        W = torch.ones(2, requires_grad=True)
+        h = x
+        for i in range(7):
+            h = h * W + s
+        loss = h.sum()
+        loss.backward()
+    """)
+    b = GraphBuilder()
+    added, changed = [], set()
+    for m in msgs + [end]:
+        d = b.apply(m)
+        added += [n.id for n in d.nodes]
+        changed |= {n.id for n in d.changed}
+    from graphscope.model.trace import Trace
+    tr = Trace(source=source)
+    tr.extend(msgs)
+    tr.apply(end)
+    full = build_graph(tr)
+    live = b.graph
+    assert added == list(live.nodes)                       # every node reported once, in order
+    assert list(live.nodes) == list(full.nodes)
+    assert [(e.src, e.dst, e.kind, e.step) for e in live.edges] == \
+           [(e.src, e.dst, e.kind, e.step) for e in full.edges]
+    for nid, n in full.nodes.items():
+        m = live.nodes[nid]
+        assert (m.label, m.detail, m.flags, m.step, m.region) == (n.label, n.detail, n.flags, n.step, n.region)
+    # names arrive after the op that made the tensor: reported as changes
+    assert "t0" in changed or live.nodes["t0"].label == "x"
+
+
+def test_region_message_after_its_ops_still_collects_them():
+    b = GraphBuilder()
+    b.apply(P.TensorInfo(id=0, shape=[2], dtype="float32", requires_grad=True, created_by=0))
+    b.apply(P.Op(id=0, seq=0, name="ones", qualname="torch.ones", line=1, grad_enabled=True,
+                 inputs=[], outputs=[0], kind="factory"))
+    b.apply(P.TensorInfo(id=1, shape=[2], dtype="float32", created_by=1, seq=1))
+    b.apply(P.Op(id=1, seq=1, name="mul", qualname="torch.mul", line=3, grad_enabled=False,
+                 inputs=[0], outputs=[1]))
+    d = b.apply(P.Region(kind="no_grad", grad_enabled=False, start_line=2, end_line=3,
+                         form="with", label="torch.no_grad(), lines 2-3"))
+    assert d.regions_changed and {n.id for n in d.changed} == {"o1", "t1"}
+    assert b.graph.regions[0].node_ids == ["o1", "t1"]
+
+
+def test_shape_and_dtype_text():
+    from graphscope.model.graph import shape_text, tensor_detail
+    assert shape_text([2, 3]) == "2x3" and shape_text([]) == "scalar"
+    info = P.TensorInfo(id=0, shape=[2, 3], dtype="torch.float32")
+    assert tensor_detail(info) == "2x3 float32"

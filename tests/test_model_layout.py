@@ -1,0 +1,149 @@
+"""Layout invariants: no overlaps, placed nodes never move, edges go forward,
+sources next to consumers, long chains wrap into a screen-shaped block."""
+import sys
+from pathlib import Path
+
+from graphscope.model.graph import GraphBuilder, build_graph
+from graphscope.model.layout import COL, ROW, LayeredLayout, node_size
+from test_model_traces import run_messages, trace_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_layout  # noqa: E402  (synthetic traces shared with the benchmark)
+
+RNN = """
+import torch
+W = torch.randn(4, 4, requires_grad=True)
+U = torch.randn(4, 3, requires_grad=True)
+xs = torch.randn(30, 3)
+h = torch.zeros(4)
+for t in range(30):
+    h = torch.tanh(W @ h + U @ xs[t])
+loss = h.sum()
+loss.backward()
+"""
+
+
+def _check_invariants(g, lay):
+    assert set(lay.positions) == set(g.nodes)
+    cells = {}
+    for nid, pos in lay.positions.items():
+        assert pos not in cells, f"{nid} and {cells[pos]} overlap at {pos}"
+        cells[pos] = nid
+    for e in g.edges:
+        assert lay.layer[e.src] < lay.layer[e.dst], e
+
+
+def _stream(msgs, layout, one_by_one=False):
+    b = GraphBuilder()
+    layout.graph = b.graph
+    history = []
+    for m in msgs:
+        d = b.apply(m)
+        if not d.nodes:
+            continue
+        before = dict(layout.positions)
+        if one_by_one:
+            for n in d.nodes:
+                layout.add([n])
+        else:
+            layout.add(d.nodes)
+        for nid, pos in before.items():
+            assert layout.positions[nid] == pos, f"{nid} moved"
+        history.append(len(layout.positions))
+    return b.graph
+
+
+def test_streamed_layout_never_moves_placed_nodes_and_keeps_invariants():
+    _, msgs, end = run_messages(RNN)
+    lay = LayeredLayout()
+    g = _stream(msgs + [end], lay)
+    _check_invariants(g, lay)
+    # ghosts of the shared weights sit just before their consumer, in the same band
+    ghosts = [n for n in g.nodes.values() if n.ghost_of]
+    assert ghosts
+    for gh in ghosts:
+        (consumer,) = g.succs[gh.id]
+        assert lay.layer[consumer] - lay.layer[gh.id] == 1
+        assert abs(lay.row[consumer] - lay.row[gh.id]) <= 3
+
+
+def test_nodes_added_one_at_a_time_also_keep_invariants():
+    _, msgs, end = run_messages(RNN)
+    lay = LayeredLayout()
+    g = _stream(msgs + [end], lay, one_by_one=True)
+    _check_invariants(g, lay)
+
+
+def test_tidy_keeps_layers_and_invariants():
+    g = build_graph(trace_of(RNN))
+    lay = LayeredLayout(g)
+    layers = dict(lay.layer)
+    final = lay.tidy()
+    assert lay.layer == layers and final == lay.positions
+    _check_invariants(g, lay)
+
+
+def test_first_graph_reads_left_to_right():
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        w = torch.tensor(3.0, requires_grad=True)
+        y = x * w
+        loss = y.sum()
+    """))
+    lay = LayeredLayout(g)
+    xs = {g.nodes[n].label: lay.positions[n][0] for n in g.nodes}
+    assert xs["x"] < xs["mul"] < xs["y"] < xs["sum"] < xs["loss"]
+    # a short chain stays on one row
+    assert lay.positions["o2"][1] == lay.positions["t2"][1] == lay.positions["t3"][1]
+
+
+def test_long_chain_wraps_into_a_screen_shaped_block():
+    msgs = bench_layout.chain(3000)
+    b = GraphBuilder()
+    b.extend(msgs)
+    lay = LayeredLayout(b.graph)
+    _check_invariants(b.graph, lay)
+    x0, y0, x1, y1 = lay.bounds()
+    assert x1 - x0 < 200 * COL                    # not 6,000 layers in a line
+    lay.tidy()
+    _check_invariants(b.graph, lay)
+    x0, y0, x1, y1 = lay.bounds()
+    aspect = (x1 - x0 + COL) / (y1 - y0 + ROW)
+    assert 0.8 < aspect < 3.2, aspect
+
+
+def test_training_loop_passes_stack_then_flow_into_pages():
+    msgs = bench_layout.mlp(1500)
+    b = GraphBuilder()
+    b.extend(msgs)
+    lay = LayeredLayout(b.graph)
+    before = lay.bounds()
+    assert before[2] - before[0] < 40 * COL       # passes stack as rows, they don't march right
+    lay.tidy()
+    _check_invariants(b.graph, lay)
+    x0, y0, x1, y1 = lay.bounds()
+    aspect = (x1 - x0 + COL) / (y1 - y0 + ROW)
+    assert 0.8 < aspect < 3.2, aspect
+
+
+def test_adding_after_tidy_continues_without_overlap():
+    _, msgs, end = run_messages(RNN)
+    half = len(msgs) // 2
+    b = GraphBuilder()
+    lay = LayeredLayout()
+    lay.graph = b.graph
+    lay.add(b.extend(msgs[:half]).nodes)
+    lay.tidy()
+    lay.add(b.extend(msgs[half:] + [end]).nodes)
+    _check_invariants(b.graph, lay)
+
+
+def test_node_size_fits_the_grid():
+    g = build_graph(trace_of("""
+        import torch
+        a_really_long_variable_name_for_a_tensor = torch.ones(2, 3)
+    """))
+    for n in g.nodes.values():
+        w, h = node_size(n)
+        assert 0 < w < COL and 0 < h < ROW
