@@ -1,0 +1,153 @@
+"""Snippets that misbehave: each ends within its limit with a clear message,
+and no GraphScope frame reaches the user (real worker processes)."""
+import os
+
+import pytest
+
+from graphscope.cli import CommandError, read_snippet
+from graphscope.runner import run_to_trace, shared_runner
+
+
+def _children() -> set:
+    me, kids = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(rest[1]) == me and rest[0] != "Z":
+            kids.add(int(d))
+    return kids
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_workers():
+    before = _children()
+    yield
+    leaked = _children() - before - shared_runner().worker_pids()
+    assert not leaked, f"worker processes left behind: {leaked}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def all_workers_gone_at_the_end():
+    before = _children()
+    yield
+    shared_runner().close()
+    assert not (_children() - before)
+
+
+def _no_graphscope_frames(error):
+    text = f"{error.message}\n{error.traceback or ''}"
+    assert "graphscope/" not in text and "graphscope\\" not in text, text
+
+
+def test_infinite_recursion_is_a_clean_recursion_error():
+    tr = run_to_trace("def f(n):\n    return f(n + 1)\n\nf(0)\n", timeout=20)
+    assert tr.status == "error"
+    assert tr.error.type == "RecursionError"
+    assert tr.error.line == 2
+    _no_graphscope_frames(tr.error)
+
+
+def test_ten_terabyte_allocation_fails_cleanly_not_by_the_oom_killer():
+    tr = run_to_trace("import torch\nprint('asking')\nx = torch.empty(10**13 // 4)\n", timeout=20)
+    assert tr.status == "error", tr.error
+    assert tr.error.type in ("RuntimeError", "MemoryError", "torch.OutOfMemoryError", "OutOfMemoryError")
+    assert "allocate" in tr.error.message or "memory" in tr.error.message.lower()
+    assert tr.error.line == 3
+    assert tr.stdout == "asking\n"
+    _no_graphscope_frames(tr.error)
+
+
+def test_memory_limit_from_the_run_is_applied():
+    # torch.empty does not touch its pages, so without the limit 4 GiB succeeds
+    # here (overcommit); with 3 GiB of address space it cannot
+    tr = run_to_trace("import torch\nx = torch.empty(2**30)\n", timeout=20,
+                      memory_limit=3 * 2**30)
+    assert tr.status == "error"
+    assert "memory" in tr.error.message.lower() or "allocate" in tr.error.message
+
+
+def test_forty_megabytes_of_output_is_capped_and_the_run_completes():
+    src = "for i in range(400_000):\n    print('x' * 99)\nprint('done', i)\n"
+    tr = run_to_trace(src, timeout=60, max_output=1_000_000)
+    assert tr.status == "ok"
+    assert tr.truncated and tr.truncation.reason == "output"
+    assert "1,000,000" in tr.truncation.message
+    assert len(tr.stdout) + len(tr.stderr) <= 1_000_000
+    assert tr.stdout.startswith("x" * 99 + "\n")
+
+
+def test_three_hundred_thousand_ops_truncate_the_trace_and_the_snippet_completes():
+    src = ("import torch\n"
+           "x = torch.zeros(())\n"
+           "for i in range(300_000):\n"
+           "    x = x + 1\n"
+           "print(x.item())\n")
+    tr = run_to_trace(src, timeout=120, max_ops=2_000)
+    assert tr.status == "ok"
+    assert tr.stdout == "300000.0\n"  # the snippet ran to the end
+    assert tr.truncated and tr.truncation.reason == "ops"
+    assert len(tr.ops) == 2_000
+    assert "2,000" in tr.truncation.message
+
+
+def test_input_gets_end_of_file_with_an_explanation():
+    tr = run_to_trace("try:\n    input('name? ')\nexcept EOFError:\n    print('eof')\nname = input()\n")
+    assert tr.stdout.startswith("name? eof\n") or "eof\n" in tr.stdout
+    assert tr.status == "error"
+    assert tr.error.type == "EOFError"
+    assert tr.error.line == 5
+    assert "input()" in tr.error.message
+    _no_graphscope_frames(tr.error)
+
+
+def test_empty_source_runs_to_an_empty_trace():
+    tr = run_to_trace("")
+    assert tr.status == "ok"
+    assert tr.ops == [] and tr.stdout == ""
+
+
+def test_syntax_error_has_line_and_column():
+    tr = run_to_trace("import torch\nx = torch.ones(2\ny = 3 +\n")
+    assert tr.status == "error"
+    assert tr.error.type == "SyntaxError"
+    assert tr.error.line == 2
+    assert tr.error.column is not None and tr.error.column >= 1
+    _no_graphscope_frames(tr.error)
+
+
+def test_sys_exit_is_an_exit_not_an_error():
+    tr = run_to_trace("import sys\nprint('a')\nsys.exit(4)\n")
+    assert tr.status == "exit" and tr.end.exit_code == 4
+    assert tr.stdout == "a\n"
+
+
+# -- files the command line refuses before any worker starts ---------------------------
+
+def test_empty_file_is_refused(tmp_path):
+    p = tmp_path / "empty.py"
+    p.write_text("   \n\n")
+    with pytest.raises(CommandError, match="empty"):
+        read_snippet(str(p))
+
+
+def test_non_utf8_file_is_refused(tmp_path):
+    p = tmp_path / "latin.py"
+    p.write_bytes("print('caf\u00e9')\n".encode("latin-1"))
+    with pytest.raises(CommandError, match="not UTF-8"):
+        read_snippet(str(p))
+
+
+def test_declared_encoding_is_honoured_as_python_does(tmp_path):
+    p = tmp_path / "latin.py"
+    p.write_bytes("# -*- coding: latin-1 -*-\nprint('caf\u00e9')\n".encode("latin-1"))
+    assert "caf\u00e9" in read_snippet(str(p))
+
+
+def test_missing_file_is_refused(tmp_path):
+    with pytest.raises(CommandError, match="no such file"):
+        read_snippet(str(tmp_path / "nope.py"))
