@@ -1,0 +1,224 @@
+"""Timeline and cursor: steps in order, state at a cursor forward and back,
+gradients on edges, leaf .grad before/after, accumulation, retain_grad, output."""
+import pytest
+
+from graphscope.model.graph import GraphBuilder, build_graph
+from graphscope.model.timeline import Timeline
+from graphscope.model.trace import Trace
+from test_model_traces import run_messages, trace_of
+
+SIMPLE = """
+import torch
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+w = torch.tensor(2.0, requires_grad=True)
+y = x * w
+print("forward done")
+loss = (y * w).sum()
+loss.backward()
+print(x.grad, w.grad)
+"""
+
+
+def _val(s):
+    return None if s is None else s["value"]
+
+
+def test_steps_are_ops_then_a_backward_call_then_backward_nodes():
+    tr = trace_of(SIMPLE)
+    tl = Timeline(tr)
+    kinds = [s.kind for s in tl.steps]
+    first_bw = kinds.index("backward_call")
+    assert set(kinds[:first_bw]) == {"op"}
+    assert kinds[first_bw + 1] == "backward"
+    assert [s.index for s in tl.steps] == list(range(len(tl)))
+    seqs = [s.seq for s in tl.steps]
+    assert seqs == sorted(seqs)
+    assert tl.cursor == len(tl) - 1                  # opens at the end of the run
+    bw = [s for s in tl.steps if s.kind == "backward"]
+    names = [tr.backward[i].grad_fn for i in range(len(bw))]
+    assert names[0] == "SumBackward0" and names.count("AccumulateGrad") == 2
+
+
+def test_state_at_a_backward_step_shows_gradients_on_edges():
+    tr = trace_of(SIMPLE)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    x, w, y = (tr.tensor_by_name(n).id for n in ("x", "w", "y"))
+    # the MulBackward0 of y = x * w
+    mul_op = next(o for o in tr.ops if o.name == "mul" and o.outputs == [y])
+    i = next(s.index for s in tl.steps if s.kind == "backward" and s.op == mul_op.id)
+    st = tl.state(i)
+    assert st.current.kind == "backward" and st.line == 4
+    assert st.highlight == {f"o{mul_op.id}"}
+    # arriving: d loss / d y = w = 2 ; sent on: to x (w * 2 = 4) and to w (sum(x * 2) = 12)
+    assert st.edge_grads[(f"o{mul_op.id}", f"t{y}")] == "[2., 2., 2.]"
+    assert st.edge_grads[(f"t{x}", f"o{mul_op.id}")] == "[4., 4., 4.]"
+    assert st.edge_grads[(f"t{w}", f"o{mul_op.id}")] == "12.0"
+    assert _val(st.grad_of[y]) == [2.0, 2.0, 2.0]
+    assert x not in st.leaf_grads                   # not accumulated yet
+
+
+def test_leaf_grad_before_after_and_stepping_back_really_goes_back():
+    tr = trace_of(SIMPLE)
+    tl = Timeline(tr)
+    x = tr.tensor_by_name("x").id
+    acc = next(s.index for s in tl.steps if s.kind == "backward"
+               and tr.backward[[b.id for b in tr.backward].index(s.backward)].tensor == x
+               and tr.backward[[b.id for b in tr.backward].index(s.backward)].grad_fn.endswith("AccumulateGrad"))
+    st = tl.state(acc)
+    before, after = st.leaf_grads[x]
+    assert before is None and _val(after) == [4.0, 4.0, 4.0]
+    assert st.accumulated == x and st.highlight == {f"t{x}"}
+    assert _val(st.grad_of[x]) == [4.0, 4.0, 4.0]
+    # step back: the accumulation is undone
+    tl.set_cursor(acc)
+    tl.step_back()
+    back = tl.state()
+    assert x not in back.leaf_grads and x not in back.grad_of
+    tl.first()
+    assert tl.state().grad_of == {} and tl.state().edge_grads == {}
+
+
+def test_state_is_a_pure_function_of_the_cursor():
+    tr = trace_of(SIMPLE)
+    tl = Timeline(tr)
+    n = len(tl)
+
+    def snap(st):
+        return (st.cursor, st.line, sorted(st.highlight), sorted(st.edge_grads.items()),
+                repr(sorted(st.leaf_grads.items())), repr(sorted(st.grad_of.items())),
+                st.stdout_upto)
+
+    fresh = [snap(Timeline(tr).state(i)) for i in range(n)]
+    forward = []
+    for i in range(n):
+        tl.set_cursor(i)
+        forward.append(snap(tl.state()))
+    backward = []
+    for i in reversed(range(n)):
+        tl.set_cursor(i)
+        backward.append(snap(tl.state()))
+    jumps = [snap(tl.state(i)) for i in (n - 1, 0, n // 2, 3, n - 2)]
+    assert forward == fresh
+    assert backward[::-1] == fresh
+    assert jumps == [fresh[i] for i in (n - 1, 0, n // 2, 3, n - 2)]
+
+
+def test_stdout_printed_so_far():
+    tr = trace_of(SIMPLE)
+    tl = Timeline(tr)
+    out = tr.stdout
+    assert out.startswith("forward done\n")
+    y_step = next(s.index for s in tl.steps if s.kind == "op" and s.line == 4)
+    assert tl.state(0).stdout_upto == 0
+    assert out[:tl.state(y_step).stdout_upto] == "forward done\n"
+    assert tl.state(len(tl) - 1).stdout_upto == len(out)
+
+
+def test_two_backward_calls_accumulate():
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        print(x.grad)
+    """)
+    tl = Timeline(tr)
+    x = tr.tensor_by_name("x").id
+    markers = [s.index for s in tl.steps if s.kind == "backward_call"]
+    assert len(markers) == 2
+    accs = [s.index for s in tl.steps if s.kind == "backward"
+            and next(b for b in tr.backward if b.id == s.backward).grad_fn.endswith("AccumulateGrad")]
+    assert len(accs) == 2
+    first, second = tl.state(accs[0]), tl.state(accs[1])
+    assert first.leaf_grads[x][0] is None and _val(first.leaf_grads[x][1]) == [2.0, 4.0]
+    assert _val(second.leaf_grads[x][0]) == [2.0, 4.0] and _val(second.leaf_grads[x][1]) == [4.0, 8.0]
+    assert second.backward_call == tl.steps[markers[1]].call != first.backward_call
+    # between the calls the first accumulation is still there
+    assert _val(tl.state(markers[1]).grad_of[x]) == [2.0, 4.0]
+
+
+def test_shared_weight_receives_gradient_from_both_paths():
+    tr = trace_of("""
+        import torch
+        w = torch.tensor(3.0, requires_grad=True)
+        a = w * 2
+        b = w * 5
+        (a + b).backward()
+    """)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    w = tr.tensor_by_name("w").id
+    sent = {}
+    for s in tl.steps:
+        if s.kind == "backward":
+            for (src, dst), text in tl.state(s.index).edge_grads.items():
+                if src == f"t{w}":
+                    sent[dst] = text
+    assert sorted(sent.values()) == ["2.0", "5.0"]
+    assert _val(tl.state(len(tl) - 1).leaf_grads[w][1]) == 7.0
+
+
+def test_retain_grad_non_leaf():
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        y.retain_grad()
+        z = (y * y).sum()
+        z.backward()
+    """)
+    tl = Timeline(tr)
+    y = tr.tensor_by_name("y").id
+    end = tl.state(len(tl) - 1)
+    assert _val(end.retained_grads[y]) == [6.0, 12.0]
+    assert y not in tl.state(0).retained_grads
+
+
+def test_error_shows_at_the_last_step_only():
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        (x * 2).backward()
+    """)
+    tl = Timeline(tr)
+    assert tl.state().error is not None and "scalar" in tl.state().error.message
+    assert tl.state(0).error is None
+
+
+def test_cursor_moves_and_listeners():
+    tl = Timeline(trace_of(SIMPLE))
+    seen = []
+    unsubscribe = tl.subscribe(seen.append)
+    tl.first()
+    tl.step_forward()
+    tl.step_forward()
+    tl.step_back()
+    tl.set_cursor(10_000)
+    tl.set_cursor(-5)
+    tl.first()                      # no change: no call
+    assert seen == [0, 1, 2, 1, len(tl) - 1, 0]
+    unsubscribe()
+    tl.last()
+    assert len(seen) == 6 and tl.cursor == len(tl) - 1 == tl.len() - 1
+
+
+def test_refresh_while_streaming_matches_the_finished_timeline():
+    source, msgs, end = run_messages(SIMPLE)
+    tr = Trace(source=source)
+    builder = GraphBuilder()          # the window grows the graph beside the trace
+    tl = Timeline(tr, builder.graph)
+    assert len(tl) == 0 and tl.cursor == -1 and tl.state().current is None
+    for k in range(0, len(msgs), 3):
+        tr.extend(msgs[k:k + 3])
+        builder.extend(msgs[k:k + 3])
+        tl.refresh(follow=True)
+        assert tl.cursor == len(tl) - 1
+    tr.apply(end)
+    tl.refresh()
+    done = Timeline(tr)
+    assert tl.steps == done.steps
+    for i in range(len(tl)):
+        a, b = tl.state(i), done.state(i)
+        assert (a.edge_grads, a.leaf_grads, a.stdout_upto) == (b.edge_grads, b.leaf_grads, b.stdout_upto)
