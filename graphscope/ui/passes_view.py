@@ -18,8 +18,8 @@ from typing import Optional
 
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser,
+                               QVBoxLayout, QWidget)
 
 from graphscope.model.graph import build_graph
 from graphscope.model.graph_diff import (PassDiff, diff_passes, overlay_subgraph, pass_nodes,
@@ -115,18 +115,24 @@ class PassesPanel(QWidget):
         self.split.addWidget(self.canvas_b)
         self.legend = QLabel(self)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.text = QLabel(self)
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.text = QTextBrowser(self)
+        self.text.setOpenLinks(False)
 
         col = QVBoxLayout(self)
         col.setContentsMargins(6, 6, 6, 6)
         col.addLayout(bar)
-        col.addWidget(self.split, 1)
-        col.addWidget(self.legend)
-        col.addWidget(self.text)
+        below = QWidget(self)
+        bcol = QVBoxLayout(below)
+        bcol.setContentsMargins(0, 0, 0, 0)
+        bcol.addWidget(self.legend)
+        bcol.addWidget(self.text, 1)
+        self.vsplit = QSplitter(Qt.Orientation.Vertical, self)
+        self.vsplit.addWidget(self.split)
+        self.vsplit.addWidget(below)
+        self.vsplit.setStretchFactor(0, 3)
+        self.vsplit.setStretchFactor(1, 1)
+        self.vsplit.setSizes([600, 180])
+        col.addWidget(self.vsplit, 1)
         self._show_empty()
 
     # -- data ---------------------------------------------------------------------
@@ -188,9 +194,9 @@ class PassesPanel(QWidget):
     def _show_one(self, a: int) -> None:
         self.diff = None
         p = self.passes[a]
+        self._one_canvas()
         sub = pass_subgraph(self.graph, self._nodes_of(a))
         self._put(self.canvas_a, sub, {}, p.label)
-        self.canvas_b.hide()
         fate = ""
         if p.kind == "backward":
             fate = (" Its graph was <b>kept</b> after backward (retain_graph=True), so a second "
@@ -205,21 +211,27 @@ class PassesPanel(QWidget):
 
     def _show_side_by_side(self, a: int, b: int) -> None:
         d = self.diff
+        self.canvas_b.show()
+        half = max(1, self.split.width() // 2)
+        self.split.setSizes([half, half])
         sa = pass_subgraph(self.graph, d.nodes_a)
         sb = pass_subgraph(self.graph, d.nodes_b)
         self._put(self.canvas_a, sa, {n: ONLY_A for n in d.only_a}, self.passes[a].label)
         self._put(self.canvas_b, sb, {n: ONLY_B for n in d.only_b}, self.passes[b].label)
-        self.canvas_b.show()
         self._legend(a, b)
 
     def _show_overlay(self, a: int, b: int) -> None:
         d = self.diff
+        self._one_canvas()
         sub = overlay_subgraph(self.graph, d)
         marks = {n: ONLY_A for n in d.only_a}
         marks.update({n: ONLY_B for n in d.only_b})
         self._put(self.canvas_a, sub, marks, f"Pass {a + 1} and pass {b + 1} overlaid")
-        self.canvas_b.hide()
         self._legend(a, b)
+
+    def _one_canvas(self) -> None:
+        self.canvas_b.hide()
+        self.split.setSizes([max(1, self.split.width()), 0])
 
     def _put(self, canvas: MarkedCanvas, sub, marks: dict, caption: str) -> None:
         layout = LayeredLayout(sub)
@@ -258,7 +270,7 @@ class PassesPanel(QWidget):
 
     # -- for tests and screenshots ----------------------------------------------------
     def summary_text(self) -> str:
-        return self.text.text()
+        return self.text.toPlainText()
 
 
 def install_passes_views(window) -> dict:

@@ -283,6 +283,9 @@ class StaticPanel(QWidget):
 
     def set_results(self, static: dict, source: str = "", end=None) -> None:
         static = static or {}
+        target = next((r.get("target") for r in static.values() if isinstance(r, dict) and r.get("target")), None)
+        if target and static.get("fx", static.get("jit")):
+            self.target.setCurrentText(target)
         for kind, v in self.views.items():
             v.set_result(static.get(kind))
         if not any(k in static for k, _ in TOOLS):

@@ -28,7 +28,7 @@ class TimingPanel(QWidget):
         self.plot.setBackground("w")
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.plot.setLabel("bottom", "iteration")
-        self.plot.setLabel("left", "time per iteration", units="ms")
+        self.plot.setLabel("left", "time per iteration (ms)")  # no units=: no SI rescaling
         self.plot.addLegend(offset=(10, 10))
         self.verdict = QLabel(self)
         self.verdict.setWordWrap(True)
@@ -41,12 +41,15 @@ class TimingPanel(QWidget):
         col.addWidget(self.plot, 1)
         col.addWidget(self.caveat)
         self.result: Optional[dict] = None
+        self.outliers = 0
         self.set_result(None)
 
     def set_result(self, result: Optional[dict]) -> None:
         """``result``: the ``timing`` entry of ``Trace.static`` (a StaticResult row)."""
         self.result = result
+        self.outliers = 0
         self.plot.clear()
+        self.plot.enableAutoRange()
         if not result:
             self.verdict.setText("Tick “also time eager vs traced” in Static capture to measure "
                                  "what rebuilding the graph costs on this machine.")
@@ -67,11 +70,22 @@ class TimingPanel(QWidget):
             if value:
                 self.plot.addItem(pg.InfiniteLine(pos=value, angle=0,
                                                   pen=pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine)))
+        # a busy machine throws a few iterations far off; keep the typical ones readable
+        typical = sorted(eager + traced)
+        if typical:
+            p90 = typical[min(len(typical) - 1, int(0.9 * len(typical)))]
+            top = max(p90, d.get("eager_median_ms") or 0, d.get("traced_median_ms") or 0) * 1.4
+            self.plot.setYRange(0, top, padding=0)
+            off = sum(1 for t in typical if t > top)
+            self.outliers = off
         what = result.get("target") or "the model"
         self.verdict.setText(f"<b>{html.escape(what)}</b>, one training iteration "
                              f"({'forward + backward' if d.get('backward') else 'forward'}): "
                              f"{html.escape(d.get('verdict') or result.get('summary') or '')}")
-        self.caveat.setText(d.get("caveat", ""))
+        extra = (f" {self.outliers} slow iteration(s) above the plot's top were left off the scale "
+                 "(the machine was busy); the medians include them." if self.outliers else "")
+        self.caveat.setText(d.get("caveat", "") + extra)
+        self.layout().activate()
 
     def medians(self) -> tuple:
         d = (self.result or {}).get("details") or {}

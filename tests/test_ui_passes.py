@@ -1,0 +1,176 @@
+"""The passes panel, the static-capture panel and the timing plot (issue 5), with
+real traces and real results, offscreen. Screenshots go to $GRAPHSCOPE_SHOTS (a
+temp dir by default) for looking at."""
+import os
+
+import pytest
+
+from graphscope import protocol as P
+from graphscope.model.trace import Trace
+from graphscope.runner import run_to_trace
+from graphscope.ui.passes_view import ONLY_A, ONLY_B, PassesPanel
+from graphscope.ui.static_view import StaticPanel, candidate_targets, static_graph
+from graphscope.ui.timing_view import TimingPanel
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+DEPTH = '''import torch
+import torch.nn as nn
+torch.manual_seed(0)
+layer = nn.Linear(4, 4)
+def model(x):
+    depth = 1 if x.sum() > 0 else 3
+    for _ in range(depth):
+        x = torch.relu(layer(x))
+    return x.sum()
+for sign in (1.0, -1.0):
+    loss = model(sign * torch.ones(4))
+    loss.backward()
+'''
+
+BRANCHY = '''import torch
+import torch.nn as nn
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+def branchy(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+model = MLP()
+'''
+
+
+@pytest.fixture
+def shots(tmp_path):
+    d = os.environ.get("GRAPHSCOPE_SHOTS") or str(tmp_path)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def depth_trace():
+    tr = run_to_trace(DEPTH, "<snippet>", timeout=60)
+    assert tr.status == "ok", tr.error
+    return tr
+
+
+def _static_results(request):
+    """What the worker sends back, made in-process the way the session hook will."""
+    from graphscope.capture.static import run_static
+    ns = {"__name__": "__main__"}
+    exec(compile(BRANCHY, "<snippet>", "exec"), ns)
+    tr = Trace(source=BRANCHY)
+    run_static(ns, request, tr.apply)
+    return tr.static
+
+
+def test_side_by_side_marks_the_extra_layers_and_names_the_branch(qtbot, depth_trace, shots):
+    panel = PassesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1400, 800)
+    panel.show()
+    panel.set_trace(depth_trace)
+    assert panel.combo_a.count() == 2 and panel.combo_b.currentIndex() == 1
+    d = panel.diff
+    assert d is not None and d.only_a == [] and len(d.only_b) == 8
+    assert set(panel.canvas_b.marks) == set(d.only_b)
+    assert set(panel.canvas_b.marks.values()) == {ONLY_B}
+    assert panel.canvas_b.isVisible()
+    text = panel.summary_text()
+    assert "line 6" in text and "diverged" in text and "True" in text and "False" in text
+    # the marked nodes are really drawn where the canvas says they are
+    r = panel.canvas_b.node_view_rect(d.only_b[0])
+    assert r is not None and panel.canvas_b.rect().intersects(r.toRect())
+    assert panel.grab().save(os.path.join(shots, "passes_side_by_side.png"))
+
+
+def test_overlay_and_one_pass(qtbot, depth_trace, shots):
+    panel = PassesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1400, 800)
+    panel.show()
+    panel.set_trace(depth_trace)
+    panel.select(0, 1, "Overlay")
+    assert not panel.canvas_b.isVisible()
+    assert set(panel.canvas_a.marks.values()) == {ONLY_B}
+    assert set(panel.diff.only_b) <= set(panel.canvas_a._graph.nodes)
+    assert panel.grab().save(os.path.join(shots, "passes_overlay.png"))
+    with qtbot.waitSignal(panel.pass_selected, timeout=2000) as sig:
+        panel.select(1, mode="One pass")
+    assert sig.args == [1]
+    assert panel.diff is None and panel.canvas_a.marks == {}
+    assert "freed" in panel.summary_text()
+    labels = sorted(n.label for n in panel.canvas_a._graph.nodes.values() if n.kind == "op")
+    assert labels.count("linear") == 3 and labels.count("relu") == 3
+    assert panel.grab().save(os.path.join(shots, "passes_one.png"))
+
+
+def test_static_panel_shows_refusal_frozen_branch_and_graph(qtbot, shots):
+    static = _static_results({"target": "branchy", "inputs": ["torch.tensor([1.0, 2.0])"],
+                              "second_inputs": ["torch.tensor([-1.0, -3.0])"],
+                              "parts": ["fx", "jit", "explain"]})
+    panel = StaticPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1300, 800)
+    panel.show()
+    panel.set_source(BRANCHY)
+    assert [panel.target.itemText(i) for i in range(panel.target.count())] == ["model", "branchy"]
+    panel.set_results(static, BRANCHY)
+    fx = panel.views["fx"].verdict.text()
+    assert "Not captured" in fx and "Proxy" in fx and "line 14" in fx
+    assert panel.tabs.currentWidget() is panel.views["fx"]       # the refusal is shown first
+    jit = panel.views["jit"]
+    assert "different" in jit.verdict.text() and "TracerWarning" in jit.verdict.text()
+    assert "[-2.0, -4.0]" in jit.verdict.text() and "[-2.0, -6.0]" in jit.verdict.text()
+    assert [n.label for n in jit.canvas._graph.nodes.values() if n.kind == "op"] == ["mul"]
+    assert jit.nodes.topLevelItemCount() == 1
+    assert "Graph breaks" in panel.views["explain"].verdict.text()
+    assert panel.grab().save(os.path.join(shots, "static_fx.png"))
+    panel.tabs.setCurrentWidget(jit)
+    assert panel.grab().save(os.path.join(shots, "static_jit.png"))
+
+
+def test_static_graph_of_an_mlp_and_the_request_form(qtbot):
+    static = _static_results({"target": "model", "inputs": ["torch.randn(2, 4)"], "parts": ["fx", "export"]})
+    g = static_graph(static["fx"])
+    assert [n.label for n in g.nodes.values() if n.kind == "op"] == ["fc1", "relu", "fc2"]
+    assert len(g.edges) == 4                                  # x -> fc1 -> relu -> fc2 -> output
+    ge = static_graph(static["export"])
+    assert [n.label for n in ge.nodes.values() if n.kind == "op"] == ["linear", "relu", "linear"]
+    panel = StaticPanel()
+    qtbot.addWidget(panel)
+    panel.set_request("branchy", ["torch.ones(2)"], ["-torch.ones(2)"])
+    panel.with_timing.setChecked(True)
+    with qtbot.waitSignal(panel.capture_requested, timeout=2000) as sig:
+        panel.button.click()
+    req = sig.args[0]
+    assert req["target"] == "branchy" and req["inputs"] == ["torch.ones(2)"]
+    assert req["second_inputs"] == ["-torch.ones(2)"] and req["timing"]["iterations"] > 0
+    assert candidate_targets("def f(:\n") == []
+
+
+def test_timing_plot_shows_measured_numbers(qtbot, shots):
+    from graphscope.capture.timing import timing_result
+    res = P.to_dict(timing_result(None, (), iterations=30, warmup=5))
+    panel = TimingPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    panel.show()
+    panel.set_result(res)
+    eager, traced = panel.medians()
+    assert eager > 0 and traced > 0
+    curves = panel.plot.getPlotItem().listDataItems()
+    assert len(curves) == 2 and all(len(c.getData()[1]) == 30 for c in curves)
+    assert "ms" in panel.verdict.text() and "reverse" in panel.caveat.text()
+    assert panel.grab().save(os.path.join(shots, "timing.png"))
+    panel.set_result(None)
+    assert panel.plot.getPlotItem().listDataItems() == []
