@@ -169,6 +169,10 @@ def cmd_export(args) -> int:
             raise CommandError(f"{args.format} export needs an output file (-o FILE.{args.format})")
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        try:
+            export.renderer()  # before running anything: fail fast
+        except export.ExportError as e:
+            raise CommandError(str(e)) from None
     trace = _run_file(args.snippet, args.timeout)
     try:
         export.write(trace, out, args.format)

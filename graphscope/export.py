@@ -146,6 +146,12 @@ def write(trace, path, fmt: str) -> None:
         return
     if str(path) == "-":
         raise ExportError(f"{fmt} export needs an output file (-o FILE.{fmt})")
+    renderer()(trace, str(path), fmt)
+
+
+def renderer():
+    """``graphscope.ui.render.render_file``, or ExportError saying why it is missing
+    (call it before running anything, so a missing renderer fails fast)."""
     try:
         from graphscope.ui.render import render_file
     except ModuleNotFoundError as e:
@@ -155,4 +161,4 @@ def write(trace, path, fmt: str) -> None:
         raise ExportError(f"svg/png export needs the graph renderer, which needs Qt: {e}") from None
     except ImportError as e:  # Qt present but its system libraries are not
         raise ExportError(f"svg/png export needs the graph renderer, which needs Qt: {e}") from None
-    render_file(trace, str(path), fmt)
+    return render_file

@@ -1,0 +1,167 @@
+"""The graphscope command: exit codes 0/1/2, one-line messages, no tracebacks,
+and the window / scenario commands handing over their arguments."""
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from graphscope import cli
+from graphscope.model.trace import Trace
+
+
+def _children() -> set:
+    me, kids = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(rest[1]) == me and rest[0] != "Z":
+            kids.add(int(d))
+    return kids
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_workers():
+    before = _children()
+    yield
+    assert not (_children() - before), "the command left processes behind"
+
+
+def _one_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("graphscope: ")
+    return lines[0]
+
+
+def test_python_dash_m_export_completes_with_exit_0(tmp_path):
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("import torch\nx = torch.ones(2, requires_grad=True)\n"
+                       "(x * x).sum().backward()\nprint(x.grad)\n")
+    out = tmp_path / "ok.json"
+    p = subprocess.run([sys.executable, "-m", "graphscope", "export", str(snippet),
+                        "--format", "json", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    line = _one_line(p.stderr)
+    assert "completed" in line and str(out) in line
+    tr = Trace.from_json(out.read_text(encoding="utf-8"))
+    assert tr.status == "ok" and tr.stdout == "tensor([2., 2.])\n"
+    assert tr.backward
+
+
+def test_sys_exit_0_counts_as_completed(tmp_path, capsys):
+    snippet = tmp_path / "bye.py"
+    snippet.write_text("import sys\nprint('hi')\nsys.exit(0)\nprint('never')\n")
+    assert cli.main(["export", str(snippet), "-o", str(tmp_path / "bye.json")]) == 0
+    tr = Trace.from_json((tmp_path / "bye.json").read_text())
+    assert tr.status == "exit" and tr.stdout == "hi\n"
+
+
+def test_snippet_error_exits_1_and_still_writes_the_trace(tmp_path, capsys):
+    snippet = tmp_path / "bad.py"
+    snippet.write_text("import torch\nx = torch.ones(2)\nx.backward()\n")
+    out = tmp_path / "bad.dot"
+    assert cli.main(["export", str(snippet), "--format", "dot", "-o", str(out)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "RuntimeError" in line and "(line 3)" in line
+    assert out.read_text().startswith('digraph "forward"')
+
+
+def test_timeout_exits_1_with_the_partial_trace(tmp_path, capsys):
+    snippet = tmp_path / "loop.py"
+    snippet.write_text("import torch\na = torch.ones(1) + 1\nwhile True:\n    pass\n")
+    out = tmp_path / "loop.json"
+    assert cli.main(["export", str(snippet), "-o", str(out), "--timeout", "1"]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "timeout" in line
+    tr = Trace.from_json(out.read_text())
+    assert tr.status == "timeout"
+    assert any(op.name == "add" for op in tr.ops)
+
+
+def test_trace_subcommand_prints_json_on_stdout(tmp_path, capsys):
+    snippet = tmp_path / "t.py"
+    snippet.write_text("print('out')\n")
+    assert cli.main(["trace", str(snippet)]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["format"] == "graphscope-trace" and d["stdout"] == "out\n"
+
+
+@pytest.mark.parametrize("argv_tail, content, expect", [
+    (["missing.py"], None, "no such file"),
+    (["empty.py"], b"\n\n", "empty"),
+    (["latin.py"], "x = 'caf\u00e9'\n".encode("latin-1"), "not UTF-8"),
+    (["ok.py", "--format", "gif"], b"print(1)\n", "invalid choice"),
+    (["ok.py", "--timeout", "soon"], b"print(1)\n", "not a number"),
+    ([], None, "the following arguments are required"),
+])
+def test_command_that_cannot_be_carried_out_exits_2(tmp_path, capsys, argv_tail, content, expect):
+    if argv_tail and content is not None:
+        (tmp_path / argv_tail[0]).write_bytes(content)
+    argv = ["export"] + [str(tmp_path / a) if a.endswith(".py") else a for a in argv_tail]
+    assert cli.main(argv) == 2
+    assert expect in _one_line(capsys.readouterr().err)
+
+
+def test_missing_renderer_exits_2_before_running(tmp_path, capsys, monkeypatch):
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("print(1)\n")
+    monkeypatch.setitem(sys.modules, "graphscope.ui.render", None)
+    assert cli.main(["export", str(snippet), "--format", "svg", "-o", str(tmp_path / "g.svg")]) == 2
+    assert "svg/png export needs the graph renderer" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "g.svg").exists()
+
+
+def test_internal_error_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("print(1)\n")
+
+    def broken(*a, **k):
+        raise ValueError("boom")
+    monkeypatch.setattr(cli, "_run_file", broken)
+    monkeypatch.delenv("GRAPHSCOPE_DEBUG", raising=False)
+    assert cli.main(["export", str(snippet), "-o", str(tmp_path / "x.json")]) == 2
+    assert "internal error: ValueError: boom" in _one_line(capsys.readouterr().err)
+
+
+def test_window_gets_the_parsed_arguments(tmp_path, monkeypatch):
+    seen = {}
+    fake = types.ModuleType("graphscope.ui.app")
+    fake.main = lambda args: seen.setdefault("args", args) and 0
+    monkeypatch.setitem(sys.modules, "graphscope.ui.app", fake)
+    snippet = tmp_path / "s.py"
+    snippet.write_text("x = 1\n")
+    assert cli.main([str(snippet), "--presentation", "--theme", "dark",
+                     "--screenshot", str(tmp_path / "o.png"), "--step", "3"]) == 0
+    a = seen["args"]
+    assert a.file == str(snippet) and a.presentation and a.theme == "dark"
+    assert a.step == 3 and a.screenshot.endswith("o.png") and a.scenario is None
+    seen.clear()
+    assert cli.main([]) == 0  # no arguments: the app opens its welcome scenario
+    assert seen["args"].file is None and seen["args"].scenario is None
+    seen.clear()
+    assert cli.main(["--scenario", "leaf-tensors"]) == 0
+    assert seen["args"].scenario == "leaf-tensors"
+
+
+def test_window_with_a_missing_file_exits_2(tmp_path, capsys):
+    assert cli.main([str(tmp_path / "nope.py")]) == 2
+    assert "no such file" in _one_line(capsys.readouterr().err)
+
+
+def test_scenarios_check_hands_over_the_folder(tmp_path, monkeypatch):
+    import graphscope.scenarios as sc
+    calls = []
+    monkeypatch.setattr(sc, "check_main", lambda d: calls.append(d) or 3)
+    assert cli.main(["scenarios", "check", str(tmp_path)]) == 3
+    assert cli.main(["scenarios", "check"]) == 3
+    assert calls == [str(tmp_path), None]
