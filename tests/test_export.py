@@ -1,0 +1,112 @@
+"""JSON and DOT export of a real trace (one worker run shared by the module)."""
+import json
+import os
+import re
+
+import pytest
+
+from graphscope import export
+from graphscope.model.trace import Trace
+from graphscope.runner import Runner, run_to_trace
+
+SNIPPET = """\
+import torch
+x = torch.ones(2, 3, requires_grad=True)
+w = torch.randn(3, requires_grad=True)
+y = (x * w).sum()
+with torch.no_grad():
+    z = x * 2
+d = y.detach()
+y.backward()
+print("done")
+"""
+
+
+@pytest.fixture(scope="module")
+def trace():
+    with Runner(warm=False) as r:
+        tr = run_to_trace(SNIPPET, "demo.py", runner=r)
+    assert tr.status == "ok", tr.error
+    return tr
+
+
+def _dot_parts(text):
+    nodes = dict(re.findall(r'^\s*([to]\d+) \[(.*)\];$', text, re.M))
+    edges = re.findall(r'^\s*([to]\d+) -> ([to]\d+)(?: \[(.*)\])?;$', text, re.M)
+    return nodes, edges
+
+
+def test_json_round_trips_through_the_trace_reader(trace):
+    text = export.to_json(trace)
+    d = json.loads(text)
+    assert d["format"] == "graphscope-trace" and d["version"] == 1
+    back = Trace.from_json(text)
+    assert back.ops == trace.ops
+    assert back.tensors == trace.tensors
+    assert back.backward == trace.backward
+    assert back.stdout == "done\n" and back.status == "ok"
+
+
+def test_dot_has_boxes_ellipses_and_every_edge_declared(trace):
+    text = export.to_dot(trace)
+    assert text.startswith('digraph "forward" {') and text.rstrip().endswith("}")
+    assert text.count("{") == text.count("}")
+    nodes, edges = _dot_parts(text)
+    for src, dst, _ in edges:
+        assert src in nodes and dst in nodes, (src, dst)
+    x = trace.tensor_by_name("x")
+    assert "shape=box" in nodes[f"t{x.id}"]
+    assert 'x\\n2x3 float32' in nodes[f"t{x.id}"]
+    mul = next(o for o in trace.ops if o.name == "mul" and o.grad_enabled)
+    assert "shape=ellipse" in nodes[f"o{mul.id}"]
+    assert "MulBackward0" in nodes[f"o{mul.id}"]
+    # every op appears once
+    assert {k for k in nodes if k.startswith("o")} == {f"o{o.id}" for o in trace.ops}
+
+
+def test_dot_marks_no_grad_edges_and_regions_and_detach(trace):
+    text = export.to_dot(trace)
+    nodes, edges = _dot_parts(text)
+    z = trace.tensor_by_name("z")
+    into_z = [e for e in edges if e[1] == f"t{z.id}"]
+    assert into_z and all("dashed" in (e[2] or "") for e in into_z)
+    y = trace.tensor_by_name("y")
+    into_y = [e for e in edges if e[1] == f"t{y.id}"]
+    assert into_y and all("dashed" not in (e[2] or "") for e in into_y)
+    cluster = re.search(r"subgraph cluster_\w+ \{(.*?)\n  \}", text, re.S)
+    assert cluster and "torch.no_grad(), lines 5-6" in cluster.group(1)
+    assert f"t{z.id} [" in cluster.group(1)
+    assert any("detach" in (e[2] or "") for e in edges)
+
+
+def test_write_json_and_dot_files(trace, tmp_path):
+    export.write(trace, tmp_path / "t.json", "json")
+    export.write(trace, tmp_path / "t.dot", "dot")
+    assert Trace.from_json((tmp_path / "t.json").read_text()).ops == trace.ops
+    assert (tmp_path / "t.dot").read_text() == export.to_dot(trace)
+    with pytest.raises(export.ExportError):
+        export.write(trace, tmp_path / "t.gif", "gif")
+
+
+def test_dot_quotes_awkward_names():
+    from graphscope import protocol as P
+    tr = Trace()
+    tr.apply(P.TensorInfo(id=0, shape=[2], dtype="float32", name='a"b\\c'))
+    tr.apply(P.Op(id=0, seq=0, name="mul", qualname="torch.mul", line=1, grad_enabled=True,
+                  inputs=[0, 7], outputs=[1]))
+    text = export.to_dot(tr)
+    assert 'label="a\\"b\\\\c\\n2 float32"' in text
+    nodes, edges = _dot_parts(text)
+    assert "t7" in nodes and "t1" in nodes  # tensors not in the table still get nodes
+
+
+@pytest.mark.skipif(not os.environ.get("QT_QPA_PLATFORM"), reason="needs offscreen Qt")
+def test_svg_export_through_the_renderer(trace, tmp_path):
+    try:
+        export.renderer()
+    except export.ExportError as e:
+        pytest.skip(str(e))
+    out = tmp_path / "g.svg"
+    export.write(trace, out, "svg")
+    text = out.read_text(encoding="utf-8", errors="replace")
+    assert "<svg" in text
