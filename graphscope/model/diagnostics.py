@@ -182,7 +182,9 @@ def _inplace_saved(ctx: _Context) -> Diagnosis:
     if m:
         fn, now, expected = m.group(2), int(m.group(3)), int(m.group(4))
         # the op whose output was saved, then the in-place op that changed it
-        maker = next((o for o in reversed(ctx.trace.ops) if o.grad_fn == fn), None)
+        # torch names the Node without its "Backward0" suffix in this message ("of Exp")
+        maker = next((o for o in reversed(ctx.trace.ops) if o.kind != "inplace" and o.grad_fn
+                      and (o.grad_fn == fn or o.grad_fn.startswith(fn + "Backward"))), None)
         changer = None
         if maker is not None:
             out = maker.outputs[int(m.group(1))] if int(m.group(1)) < len(maker.outputs) else None
@@ -195,7 +197,7 @@ def _inplace_saved(ctx: _Context) -> Diagnosis:
         if changer is not None:
             nodes.append(f"o{changer.id}")
             line = changer.line or line
-            text = (f"{fn} saved {what or 'its output'} to compute gradients, but "
+            text = (f"{maker.name} (line {maker.line}) saved {what or 'its output'} to compute gradients, but "
                     f"`{ctx.line_text(changer.line)}` (line {changer.line}) changed it in place "
                     f"afterwards (version {expected} -> {now}). The value backward() needs is gone.")
         else:
