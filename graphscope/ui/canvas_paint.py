@@ -22,6 +22,7 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen,
                            QPolygonF, QTransform)
 
+from graphscope.ui.canvas_density import DENSITY_MIN, density_image
 from graphscope.ui.canvas_scene import NEVER, NodeGeom, SceneGeometry, edge_ends
 
 FONT_FAMILY = "DejaVu Sans"
@@ -81,7 +82,7 @@ class ScenePainter:
         if regions and start == -math.inf:
             self.paint_regions(p, scale, limit, lod)
         if lod == "tiny":
-            self._paint_tiny(p, limit, start, exclude)
+            self._paint_tiny(p, limit, start, exclude, scale, view)
             return lod
         margin = 200.0
         cull = view.adjusted(-margin, -margin, margin, margin)
@@ -98,10 +99,24 @@ class ScenePainter:
                 self.paint_node(p, ng, lod)
         return lod
 
-    def _paint_tiny(self, p, limit, start, exclude) -> None:
+    def _paint_tiny(self, p, limit, start, exclude, scale=None, view=None) -> None:
         geom = self.geom
-        if exclude:
+        count = geom.count_between(start, limit)
+        if exclude or count < 2000:
+            # a few items (the newest steps over the cached layer): no need for the arrays
             self._paint_tiny_slow(p, limit, start, exclude)
+            return
+        if view is not None and scale and count >= DENSITY_MIN:
+            # tens of thousands of pixel-sized nodes: rasterise with numpy (canvas_density.py)
+            w = math.ceil(view.width() * scale)
+            h = math.ceil(view.height() * scale)
+            img = density_image(geom, self, scale, view.left(), view.top(), w, h, limit, start)
+            tf = p.transform()
+            p.resetTransform()
+            origin = tf.map(view.topLeft())
+            p.drawImage(QRectF(origin.x(), origin.y(), w * tf.m11() / scale,
+                               h * tf.m22() / scale), img)
+            p.setTransform(tf)
             return
         node_groups, edge_groups = geom.tiny_items()
         for kind, (steps, lines) in edge_groups.items():

@@ -242,25 +242,45 @@ class SceneGeometry:
                 yield cx, cy
 
     def _grid_insert(self, ng: NodeGeom) -> None:
+        # a node no bigger than a cell is filed under its centre's cell only; lookups
+        # search the neighbouring cells too. Bigger ones go into every cell they cover.
+        if ng.w <= GRID_CELL and ng.h <= GRID_CELL:
+            c = (int(math.floor(ng.x / GRID_CELL)), int(math.floor(ng.y / GRID_CELL)))
+            cell = self._grid.get(c)
+            if cell is None:
+                self._grid[c] = [ng.id]
+            else:
+                cell.append(ng.id)
+            return
         for c in self._cells(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.x + ng.w / 2, ng.y + ng.h / 2):
             self._grid.setdefault(c, []).append(ng.id)
 
     def node_at(self, x: float, y: float, limit: float = NEVER, slack: float = 0.0):
         """Id of the topmost visible node whose box (grown by ``slack``) holds (x, y)."""
-        cell = (int(math.floor(x / GRID_CELL)), int(math.floor(y / GRID_CELL)))
-        best = None
-        for nid in self._grid.get(cell, ()):
-            ng = self.nodes[nid]
-            if ng.step > limit:
-                continue
-            if abs(x - ng.x) <= ng.w / 2 + slack and abs(y - ng.y) <= ng.h / 2 + slack:
-                best = nid            # later-added nodes are drawn on top
+        best, best_order = None, -1
+        order = {}
+        for c in self._cells(x - GRID_CELL, y - GRID_CELL, x + GRID_CELL, y + GRID_CELL):
+            for nid in self._grid.get(c, ()):
+                ng = self.nodes[nid]
+                if ng.step > limit:
+                    continue
+                if abs(x - ng.x) <= ng.w / 2 + slack and abs(y - ng.y) <= ng.h / 2 + slack:
+                    k = order.setdefault(nid, self._index(nid))
+                    if k > best_order:     # later-added nodes are drawn on top
+                        best, best_order = nid, k
         return best
+
+    def _index(self, nid) -> int:
+        idx = getattr(self, "_pos_index", None)
+        if idx is None or len(idx) != len(self.nodes):
+            idx = self._pos_index = {k: i for i, k in enumerate(self.nodes)}
+        return idx.get(nid, -1)
 
     def nodes_in(self, rect: QRectF, limit: float = NEVER) -> list:
         """Visible nodes whose boxes meet ``rect`` (scene units), via the grid."""
         seen, out = set(), []
-        for c in self._cells(rect.left(), rect.top(), rect.right(), rect.bottom()):
+        for c in self._cells(rect.left() - GRID_CELL, rect.top() - GRID_CELL,
+                             rect.right() + GRID_CELL, rect.bottom() + GRID_CELL):
             for nid in self._grid.get(c, ()):
                 if nid in seen:
                     continue
