@@ -143,3 +143,27 @@ def test_timing_request_through_run_static(ns):
     assert out[0].ok and out[0].details["eager_median_ms"] > 0
     res = timing_result(None, (), iterations=3, warmup=1)   # the default MLP
     assert res.ok and "MLP" in res.target
+
+
+def _session_has_static_hook() -> bool:
+    import inspect
+    try:
+        from graphscope.capture import session
+    except ImportError:
+        return False
+    return "run_static" in inspect.getsource(session)
+
+
+@pytest.mark.skipif(not _session_has_static_hook(),
+                    reason="the session does not call capture.static.run_static yet")
+def test_worker_runs_static_capture_after_the_snippet():
+    from graphscope.runner import run_to_trace
+    tr = run_to_trace(SNIPPET, "<snippet>", timeout=120,
+                      static={"target": "branchy", "inputs": ["torch.tensor([1.0, 2.0])"],
+                              "second_inputs": ["torch.tensor([-1.0, -3.0])"],
+                              "parts": ["fx", "jit"]})
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == "snippet ran\n"                     # the captures printed nothing
+    assert not tr.static["fx"]["ok"] and tr.static["jit"]["details"]["same"] is False
+    # the captures are not recorded as the snippet's ops
+    assert not any(o.name == "mul" for o in tr.ops)

@@ -174,3 +174,34 @@ def test_timing_plot_shows_measured_numbers(qtbot, shots):
     assert panel.grab().save(os.path.join(shots, "timing.png"))
     panel.set_result(None)
     assert panel.plot.getPlotItem().listDataItems() == []
+
+
+def test_installed_in_the_main_window_after_a_run(qtbot, tmp_path, shots):
+    from PySide6.QtCore import QSettings
+    from graphscope.runner import Runner
+    from graphscope.ui.main_window import MainWindow
+    from graphscope.ui.passes_view import install_passes_views
+    runner = Runner(warm=False)
+    try:
+        w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
+                       runner=runner)
+        w.ask_unsaved = lambda *_: "discard"
+        qtbot.addWidget(w)
+        panels = install_passes_views(w)
+        w.resize(1600, 1000)
+        w.show()
+        w.set_speed(0)
+        w.load_snippet(DEPTH, "depth.py")
+        with qtbot.waitSignal(w.run_finished, timeout=60_000):
+            w.run()
+        passes = panels["passes"]
+        assert passes.combo_a.count() == 2
+        assert len(passes.diff.only_b) == 8
+        assert [panels["static"].target.itemText(i)
+                for i in range(panels["static"].target.count())] == ["layer", "model"]
+        assert all(d.isVisible() or d.isHidden() is False for d in [panels["docks"]["passes"]])
+        assert w.grab().save(os.path.join(shots, "window_with_passes.png"))
+        panels["capture"].shutdown()
+    finally:
+        w.controller.shutdown()
+        runner.close()
