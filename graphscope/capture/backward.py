@@ -34,6 +34,7 @@ import torch
 from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
+from graphscope.capture.recorder import call_as_caller
 from graphscope.capture.summaries import summary
 
 _KEY = "graphscope"
@@ -97,7 +98,7 @@ class BackwardTracer:
         start = len(handles)
         try:
             self._hook_graph(call_id, roots, befores)
-            result = func(*args, **kwargs)
+            result = call_as_caller(func, args, kwargs)
         except BaseException as e:
             if r.failed is None or r.failed[0] is not e:
                 r.failed = (e, None, root_ids[0] if root_ids else None)

@@ -24,7 +24,13 @@ class NameTracker:
         self.named: dict[int, str] = {}
 
     def scan(self, frame) -> None:
-        self.scan_mapping(frame.f_locals)
+        # module-level names first: a tensor passed into a snippet function is
+        # better known by its caller's name (``x``) than the parameter's (``a``)
+        g = frame.f_globals
+        loc = frame.f_locals
+        if loc is not g:
+            self.scan_mapping(g)
+        self.scan_mapping(loc)
 
     def scan_mapping(self, mapping) -> None:
         get = self.ids.get

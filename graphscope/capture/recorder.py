@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import types
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -56,6 +57,7 @@ _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int_
                  "__float__": "float", "__index__": "index", "__complex__": "complex"}
 
 
+_RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach"})
 _SCAN_ALWAYS = 2000
 _SCAN_EVERY = 64
 
@@ -130,6 +132,60 @@ def _flatten(obj, out: list) -> None:
             _flatten(x, out)
 
 
+_CAPTURE_DIR = __file__.rsplit("/", 1)[0] + "/"
+_HANDLE_CODE = torch.overrides.handle_torch_function.__code__
+_trampolines: dict = {}
+
+
+def call_as_caller(func, args, kwargs):
+    """Call ``func`` from a frame that looks like the snippet's own call site.
+
+    NOTE [warning attribution]: a warning raised by a C++ op (``TORCH_WARN``)
+    or with ``stacklevel`` is attributed to the Python frame that called the
+    op. Under the mode that frame would be the recorder's, so the console would
+    say ``recorder.py:300: UserWarning`` and the warning filters would match
+    ``graphscope.*`` instead of ``__main__``. So the real call is made from a
+    tiny function compiled with the caller's file name and line and run with
+    the caller's globals: location, module and once-per-location registry are
+    those of plain Python.
+    """
+    f = sys._getframe(1)
+    skipped_dispatch = False
+    while f is not None:
+        code = f.f_code
+        if code is _HANDLE_CODE:
+            skipped_dispatch = True
+        elif not code.co_filename.startswith(_CAPTURE_DIR):
+            break
+        f = f.f_back
+    if f is None:
+        return func(*args, **kwargs)
+    if skipped_dispatch and f.f_back is not None:
+        f = f.f_back   # the torch Python function that dispatched to the mode
+    code = f.f_code
+    key = (code, f.f_lineno)
+    tramp = _trampolines.get(key)
+    if tramp is None or tramp.__globals__ is not f.f_globals:
+        line = f.f_lineno or 1
+        src = "\n" * (line - 1) + ("def _graphscope_call(func, args, kwargs): "
+                                   "return func(*args, **kwargs)\n")
+        ns: dict = {}
+        exec(compile(src, code.co_filename, "exec"), ns)
+        tramp = types.FunctionType(ns["_graphscope_call"].__code__, f.f_globals,
+                                   "_graphscope_call")
+        if len(_trampolines) > 10_000:
+            _trampolines.clear()
+        _trampolines[key] = tramp
+    return tramp(func, args, kwargs)
+
+
+def _ver(t) -> int:
+    try:
+        return t._version
+    except RuntimeError:  # inference tensors have no version counter
+        return 0
+
+
 def _grad_fn_name(t):
     g = t.grad_fn
     return None if g is None else g.name().removeprefix("torch::autograd::")
@@ -192,7 +248,7 @@ class Recorder(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         if not self.recording:
-            return func(*args, **kwargs)
+            return call_as_caller(func, args, kwargs)
         try:
             handler = self._special.get(func, self)
         except TypeError:  # unhashable callable
@@ -200,7 +256,7 @@ class Recorder(TorchFunctionMode):
         if handler is self:
             return self._call(func, args, kwargs)
         if handler is None:
-            return func(*args, **kwargs)
+            return call_as_caller(func, args, kwargs)
         return handler(self, func, args, kwargs)
 
     # -- frames and lines ---------------------------------------------------------
@@ -233,7 +289,7 @@ class Recorder(TorchFunctionMode):
             tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
             rg, leaf, gname,
             None, value, stats, None, None, created_by, isinstance(t, _Parameter),
-            bool(t.retains_grad) if not leaf else False, t._version, seq))
+            bool(t.retains_grad) if not leaf else False, _ver(t), seq))
 
     def update_state(self, t, tid, extra=None) -> None:
         """Emit a TensorUpdate if requires_grad / is_leaf / grad_fn changed since last sent."""
@@ -270,13 +326,13 @@ class Recorder(TorchFunctionMode):
                 _flatten(a, ins)
         before = None
         if kind == "inplace" and ins:
-            before = ins[0]._version
+            before = _ver(ins[0])
         elif "out" in kwargs:
             outs_kw = []
             _flatten(kwargs["out"], outs_kw)
-            before = [(t, t._version) for t in outs_kw]
+            before = [(t, _ver(t)) for t in outs_kw]
         try:
-            result = func(*args, **kwargs)
+            result = call_as_caller(func, args, kwargs)
         except BaseException as e:
             self._failed_call(e, name, qualname, kind, grad_enabled, ins)
             raise
@@ -285,9 +341,11 @@ class Recorder(TorchFunctionMode):
             outs.append(result)
         elif isinstance(result, (list, tuple, dict)):
             _flatten(result, outs)
-        if not outs and kind != "inplace" and before is None:
+        if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
-        self._record(name, qualname, kind, grad_enabled, ins, outs, before, None)
+        op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None)
+        if kind == "retain_grad" and op is not None and ins:
+            self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars):
@@ -332,11 +390,11 @@ class Recorder(TorchFunctionMode):
         if before is not None:
             if isinstance(before, int):
                 t0 = ins[0]
-                versions = {str(in_ids[0]): [before, t0._version]}
+                versions = {str(in_ids[0]): [before, _ver(t0)]}
                 if not outs:
                     self.update_state(t0, in_ids[0])
             else:
-                versions = {str(lookup(t)[0]): [v, t._version] for t, v in before}
+                versions = {str(lookup(t)[0]): [v, _ver(t)] for t, v in before}
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars))
@@ -373,7 +431,7 @@ class Recorder(TorchFunctionMode):
 
     # -- special calls -------------------------------------------------------------
     def _grad_read(self, func, args, kwargs):
-        result = func(*args, **kwargs)
+        result = call_as_caller(func, args, kwargs)
         t = args[0]
         outs = [result] if isinstance(result, Tensor) else []
         self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t], outs,
@@ -415,7 +473,7 @@ class Recorder(TorchFunctionMode):
 
     def _named_get(self, func, args, kwargs, name, kind):
         grad_enabled = _is_grad_enabled()
-        result = func(*args, **kwargs)
+        result = call_as_caller(func, args, kwargs)
         if isinstance(result, Tensor):
             self._record(name, "torch.Tensor." + name, kind, grad_enabled, [args[0]],
                          [result], None, None)
@@ -426,7 +484,7 @@ class Recorder(TorchFunctionMode):
         grad_enabled = _is_grad_enabled()
         t = args[0] if args and isinstance(args[0], Tensor) else None
         try:
-            value = func(*args, **kwargs)
+            value = call_as_caller(func, args, kwargs)
         except BaseException as e:
             self._failed_call(e, func.__name__.strip("_"), "torch.Tensor." + func.__name__,
                               "item", grad_enabled, [t] if t is not None else [])

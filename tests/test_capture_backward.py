@@ -1,0 +1,152 @@
+"""Backward steps against torch's own view of the graph and of the gradients."""
+import torch
+
+from capture_helpers import capture
+
+
+def steps_of(tr, call):
+    return [s for s in tr.backward if s.call == call]
+
+
+def test_steps_match_torch_graph_and_grads():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        w = torch.tensor([3.0, 4.0], requires_grad=True)
+        y = x * w + x
+        z = y.sum()
+        z.backward()
+        """)
+    # torch's own view of the same graph, walked here
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    z = (x * w + x).sum()
+    names, stack, seen = set(), [z.grad_fn], set()
+    while stack:
+        n = stack.pop()
+        names.add(n.name().removeprefix("torch::autograd::"))
+        stack += [f for f, _ in n.next_functions if f is not None and f not in seen]
+        seen.update(f for f, _ in n.next_functions if f is not None)
+    z.backward()
+    steps = tr.backward
+    assert {s.grad_fn for s in steps} == names
+    assert steps[0].grad_fn == "SumBackward0" and steps[0].op == tr.ops[-1].id
+    acc = {s.tensor: s for s in steps if s.grad_fn == "AccumulateGrad"}
+    xi, wi = tr.tensor_by_name("x").id, tr.tensor_by_name("w").id
+    assert acc[xi].grad_after["value"] == x.grad.tolist()
+    assert acc[wi].grad_after["value"] == w.grad.tolist()
+    assert acc[xi].grad_before is None
+    assert tr.tensor_by_name("x").grad == x.grad.tolist()
+    mul = next(s for s in steps if s.grad_fn == "MulBackward0")
+    assert mul.grad_inputs[0]["value"] == w.tolist()
+    assert set(mul.next) == {acc[xi].node, acc[wi].node}
+    assert tr.ops[mul.op].name == "mul"
+    seqs = [s.seq for s in steps]
+    assert seqs == sorted(seqs) and tr.backward_calls[0].seq < seqs[0]
+
+
+def test_accumulation_retain_graph_and_backward_twice_error():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        z = (x * x).sum()
+        z.backward(retain_graph=True)
+        z.backward()
+        print(x.grad)
+        z.backward()
+        """)
+    assert tr.stdout == "tensor([4., 8.])\n"
+    assert tr.error.type == "RuntimeError"
+    assert "Trying to backward through the graph a second time" in tr.error.message
+    assert tr.error.line == 8
+    c0, c1 = [[s for s in steps_of(tr, c) if s.grad_fn == "AccumulateGrad"][0] for c in (0, 1)]
+    assert c0.node == c1.node
+    assert c1.grad_before["value"] == [2.0, 4.0] and c1.grad_after["value"] == [4.0, 8.0]
+    assert [c.retain_graph for c in tr.backward_calls] == [True, False, False]
+
+
+def test_shared_weights_two_paths_into_one_accumulate():
+    tr = capture("""
+        import torch
+        w = torch.tensor([2.0], requires_grad=True)
+        a = w * 3
+        b = w * 5
+        (a + b).backward()
+        """)
+    acc = [s for s in tr.backward if s.grad_fn == "AccumulateGrad"]
+    assert len(acc) == 1 and acc[0].grad_after["value"] == [8.0]
+    senders = [s for s in tr.backward if acc[0].node in s.next]
+    assert len(senders) == 2
+
+
+def test_retain_grad_non_leaf_and_create_graph_second_derivative():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x ** 3
+        y.retain_grad()
+        g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
+        print(x.grad, y.grad)
+        """)
+    # retain_grad's hook fires during autograd.grad too (as in plain PyTorch)
+    assert tr.stdout == "tensor([ 6., 12.]) tensor([1., 1.])\n"
+    calls = tr.backward_calls
+    assert [c.kind for c in calls] == ["grad", "backward"] and calls[0].create_graph
+    assert calls[0].inputs == [tr.tensor_by_name("x").id]
+    first = steps_of(tr, 0)
+    assert [s.grad_fn for s in first] == ["SumBackward0", "PowBackward0"]  # no AccumulateGrad
+    second = steps_of(tr, 1)
+    assert second[-1].grad_fn == "AccumulateGrad"
+    assert second[-1].grad_after["value"] == [6.0, 12.0]
+
+
+def test_user_hooks_and_custom_function_keep_working():
+    tr = capture("""
+        import torch
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+            @staticmethod
+            def backward(ctx, g):
+                print("custom backward", g)
+                return g * 2
+        x = torch.tensor([1.0, 3.0], requires_grad=True)
+        y = Double.apply(x)
+        y.register_hook(lambda g: g * 10)
+        y.sum().backward()
+        print(x.grad)
+        """)
+    assert tr.stdout == "custom backward tensor([10., 10.])\ntensor([20., 20.])\n"
+    assert "DoubleBackward" in [s.grad_fn for s in tr.backward]
+    assert tr.tensor_by_name("x").grad == [20.0, 20.0]
+
+
+def test_inplace_on_saved_tensor_error():
+    tr = capture("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        y = x.exp()
+        y.add_(1)
+        y.sum().backward()
+        """)
+    assert tr.error.type == "RuntimeError" and "modified by an inplace operation" in tr.error.message
+    assert tr.error.line == 6
+    add_ = next(o for o in tr.ops if o.name == "add_")
+    y = tr.tensor_by_name("y").id
+    assert add_.versions == {str(y): [0, 1]}
+
+
+def test_long_chain_is_walked_iteratively():
+    tr = capture("""
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        y = x
+        for i in range(3000):
+            y = y * 1.0
+        y.sum().backward()
+        print(x.grad)
+        """)
+    assert tr.status == "ok" and tr.stdout == "tensor([1., 1., 1.])\n"
+    assert len(tr.backward) == 3002

@@ -1,0 +1,209 @@
+"""What the recorder records for forward work: ops, tensors, names, branches, regions, modules."""
+import torch
+
+from capture_helpers import capture
+
+
+def ops_named(tr, name):
+    return [o for o in tr.ops if o.name == name]
+
+
+def test_operators_methods_factories_and_lines():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        w = torch.ones(2, 2)
+        y = x * 2
+        z = 3 * y ** 2
+        m = x @ w
+        s = torch.randn(2).sum()
+        """)
+    names = [(o.name, o.line, o.kind) for o in tr.ops]
+    assert names == [("tensor", 3, "factory"), ("ones", 4, "factory"), ("mul", 5, "call"),
+                     ("pow", 6, "call"), ("mul", 6, "call"), ("matmul", 7, "call"),
+                     ("randn", 8, "factory"), ("sum", 8, "call")]
+    y = tr.tensor_by_name("y")
+    assert y.grad_fn == "MulBackward0" and not y.is_leaf and y.value == [2.0, 4.0]
+    x = tr.tensor_by_name("x")
+    assert x.is_leaf and x.requires_grad and x.shape == [2] and x.dtype == "float32"
+    mul = tr.ops[2]
+    assert mul.inputs == [x.id] and mul.outputs == [y.id] and mul.grad_fn == "MulBackward0"
+    assert y.created_by == mul.id
+    assert [o.seq for o in tr.ops] == sorted(o.seq for o in tr.ops)
+    assert tr.tensor_by_name("w").requires_grad is False
+
+
+def test_inplace_views_multi_output_detach_requires_grad():
+    tr = capture("""
+        import torch
+        a = torch.zeros(4)
+        a.mul_(2)
+        a[0] = 5.0
+        v = a.view(2, 2)
+        t = v.t()
+        sl = a[1:3]
+        vals, idx = v.max(dim=1)
+        parts = a.split(2)
+        c = torch.ones(3, requires_grad=True)
+        d = c.detach()
+        e = torch.ones(3).requires_grad_()
+        """)
+    mul_ = ops_named(tr, "mul_")[0]
+    a = tr.tensor_by_name("a").id
+    assert mul_.kind == "inplace" and mul_.versions == {str(a): [0, 1]}
+    setitem = ops_named(tr, "setitem")[0]
+    assert setitem.kind == "inplace" and setitem.versions == {str(a): [1, 2]}
+    assert ops_named(tr, "view")[0].kind == "view" and ops_named(tr, "t")[0].kind == "view"
+    assert ops_named(tr, "getitem")[-1].kind == "view"
+    mx = ops_named(tr, "max")[0]
+    assert len(mx.outputs) == 2
+    assert mx.outputs == [tr.tensor_by_name("vals").id, tr.tensor_by_name("idx").id]
+    assert len(ops_named(tr, "split")[0].outputs) == 2
+    det = ops_named(tr, "detach")[0]
+    assert det.kind == "detach" and tr.tensor_by_name("d").requires_grad is False
+    rg = ops_named(tr, "requires_grad_")[0]
+    assert rg.kind == "requires_grad"
+    assert tr.tensor_by_name("e").requires_grad is True
+
+
+def test_grad_reads_writes_retain_grad_and_noise_filtered():
+    tr = capture("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        y = x * 3
+        y.retain_grad()
+        shape, dt, rg, gf, leaf = y.shape, y.dtype, y.requires_grad, y.grad_fn, y.is_leaf
+        y.sum().backward()
+        g = x.grad
+        x.grad = None
+        """)
+    kinds = [o.kind for o in tr.ops]
+    assert "retain_grad" in kinds and "grad_read" in kinds and "grad_write" in kinds
+    assert not any(o.name in ("shape", "dtype", "requires_grad", "grad_fn", "is_leaf")
+                   for o in tr.ops)
+    y = tr.tensor_by_name("y")
+    assert y.retains_grad and y.grad == [1.0, 1.0]
+    x = tr.tensor_by_name("x")
+    assert x.grad is None      # written to None at the end
+    assert tr.tensor_by_name("g").value == [3.0, 3.0]
+
+
+def test_branches():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2 if x.sum() > 5 else x + 2
+        n = 0
+        while y.sum().item() < 40:
+            y = y * 2
+            n += 1
+        lst = x.tolist()
+        k = int(torch.tensor(3))
+        """)
+    kinds = [(b.kind, b.line, b.value) for b in tr.branches]
+    assert kinds[0] == ("bool", 4, True)
+    assert ("item", 6, 12.0) in kinds and ("item", 6, 48.0) in kinds
+    assert ("tolist", 9, [1.0, 2.0, 3.0]) in kinds and ("int", 10, 3) in kinds
+    assert all(tr.ops[b.op].kind in ("bool", "item") for b in tr.branches)
+
+
+def test_regions_all_forms():
+    tr = capture("""
+        import torch
+        from torch import no_grad as ng
+        x = torch.ones(2, requires_grad=True)
+        with torch.no_grad():
+            a = x * 2
+        @torch.no_grad()
+        def f(t):
+            return t + 1
+        b = f(x)
+        with ng():
+            c = x * 3
+        with torch.inference_mode():
+            d = x * 4
+        torch.set_grad_enabled(False)
+        e = x * 5
+        torch.set_grad_enabled(True)
+        with torch.enable_grad():
+            h = x * 6
+        """)
+    got = [(r.kind, r.form, r.start_line, r.end_line, r.grad_enabled) for r in tr.regions]
+    assert got == [("no_grad", "with", 5, 6, False), ("no_grad", "decorator", 7, 9, False),
+                   ("no_grad", "with", 11, 12, False), ("inference_mode", "with", 13, 14, False),
+                   ("set_grad_enabled", "call", 15, 16, False),
+                   ("enable_grad", "with", 18, 19, True)]
+    assert tr.regions[0].label == "torch.no_grad(), lines 5-6"
+    by_line = {o.line: o for o in tr.ops if o.name in ("mul", "add")}
+    assert not by_line[6].grad_enabled and not by_line[9].grad_enabled
+    assert by_line[14].inference and not by_line[16].grad_enabled and by_line[19].grad_enabled
+    for name in "abcde":
+        assert tr.tensor_by_name(name).requires_grad is False
+    assert tr.tensor_by_name("h").requires_grad
+
+
+def test_module_calls_and_paths():
+    tr = capture("""
+        import torch
+        from torch import nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear1 = nn.Linear(4, 4)
+            def forward(self, x):
+                return torch.relu(self.linear1(x))
+        model = nn.Sequential(Block(), nn.Sequential(Block(), nn.Linear(4, 1)))
+        out = model(torch.ones(2, 4))
+        """)
+    paths = [(m.path, m.type) for m in sorted(tr.modules, key=lambda m: m.seq)]
+    assert paths == [("", "Sequential"), ("0", "Block"), ("0.linear1", "Linear"),
+                     ("1", "Sequential"), ("1.0", "Block"), ("1.0.linear1", "Linear"),
+                     ("1.1", "Linear")]
+    relus = ops_named(tr, "relu")
+    assert [o.module for o in relus] == ["0", "1.0"] and relus[0].line == 9
+    lin = [o for o in tr.ops if o.name == "linear"]
+    assert [o.module for o in lin] == ["0.linear1", "1.0.linear1", "1.1"]
+    w = tr.tensors[lin[0].inputs[1]]
+    assert w.is_param and w.requires_grad and w.shape == [4, 4]
+    top = next(m for m in tr.modules if m.path == "")
+    assert top.first_op == lin[0].id and top.last_op == lin[-1].id
+    assert top.outputs == [tr.tensor_by_name("out").id]
+
+
+def test_names_inside_functions_and_values_summaries():
+    tr = capture("""
+        import torch
+        def f(inp):
+            hidden = inp * 2
+            return hidden.sum()
+        big = torch.arange(100.0)
+        loss = f(big)
+        θ = torch.tensor([True, False])
+        """, value_limit=8)
+    assert tr.tensor_by_name("hidden").stats["numel"] == 100
+    assert tr.tensor_by_name("big").stats == {"numel": 100, "min": 0.0, "max": 99.0,
+                                               "mean": 49.5, "std": torch.arange(100.0).std().item()}
+    assert tr.tensor_by_name("loss").value == 9900.0
+    assert tr.tensor_by_name("θ").value == [True, False]
+    assert tr.ops[1].line == 4   # inside the snippet's own function
+
+
+def test_optimizer_step_ops_are_recorded_and_values_match():
+    src = """
+        import torch
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(3):
+            opt.zero_grad()
+            m(torch.ones(2, 3)).pow(2).mean().backward()
+            opt.step()
+        print(m.weight.detach().tolist())
+        """
+    tr = capture(src)
+    import textwrap
+    g = {}
+    exec(textwrap.dedent(src).replace("print(", "res = ("), g)
+    assert tr.stdout == repr(g["res"]) + "\n"
+    step_ops = [o for o in tr.ops if not o.grad_enabled]
+    assert step_ops, "optimizer ops under no_grad must be recorded"

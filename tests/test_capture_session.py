@@ -1,0 +1,206 @@
+"""run_snippet: output, endings, limits, fidelity with plain Python."""
+import sys
+import threading
+
+import pytest
+import torch
+
+from capture_helpers import capture, plain_stdout
+from graphscope.capture.output import INPUT_EOF
+
+FIDELITY_SNIPPETS = [
+    """
+    import torch
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2 if x.sum() > 5 else x + 2
+    print(y)
+    """,
+    """
+    import torch
+    x = torch.tensor(1.0, requires_grad=True)
+    y = x * 2
+    if y.item() > 1.5:
+        z = y * 3
+    else:
+        z = y * 4
+    z.backward()
+    print(x.grad.item())
+    print(type(y.grad_fn).__name__, z, [type(n).__name__ for n, _ in z.grad_fn.next_functions])
+    """,
+    """
+    import torch
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 2)
+    out = m(torch.randn(4, 3))
+    print(out, out.grad_fn.name(), sep='|', end='!\\n')
+    print(repr(m.weight))
+    print(f"{out.sum().item():.4f}", torch.randn(2, 2, dtype=torch.float64))
+    """,
+    """
+    import torch
+    a = torch.arange(6).reshape(2, 3)
+    print(a, a.t(), a[0], a.max(dim=1), torch.tensor([1+2j]), torch.tensor([True]))
+    print(torch.tensor([float('nan'), float('inf')]))
+    """,
+]
+
+
+@pytest.mark.parametrize("src", FIDELITY_SNIPPETS)
+def test_stdout_is_byte_identical_to_plain_python(src):
+    tr = capture(src)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == plain_stdout(src)
+
+
+def test_output_chunks_have_increasing_seq_and_streams():
+    tr = capture("""
+        import sys, torch
+        print("a")
+        x = torch.ones(2) * 3
+        print("b", file=sys.stderr)
+        """)
+    assert tr.stdout == "a\n" and tr.stderr == "b\n"
+    seqs = [o.seq for o in tr.outputs]
+    assert seqs == sorted(seqs)
+    op = tr.ops[-1]
+    assert tr.outputs[0].seq < op.seq < tr.outputs[-1].seq
+
+
+def test_problem_set_debug_snippet_error():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            y = x * 2
+        z = y.sum()
+        z.backward()
+        """)
+    assert tr.status == "error"
+    e = tr.error
+    assert e.type == "RuntimeError"
+    assert e.message.startswith("element 0 of tensors does not require grad")
+    assert e.line == 7
+    assert 'File "<snippet>", line 7' in e.traceback and "graphscope" not in e.traceback
+    assert e.tensor == tr.tensor_by_name("z").id
+    assert [r.label for r in tr.regions] == ["torch.no_grad(), lines 4-5"]
+    assert tr.backward_calls and tr.backward == []
+
+
+def test_syntax_error_line_and_column():
+    tr = capture("import torch\nx = (1,\ny = 2 +\n")
+    assert tr.status == "error" and tr.error.type == "SyntaxError"
+    assert tr.error.line == 2 and tr.error.column == 5
+
+
+@pytest.mark.parametrize("src,code", [("import sys\nprint('x')\nsys.exit(0)\n", 0),
+                                      ("import sys\nsys.exit(3)\n", 3),
+                                      ("raise SystemExit('bye')\n", 1)])
+def test_sys_exit(src, code):
+    tr = capture(src)
+    assert tr.status == "exit" and tr.end.exit_code == code
+
+
+def test_exception_inside_snippet_function_gives_innermost_line():
+    tr = capture("""
+        import torch
+        def f(a):
+            return a @ torch.ones(3, 3)
+        f(torch.ones(2, 2))
+        """)
+    assert tr.error.type == "RuntimeError" and tr.error.line == 4
+    assert tr.error.op is not None and tr.ops[tr.error.op].name == "matmul"
+
+
+def test_input_gets_eof_with_explanation():
+    tr = capture("x = input('name? ')\n")
+    assert tr.error.type == "EOFError" and tr.error.message == INPUT_EOF
+
+
+def test_main_module_and_restoration():
+    before = (sys.stdout, sys.stderr, sys.stdin, sys.modules["__main__"], torch.is_grad_enabled())
+    tr = capture("""
+        import sys, torch
+        print(__name__, sys.modules['__main__'].__dict__ is globals())
+        torch.set_grad_enabled(False)
+        raise ValueError('boom')
+        """)
+    assert tr.stdout == "__main__ True\n"
+    assert tr.error.type == "ValueError" and tr.error.message == "boom"
+    after = (sys.stdout, sys.stderr, sys.stdin, sys.modules["__main__"], torch.is_grad_enabled())
+    assert before == after
+    assert torch._C._get_torch_function_mode() is None if hasattr(
+        torch._C, "_get_torch_function_mode") else torch._C._len_torch_function_stack() == 0
+    from torch.nn.modules import module as m
+    assert not m._global_forward_hooks and not m._global_forward_pre_hooks
+
+
+def test_warnings_are_attributed_to_the_snippet_line():
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tr = capture("""
+            import torch
+            x = torch.tensor([1.0], requires_grad=True)
+            y = x * 2
+            g = y.grad
+            f = float(y.sum())
+            """)
+    assert tr.status == "ok"
+    where = [(w.filename, w.lineno) for w in caught]
+    assert ("<snippet>", 5) in where and ("<snippet>", 6) in where
+    assert all("graphscope" not in w.filename for w in caught)
+
+
+def test_output_limit():
+    tr = capture("for i in range(100):\n    print('x' * 9)\n", max_output=95)
+    assert tr.stdout == "x" * 9 + "\n" + ("x" * 9 + "\n") * 8 + "xxxxx"
+    assert tr.truncated and tr.truncation.reason == "output"
+    assert sum(1 for m in tr.messages if m.T == "truncated") == 1
+
+
+def test_op_limit_keeps_running():
+    tr = capture("""
+        import torch
+        y = torch.ones(2)
+        for i in range(50):
+            y = y + 1
+        print(y)
+        """, max_ops=10)
+    assert len(tr.ops) == 10
+    assert tr.truncated and tr.truncation.reason == "ops"
+    assert tr.stdout == "tensor([51., 51.])\n" and tr.status == "ok"
+
+
+def test_other_threads_run_but_are_not_recorded():
+    tr = capture("""
+        import threading, torch
+        out = []
+        t = threading.Thread(target=lambda: out.append((torch.ones(2) * 5).sum().item()))
+        t.start(); t.join()
+        print(out)
+        z = torch.zeros(1)
+        """)
+    assert tr.stdout == "[10.0]\n"
+    assert [o.name for o in tr.ops] == ["zeros"]
+
+
+def test_big_tensor_is_not_kept_alive():
+    tr = capture("""
+        import torch, weakref, gc
+        big = torch.ones(4_000_000, requires_grad=True)
+        y = (big * 2).sum()
+        r = weakref.ref(big)
+        del big, y
+        gc.collect()
+        print(r() is None)
+        """)
+    assert tr.stdout == "True\n"
+    assert tr.tensors[0].stats["numel"] == 4_000_000
+
+
+def test_trace_json_round_trip():
+    from graphscope.model.trace import Trace
+    tr = capture("import torch\nx = torch.tensor([float('nan'), 1.0], requires_grad=True)\n"
+                 "(x * 2).sum().backward()\nc = torch.tensor([1+1j])\n")
+    back = Trace.from_json(tr.to_json())
+    assert len(back.ops) == len(tr.ops) and len(back.backward) == len(tr.backward)
