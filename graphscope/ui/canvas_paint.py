@@ -230,27 +230,31 @@ class ScenePainter:
             members = [ng for ng in members if ng.step <= limit]
             if not members:
                 continue
-            r = _union(members)
-            pad = 18.0
-            label_h = 26.0 * min(self.text_scale, 2.0)
-            box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, pad)
-            kind = getattr(reg, "kind", "no_grad")
-            fill = t.inference_fill if kind == "inference_mode" else t.region_fill
-            p.setBrush(qcolor(fill))
-            pen = QPen(qcolor(t.region_border), 2.0)
-            pen.setStyle(Qt.DashLine)
-            p.setPen(pen if lod != "tiny" else Qt.NoPen)
-            p.drawRoundedRect(box, 14, 14)
-            if lod == "full":
-                p.setPen(qcolor(t.region_text))
-                f = font(14 * min(self.text_scale, 2.0), True)
-                p.setFont(f)
-                text = getattr(reg, "label", "") or kind
-                tr = QRectF(box.left() + 10, box.top() + 4, max(box.width() - 20, 40), label_h)
-                fm = QFontMetricsF(f)
-                if fm.horizontalAdvance(text) > tr.width():
-                    tr.setWidth(fm.horizontalAdvance(text) + 4)   # the label may overhang: never clip it
-                p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
+            for cluster in _clusters(members):
+                self._paint_region_box(p, reg, _union(cluster), lod)
+
+    def _paint_region_box(self, p, reg, r: QRectF, lod) -> None:
+        t = self.theme
+        pad = 18.0
+        label_h = 26.0 * min(self.text_scale, 2.0)
+        box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, pad)
+        kind = getattr(reg, "kind", "no_grad")
+        fill = t.inference_fill if kind == "inference_mode" else t.region_fill
+        p.setBrush(qcolor(fill))
+        pen = QPen(qcolor(t.region_border), 2.0)
+        pen.setStyle(Qt.DashLine)
+        p.setPen(pen if lod != "tiny" else Qt.NoPen)
+        p.drawRoundedRect(box, 14, 14)
+        if lod == "full":
+            p.setPen(qcolor(t.region_text))
+            f = font(14 * min(self.text_scale, 2.0), True)
+            p.setFont(f)
+            text = getattr(reg, "label", "") or kind
+            tr = QRectF(box.left() + 10, box.top() + 4, max(box.width() - 20, 40), label_h)
+            fm = QFontMetricsF(f)
+            if fm.horizontalAdvance(text) > tr.width():
+                tr.setWidth(fm.horizontalAdvance(text) + 4)   # the label may overhang: never clip it
+            p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
 
     # -- one node -------------------------------------------------------------------
     def paint_node(self, p: QPainter, ng: NodeGeom, lod: str, opacity: float = 1.0,
@@ -562,6 +566,34 @@ class ScenePainter:
 # -- geometry helpers -----------------------------------------------------------------
 def _rect(ng: NodeGeom) -> QRectF:
     return QRectF(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.w, ng.h)
+
+
+def _clusters(members, gap_x: float = 260.0, gap_y: float = 110.0) -> list:
+    """Members of one region split into groups of nearby nodes: a no_grad block inside a
+    loop makes nodes all over the graph, and one box around all of them would cover
+    everything in between (a box per group says the truth)."""
+    if len(members) == 1:
+        return [members]
+    cells: dict = {}
+    for ng in members:
+        cells.setdefault((int(ng.x // gap_x), int(ng.y // gap_y)), []).append(ng)
+    parent = {c: c for c in cells}
+
+    def find(c):
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+    for (cx, cy) in cells:
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                n = (cx + dx, cy + dy)
+                if n in cells:
+                    parent[find(n)] = find((cx, cy))
+    groups: dict = {}
+    for c, ngs in cells.items():
+        groups.setdefault(find(c), []).extend(ngs)
+    return list(groups.values())
 
 
 def _union(members) -> QRectF:
