@@ -274,3 +274,17 @@ def test_theme_and_text_scale_reach_every_part(qtbot, window):
     w.set_theme("dark")
     assert w.canvas.theme().name == "dark"
     assert "background-color" in w.styleSheet()
+
+
+def test_inspector_follows_backward_step(qtbot, window):
+    w = window
+    run_source(qtbot, w, BASIC)
+    tl = w.live.timeline
+    mul_op = node_by_label(w, "mul").op
+    idx = next(s.index for s in tl.steps if s.kind == "backward" and s.op == mul_op)
+    w.set_cursor(idx)
+    # nothing selected: the inspector shows the node of the current step
+    assert w.inspector.caption_label.text() == "At this step"
+    assert w.inspector.title_label.text() == "mul"
+    text = w.inspector.grad_text.toPlainText()
+    assert "MulBackward0" in text and "gradient sent to x" in text and "3" in text

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
-                               QVBoxLayout, QWidget)
+                               QSizePolicy, QVBoxLayout, QWidget)
 
 from graphscope.model.summary import format_summary
 from graphscope.ui.editor import monospace_font
@@ -61,12 +61,16 @@ class Inspector(QWidget):
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         outer.addWidget(scroll)
         body = QWidget()
         scroll.setWidget(body)
         lay = QVBoxLayout(body)
         lay.setContentsMargins(10, 8, 10, 8)
         lay.setSpacing(6)
+        self.caption_label = QLabel("", body)
+        self.caption_label.setProperty("role", "muted")
+        lay.addWidget(self.caption_label)
         self.title_label = QLabel("Nothing selected", body)
         self.title_label.setWordWrap(True)
         self.subtitle_label = QLabel("Click a node in the graph or a line in the editor.", body)
@@ -80,6 +84,7 @@ class Inspector(QWidget):
         self._grid.setHorizontalSpacing(10)
         self._grid.setVerticalSpacing(4)
         self._grid.setColumnStretch(1, 1)
+        self._pairs: list = []
         lay.addWidget(self._grid_host)
         self.value_caption = QLabel("Value", body)
         self.value_text = QPlainTextEdit(body)
@@ -100,6 +105,11 @@ class Inspector(QWidget):
         self.plot.setTitle("")
         lay.addWidget(self.plot)
         lay.addStretch(1)
+        # what the canvas's colours and marks mean, always at hand for a class
+        self.legend_label = QLabel(body)
+        self.legend_label.setTextFormat(Qt.TextFormat.RichText)
+        self.legend_label.setWordWrap(True)
+        lay.addWidget(self.legend_label)
         self._hist_color = "#0072B2"
         self.set_text_scale(1.0)
         self.clear_node()
@@ -113,7 +123,8 @@ class Inspector(QWidget):
         self.title_label.setFont(t)
         body = QFont(self.font())
         body.setPointSizeF(11.5 * f)
-        for w in (self.subtitle_label, self.value_caption, self.grad_caption):
+        for w in (self.subtitle_label, self.value_caption, self.grad_caption, self.caption_label,
+                  self.legend_label):
             w.setFont(body)
         for w in (self.value_caption, self.grad_caption):
             f2 = QFont(body)
@@ -124,6 +135,26 @@ class Inspector(QWidget):
         self.grad_text.setFont(mono)
         self._body_font = body
         self._refill_grid()
+
+    def set_legend(self, theme) -> None:
+        """Fill the legend from a ui.theme.Theme (the canvas's colours)."""
+        def sw(fill, border, mark=""):
+            return (f'<span style="background:{fill[:7]}; color:{border[:7]}; '
+                    f'border:1px solid {border[:7]}">&nbsp;{mark or "&nbsp;&nbsp;"}&nbsp;</span>')
+        t = theme
+        rows = [
+            (sw(t.tracked_fill, t.tracked_border), "tensor tracked by autograd"),
+            (sw(t.untracked_fill, t.untracked_border), "tensor outside the graph (no grad_fn)"),
+            (sw(t.badge_bg, t.badge_text, "∇"), "leaf with requires_grad=True"),
+            (sw(t.warning, "#000000", "?"), "needed requires_grad but lacks it"),
+            (sw(t.error, t.error_text, "!"), "where the error happened"),
+            (f'<span style="color:{t.edge_nograd[:7]}">- - -&gt;</span>', "data flow autograd does not track"),
+            (sw(t.region_fill[:7] if len(t.region_fill) == 7 else t.untracked_fill,
+                t.region_border), "no_grad / inference_mode region"),
+        ]
+        html = "<b>Legend</b><table cellspacing='3'>" + "".join(
+            f"<tr><td>{a}</td><td>{b}</td></tr>" for a, b in rows) + "</table>"
+        self.legend_label.setText(html)
 
     def set_colors(self, background: str, foreground: str, accent: str) -> None:
         self.plot.setBackground(background)
@@ -139,6 +170,8 @@ class Inspector(QWidget):
         return dict(self._rows)
 
     def clear_node(self) -> None:
+        self.caption_label.setText("")
+        self.caption_label.hide()
         self.title_label.setText("Nothing selected")
         self.subtitle_label.setText("Click a node in the graph or a line in the editor.")
         self._rows = {}
@@ -146,7 +179,11 @@ class Inspector(QWidget):
         for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
             w.hide()
 
-    def show_node(self, node, trace, frame=None) -> None:
+    def show_node(self, node, trace, frame=None, caption: str = "") -> None:
+        """Show ``node`` (a model.graph.Node) as it is at ``frame`` (a FrameState).
+        ``caption``: a small line above the title ("At this step", "Selected")."""
+        self.caption_label.setText(caption)
+        self.caption_label.setVisible(bool(caption))
         op = _lookup_op(node, trace)
         tensor = _lookup_tensor(node, trace)
         if getattr(node, "kind", "") == "op" and op is not None:
@@ -249,14 +286,17 @@ class Inspector(QWidget):
         cur = getattr(frame, "current", None) if frame is not None else None
         if cur is None or getattr(cur, "kind", None) != "backward":
             return None
-        step = getattr(cur, "backward", None)
-        if step is None or getattr(step, "op", None) != op.id:
+        step = _backward_step(trace, getattr(cur, "backward", None))
+        if step is None or step.op != op.id:
             return None
-        lines = [f"{step.grad_fn}"]
+        lines = [f"{step.grad_fn} runs:"]
+        outs = [_tensor_name(trace, t) for t in op.outputs]
+        ins = [_tensor_name(trace, t) for t in op.inputs]
         for i, g in enumerate(step.grad_outputs or []):
-            lines.append(f"  in  [{i}]: {format_summary(g, 300) if g else 'None'}")
-        for i, g in enumerate(step.grad_inputs or []):
-            lines.append(f"  out [{i}]: {format_summary(g, 300) if g else 'None'}")
+            who = outs[i] if i < len(outs) else f"output {i}"
+            lines.append(f"gradient of {who} arrives:\n  {format_summary(g, 300) if g else 'None'}")
+        for who, g in _pair_grads(trace, op, step.grad_inputs or []):
+            lines.append(f"gradient sent to {who}:\n  {format_summary(g, 300)}")
         return "\n".join(lines)
 
     def _show_histogram(self, summary: dict) -> None:
@@ -293,22 +333,65 @@ class Inspector(QWidget):
         return not self.plot.isHidden()
 
     def _refill_grid(self) -> None:
-        while self._grid.count():
-            item = self._grid.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+        # labels are reused, not recreated: the grid refills on every step
+        pairs = self._pairs
         font = getattr(self, "_body_font", self.font())
-        for r, (k, v) in enumerate(self._rows.items()):
-            key = QLabel(k, self._grid_host)
+        while len(pairs) < len(self._rows):
+            key = QLabel(self._grid_host)
             key.setProperty("role", "muted")
-            key.setFont(font)
             key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
-            val = QLabel(v, self._grid_host)
-            val.setFont(font)
+            val = QLabel(self._grid_host)
             val.setWordWrap(True)
             val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            val.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            r = len(pairs)
             self._grid.addWidget(key, r, 0)
             self._grid.addWidget(val, r, 1)
+            pairs.append((key, val))
+        for i, (key, val) in enumerate(pairs):
+            if i < len(self._rows):
+                k, v = list(self._rows.items())[i]
+                key.setText(k)
+                # zero-width spaces let long names (torch.Tensor.__pow__) wrap
+                val.setText(v.replace(".", ".\u200b"))
+                if key.font() != font:
+                    key.setFont(font)
+                    val.setFont(font)
+                key.show()
+                val.show()
+            else:
+                key.hide()
+                val.hide()
+
+
+def _pair_grads(trace, op, grads: list) -> list:
+    """(input name, gradient) for the gradients a backward Node sends on. The Node
+    has one slot per differentiable argument (a Python scalar has one too, with
+    None), so when counts differ the non-None gradients go to the inputs that
+    require grad, in order (as Timeline does for the edge labels)."""
+    if len(grads) == len(op.inputs):
+        pairs = [(_tensor_name(trace, t), g) for t, g in zip(op.inputs, grads)]
+    else:
+        req = [t for t in op.inputs
+               if (info := trace.tensors.get(t)) is not None and info.requires_grad]
+        real = [g for g in grads if g is not None]
+        if len(req) == len(real):
+            pairs = [(_tensor_name(trace, t), g) for t, g in zip(req, real)]
+        else:
+            pairs = [(f"input {i}", g) for i, g in enumerate(grads)]
+    return [(w, g) for w, g in pairs if g is not None]
+
+
+def _backward_step(trace, bid):
+    """The BackwardStep with id ``bid`` (ids count up from 0 in execution order)."""
+    if bid is None:
+        return None
+    if not isinstance(bid, int):
+        return bid
+    bw = trace.backward
+    if 0 <= bid < len(bw) and bw[bid].id == bid:
+        return bw[bid]
+    return next((b for b in bw if b.id == bid), None)
 
 
 def _lookup_op(node, trace):

@@ -223,6 +223,8 @@ class MainWindow(QMainWindow):
         for a in (self.first_action, self.back_action, self.play_action, self.forward_action,
                   self.last_action):
             tb.addAction(a)
+            # the timeline bar under the canvas labels these; here icons keep the bar short
+            tb.widgetForAction(a).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         tb.addSeparator()
         tb.addAction(self.fit_action)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
@@ -246,10 +248,11 @@ class MainWindow(QMainWindow):
                                region=region, region_bg=region_bg)
         self.console.set_colors(t.text, t.error, t.text_muted)
         self.problems.colors = {"error": t.error, "warning": t.warning, "info": t.accent}
-        self.timeline_bar.set_colors(t.tracked_border, t.error if t.dark else t.untracked_border,
-                                     t.border, t.text)
+        # forward in the "tracked" blue, backward in the colour of the current-node ring
+        self.timeline_bar.set_colors(t.tracked_border, t.current, t.border, t.text)
         self.banner.set_colors(_blend(t.panel_bg, t.error, 0.12), t.text, t.error, t.text)
         self.inspector.set_colors(t.panel_bg, t.text, t.accent)
+        self.inspector.set_legend(t)
         for a, kind in ((self.first_action, "first"), (self.back_action, "back"),
                         (self.forward_action, "forward"), (self.last_action, "last"),
                         (self.play_action, "play")):
@@ -265,6 +268,26 @@ class MainWindow(QMainWindow):
                   self.timeline_bar, self.canvas):
             w.set_text_scale(f)
         self.toolbar.setIconSize(QSize(int(24 * f), int(24 * f)))
+
+    def _fit_editor_width(self) -> None:
+        """Give the editor the width of the snippet's longest line (within limits),
+        so code is not cut off on a projector; the canvas keeps the rest."""
+        # the window's width, not the splitter's: before the first layout the
+        # splitter still has Qt's default size and would squeeze the editor
+        total = max(self.width(), 800)
+        fm = self.editor.fontMetrics()
+        longest = max((fm.horizontalAdvance(l) for l in self.editor.toPlainText().splitlines()),
+                      default=0)
+        want = longest + self.editor.gutter_width() + 40
+        editor = int(max(0.22 * total, min(want, 0.30 * total)))
+        inspector = int(0.19 * total)
+        self.main_split.setSizes([editor, max(200, total - editor - inspector), inspector])
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if not getattr(self, "_sized_once", False) and self.isVisible():
+            self._sized_once = True
+            self._fit_editor_width()
 
     def toggle_fullscreen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
@@ -292,6 +315,7 @@ class MainWindow(QMainWindow):
         self.path = Path(path) if path else None
         self.display_name = name
         self._update_title()
+        self._fit_editor_width()
         self.set_status(f"Opened {name}. Press F5 to run it.")
         if run:
             self.run()
@@ -522,7 +546,10 @@ class MainWindow(QMainWindow):
         if live.trace.truncated and live.trace.truncation is not None:
             text += f" Recording was cut short: {live.trace.truncation.message}"
         self.set_status(text, error=end.status not in ("ok", "exit"))
-        self.run_label.setText(end.status)
+        self.run_label.setText({"ok": "\u2714 finished", "exit": "\u2714 exited",
+                                "error": "\u2716 exception", "crash": "\u2716 crashed",
+                                "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}
+                               .get(end.status, end.status))
         self._show_end_problem(end)
         self._refresh_problems()
         self._show_cursor()
@@ -676,8 +703,7 @@ class MainWindow(QMainWindow):
             phase = "backward" if cur.kind.startswith("backward") else "forward"
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
         self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
-        if self._selected and self._selected in live.graph.nodes:
-            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame)
+        self._show_inspector(frame)
         self.cursor_changed.emit(tl.cursor)
 
     def _console_note(self) -> Optional[str]:
@@ -694,14 +720,50 @@ class MainWindow(QMainWindow):
         return None
 
     # -------------------------------------------------------------- selection
-    def select_node(self, node_id: str) -> None:
+    def _show_inspector(self, frame) -> None:
+        """The selected node; with none selected, the node of the current step, so
+        stepping alone tells the story (the op that ran, the gradients it passed)."""
         live = self.live
+        if self.canvas.selected() is None:
+            self._selected = None          # the user clicked the canvas background
+        if self._selected and self._selected in live.graph.nodes:
+            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame, "Selected")
+            return
+        nid = self._current_node(frame)
+        if nid is None:
+            self.inspector.clear_node()
+        else:
+            self.inspector.show_node(live.graph.nodes[nid], live.trace, frame, "At this step")
+
+    def _current_node(self, frame) -> Optional[str]:
+        cur = frame.current if frame is not None else None
+        if cur is None:
+            return None
+        g = self.live.graph
+        if cur.kind == "op" and cur.op is not None:
+            ids = g.op_nodes.get(cur.op) or []
+            for i in ids:                     # the op itself, else what it made
+                if i.startswith("o"):
+                    return i
+            if ids:
+                return ids[0]
+        hl = [i for i in sorted(frame.highlight or ()) if i in g.nodes]
+        return hl[0] if hl else None
+
+    def select_node(self, node_id: str) -> None:
+        """Select a node (canvas click, problem click); "" clears the selection."""
+        live = self.live
+        if live is not None and not node_id:
+            self._selected = None
+            self.canvas.select(None)
+            self._show_inspector(live.timeline.state())
+            return
         if live is None or node_id not in live.graph.nodes:
             return
         self._selected = node_id
         node = live.graph.nodes[node_id]
         self.canvas.select(node_id)
-        self.inspector.show_node(node, live.trace, live.timeline.state())
+        self.inspector.show_node(node, live.trace, live.timeline.state(), "Selected")
         if node.line:
             self.editor.go_to_line(node.line)
 
@@ -722,7 +784,7 @@ class MainWindow(QMainWindow):
         if hasattr(self.canvas, "select_many"):
             self.canvas.select_many(ids)
         self.inspector.show_node(self.live.graph.nodes[first], self.live.trace,
-                                 self.live.timeline.state())
+                                 self.live.timeline.state(), f"Made by line {line}")
 
     def _on_problem_activated(self, line, node_ids: list) -> None:
         if line:

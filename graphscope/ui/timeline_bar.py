@@ -12,7 +12,7 @@ from typing import Sequence
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
-                               QToolButton, QWidget)
+                               QToolButton, QVBoxLayout, QWidget)
 
 # (label, steps per second; 0 = instant). The slow end is for explaining in a lecture.
 SPEEDS = [("Lecture (1/s)", 1.0), ("Slow (2/s)", 2.0), ("Normal (5/s)", 5.0),
@@ -192,9 +192,17 @@ class TimelineBar(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(6, 4, 6, 4)
+        # two rows: the scrub strip gets the whole width (a presenter scrubs it),
+        # the buttons, position and speed sit under it
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 2, 6, 2)
+        outer.setSpacing(2)
+        self.strip = ScrubStrip(self)
+        self.strip.scrubbed.connect(self.cursor_requested)
+        outer.addWidget(self.strip)
+        lay = QHBoxLayout()
         lay.setSpacing(6)
+        outer.addLayout(lay)
 
         def button(kind, tip, signal):
             b = QToolButton(self)
@@ -213,12 +221,9 @@ class TimelineBar(QWidget):
         self.forward_button = button("forward", "Step forward (Right / PageDown)",
                                      self.forward_requested)
         self.last_button = button("last", "Last step (End)", self.last_requested)
-        self.strip = ScrubStrip(self)
-        self.strip.scrubbed.connect(self.cursor_requested)
-        lay.addWidget(self.strip, 1)
         self.position_label = QLabel("0 / 0", self)
-        self.position_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("00000 / 00000 backward"))
-        lay.addWidget(self.position_label)
+        lay.addSpacing(8)
+        lay.addWidget(self.position_label, 1)
         self.speed_box = QComboBox(self)
         self.speed_box.setToolTip("Playback speed: slow for explaining in a lecture, or instant")
         self.speed_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -257,8 +262,8 @@ class TimelineBar(QWidget):
 
     def set_cursor(self, value: int, total: int, phase: str = "") -> None:
         self.strip.set_value(value)
-        extra = f"  {phase}" if phase else ""
-        self.position_label.setText(f"{value} / {total}{extra}")
+        extra = f"  \u2014  {phase}" if phase else ""
+        self.position_label.setText(f"Step {value} of {total}{extra}")
         for b in (self.first_button, self.back_button):
             b.setEnabled(value > 0)
         for b in (self.forward_button, self.last_button):
@@ -276,7 +281,7 @@ class TimelineBar(QWidget):
 
     def set_text_scale(self, f: float) -> None:
         font = QFont(self.font())
-        font.setPointSizeF(11.0 * f)
+        font.setPointSizeF(12.0 * f)
         for w in (self.position_label, self.speed_box):
             w.setFont(font)
         big = QFont(font)
