@@ -374,8 +374,10 @@ def load_lesson(path) -> Lesson:
     for key in data:
         if key not in LESSON_KEYS:
             bad(key, f"unknown field '{key}' (fields: {', '.join(LESSON_KEYS)})")
-    ids = data.get("scenarios", [])
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+    ids = data.get("scenarios")
+    if ids is None:
+        ids = []
+    elif not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         bad("scenarios", "'scenarios' must be a non-empty list of scenario ids")
         ids = []
     if not isinstance(data.get("title", ""), str):
@@ -427,7 +429,8 @@ def run_traced(source: str, filename: str, timeout: float = VERIFY_TIMEOUT) -> O
                    error_message=err.message if err else None)
 
 
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt|[A-Z]\w*))(?:: (.*))?$")
+# The exception line: a (dotted) class name, then ": message" unless it is empty.
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:: (.*))?$")
 
 
 def parse_traceback(stderr: str):
@@ -465,14 +468,19 @@ def run_plain(source: str, filename: str, timeout: float = VERIFY_TIMEOUT) -> Ou
             out = e.stdout or ""
             return Outcome("timeout", out if isinstance(out, str) else out.decode(),
                            "Timeout", f"did not finish within {timeout:g} s")
-    if p.returncode == 0:
-        return Outcome("ok", p.stdout, stderr=p.stderr)
-    etype, emsg = parse_traceback(p.stderr)
+    return outcome_of_process(p.returncode, p.stdout, p.stderr)
+
+
+def outcome_of_process(returncode: int, stdout: str, stderr: str) -> Outcome:
+    """What a finished ``python FILE`` run amounts to, read off its exit code and stderr."""
+    if returncode == 0:
+        return Outcome("ok", stdout, stderr=stderr)
+    etype, emsg = parse_traceback(stderr)
     if etype is not None:
-        return Outcome("error", p.stdout, etype, emsg, p.stderr)
-    if p.returncode < 0:
-        return Outcome("crash", p.stdout, "Crash", f"killed by signal {-p.returncode}", p.stderr)
-    return Outcome("exit", p.stdout, stderr=p.stderr)  # sys.exit(n): no traceback
+        return Outcome("error", stdout, etype, emsg, stderr)
+    if returncode < 0:
+        return Outcome("crash", stdout, "Crash", f"killed by signal {-returncode}", stderr)
+    return Outcome("exit", stdout, stderr=stderr)  # sys.exit(n): no traceback
 
 
 def _runner_available() -> bool:

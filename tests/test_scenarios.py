@@ -1,0 +1,294 @@
+"""Scenario files: the bundled set is sound and faithful to the problem set, and
+malformed files give the documented ``file:line: message`` problems without
+stopping the others. Snippets here are tiny and torch-free, so running them is
+cheap; the bundled snippets themselves are run in test_scenarios_run.py."""
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphscope import scenarios as S
+
+REPO = Path(__file__).resolve().parent.parent
+PROBLEM_SET = REPO.parent / "shared" / "seed" / "problem-set.txt"
+
+GOOD = '''\
+id = "{id}"
+title = "A title"
+category = "predict_output"
+difficulty = "easy"
+question = "What is printed?"
+options = [
+  {{ key = "A", text = "hi" }},
+  {{ key = "B", text = "bye" }},
+]
+answer = "A"
+hint = "Read it."
+explanation = "It prints hi."
+mistakes = ["Reading too fast"]
+snippet = \'\'\'
+print("hi")
+\'\'\'
+expect = {{ stdout = "hi\\n" }}
+'''
+
+
+def write(d: Path, name: str, text: str) -> Path:
+    p = d / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+# ---------------------------------------------------------------- bundled set
+
+@pytest.fixture(scope="module")
+def bundled():
+    scenarios, problems = S.load_dir(S.bundled_dir())
+    assert problems == []
+    return {s.id: s for s in scenarios}
+
+
+def test_bundled_dir_is_the_repository_folder():
+    assert S.bundled_dir().resolve() == (REPO / "scenarios").resolve()
+
+
+def test_every_bundled_file_loads(bundled):
+    files = sorted((REPO / "scenarios").glob("*.toml"))
+    assert len(bundled) == len(files) >= 31  # problem set + welcome + at least 20 more
+    for s in bundled.values():
+        assert s.path.name == f"{s.id}.toml"
+        assert len(s.options) == 4 and s.option(s.answer) is not None
+        assert s.mistakes or s.source and "challenge" in s.source  # the set's challenges list none
+        assert len(s.snippet.strip().splitlines()) <= 22, s.id
+
+
+def test_welcome_exists_and_builds_a_graph_with_a_no_grad_region(bundled):
+    w = bundled["welcome"]
+    assert "torch.no_grad()" in w.snippet and ".backward()" in w.snippet
+    assert S.find("welcome").id == "welcome"
+    assert S.find("no-such-scenario") is None
+
+
+def test_categories_cover_the_problem_set_kinds(bundled):
+    assert {s.category for s in bundled.values()} == set(S.CATEGORIES)
+
+
+def test_problem_set_is_complete(bundled):
+    ps = [s for s in bundled.values() if "problem-set" in s.tags]
+    assert sorted(s.source for s in ps) == sorted(
+        [f"problem-set.txt, challenge {i}" for i in range(1, 6)]
+        + [f"problem-set.txt, practice {i}" for i in range(1, 6)])
+    assert all(s.category == "practice" for s in ps if "practice" in s.source)
+
+
+def test_known_disagreements_with_current_pytorch_are_noted(bundled):
+    p2, p4 = bundled["practice-2-requires-grad"], bundled["practice-4-missing-requires-grad"]
+    assert p2.answer == "D" and "floating point and complex" in p2.note
+    assert p2.expect.error_type == "RuntimeError"
+    assert p2.option("D").text in p2.snippet  # runs option D exactly as written
+    assert p4.answer == "A" and "print(x.grad) never runs" in p4.note
+    assert p4.expect.error_type == "RuntimeError" and p4.expect.stdout == ""
+
+
+@pytest.mark.skipif(not PROBLEM_SET.exists(), reason="problem set not on this machine")
+def test_problem_set_text_is_kept_faithfully(bundled):
+    raw = PROBLEM_SET.read_text(encoding="utf-8")
+    # The set indents solution steps; compare on words, not on layout.
+    norm = lambda t: re.sub(r"\s+", " ", t).strip()  # noqa: E731
+    src = norm(raw)
+    for s in bundled.values():
+        if "problem-set" not in s.tags:
+            continue
+        pieces = [s.question, s.hint, *[o.text for o in s.options], *s.mistakes]
+        if s.category != "practice":
+            pieces.append(s.title)
+        for para in s.explanation.split("\n"):
+            if para.strip():
+                pieces.append(para)
+        for piece in pieces:
+            assert norm(piece) in src, f"{s.id}: not in the problem set: {piece!r}"
+        code = [ln for ln in s.snippet.strip().splitlines()]
+        if s.id in ("challenge-2-predict-branch", "challenge-5-debug-no-grad",
+                    "practice-3-branch-gradient", "practice-4-missing-requires-grad"):
+            assert "\n".join(code) in raw, f"{s.id}: snippet differs from the problem set's code"
+
+
+def test_lessons_cover_problem_set_and_every_scenario(bundled):
+    lessons, problems = S.load_lessons(S.bundled_dir())
+    assert problems == []
+    by = {l.id: l for l in lessons}
+    ps = by["problem-set"]
+    assert len(ps.scenario_ids) == 10
+    assert all(bundled[i].source for i in ps.scenario_ids)
+    course = by["autograd-course"]
+    assert sorted(course.scenario_ids) == sorted(bundled)
+    assert course.scenario_ids[0] == "welcome"
+    for lesson in lessons:
+        assert S.check_lesson(lesson, set(bundled)) == []
+
+
+def test_focus_names_a_definition_in_the_snippet(bundled):
+    for s in bundled.values():
+        if s.focus:
+            assert re.search(rf"(def|class) {s.focus}\b|^{s.focus}\s*=|\b{s.focus}, \w+ =",
+                             s.snippet, re.M), s.id
+
+
+def test_static_scenarios_cover_branch_loop_and_rnn(bundled):
+    static = {s.id for s in bundled.values() if "static-graph" in s.tags}
+    assert {"static-jit-trace-branch", "static-fx-branch", "static-jit-trace-loop",
+            "static-jit-trace-rnn", "static-fx-rnn"} <= static
+
+
+def test_readme_example_is_a_valid_scenario_that_holds(tmp_path):
+    readme = (REPO / "scenarios" / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    p = write(tmp_path, "double-backward.toml", example)
+    s = S.load_file(p)
+    assert s.id == "double-backward" and s.answer == "B"
+    assert S.verify(s, S.run_plain) == []
+
+
+# ---------------------------------------------------------------- malformed files
+
+def test_bad_toml_reports_the_parser_line(tmp_path):
+    text = GOOD.format(id="broken").replace('answer = "A"', 'answer = "A')
+    p = write(tmp_path, "broken.toml", text)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(p)
+    [msg] = e.value.problems
+    assert msg.startswith(f"{p}:{line_of(text, 'answer =')}: bad TOML: ")
+
+
+def test_missing_fields_are_each_named(tmp_path):
+    text = "\n".join(ln for ln in GOOD.format(id="m").splitlines()
+                     if not ln.startswith(("hint", "explanation")))
+    p = write(tmp_path, "m.toml", text)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(p)
+    assert e.value.problems == [f"{p}:1: missing field 'hint'", f"{p}:1: missing field 'explanation'"]
+
+
+def test_wrong_answer_key_unknown_category_and_typo_point_at_their_lines(tmp_path):
+    text = (GOOD.format(id="w").replace('answer = "A"', 'answer = "E"')
+            .replace('category = "predict_output"', 'category = "quiz"')
+            .replace('mistakes =', 'mistake ='))
+    p = write(tmp_path, "w.toml", text)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(p)
+    probs = e.value.problems
+    assert f"{p}:{line_of(text, 'answer =')}: answer 'E' is not among the options (A, B)" in probs
+    assert any(m.startswith(f"{p}:{line_of(text, 'category =')}: unknown category 'quiz'") for m in probs)
+    assert any(m.startswith(f"{p}:{line_of(text, 'mistake =')}: unknown field 'mistake'") for m in probs)
+
+
+@pytest.mark.parametrize("expect, message", [
+    ('{ stderr = "x" }', "unknown key 'expect.stderr'"),
+    ('{ error_message = "x" }', "'expect.error_message' needs 'expect.error_type'"),
+    ('{ status = "fine" }', "unknown status 'fine'"),
+    ('"hi"', "'expect' must be a table"),
+])
+def test_broken_expect_tables(tmp_path, expect, message):
+    text = GOOD.format(id="e").replace('expect = { stdout = "hi\\n" }', f"expect = {expect}")
+    p = write(tmp_path, "e.toml", text)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(p)
+    assert any(m.startswith(f"{p}:{line_of(text, 'expect =')}: {message}") for m in e.value.problems), \
+        e.value.problems
+
+
+def test_duplicate_options_and_focus_not_in_snippet(tmp_path):
+    text = (GOOD.format(id="d").replace('key = "B"', 'key = "A"')
+            .replace('hint = "Read it."', 'hint = "Read it."\nfocus = "model"'))
+    p = write(tmp_path, "d.toml", text)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(p)
+    assert f"{p}:{line_of(text, 'options =')}: option key 'A' appears twice" in e.value.problems
+    assert f"{p}:{line_of(text, 'focus =')}: focus 'model' does not occur in the snippet" in e.value.problems
+
+
+def test_one_broken_file_does_not_stop_the_rest(tmp_path):
+    write(tmp_path, "a.toml", GOOD.format(id="a"))
+    write(tmp_path, "b.toml", "id = \n")
+    write(tmp_path, "c.toml", GOOD.format(id="c"))
+    write(tmp_path, "d.toml", GOOD.format(id="a"))  # duplicate of a.toml
+    write(tmp_path, "notes.txt", "not a scenario")
+    scenarios, problems = S.load_dir(tmp_path)
+    assert [s.id for s in scenarios] == ["a", "c"]
+    assert problems[0].startswith(f"{tmp_path / 'b.toml'}:1: bad TOML")
+    assert problems[1] == f"{tmp_path / 'd.toml'}:1: duplicate id 'a' (also in {tmp_path / 'a.toml'}:1)"
+    assert len(problems) == 2
+
+
+def test_snippet_whose_output_changed_is_reported_at_the_expect_line(tmp_path):
+    text = GOOD.format(id="changed").replace('expect = { stdout = "hi\\n" }',
+                                             'expect = { stdout = "bye\\n" }')
+    p = write(tmp_path, "changed.toml", text)
+    s = S.load_file(p)
+    [msg] = S.verify(s, S.run_plain)
+    assert msg.startswith(f"{p}:{line_of(text, 'expect =')}: snippet no longer behaves as claimed: stdout differs")
+    assert "'bye\\n'" in msg and "'hi\\n'" in msg
+
+
+def test_expected_error_that_no_longer_happens(tmp_path):
+    text = GOOD.format(id="err").replace(
+        'expect = { stdout = "hi\\n" }',
+        'expect = { error_type = "ZeroDivisionError", error_message = "division by zero" }')
+    s = S.load_file(write(tmp_path, "err.toml", text))
+    msgs = S.verify(s, S.run_plain)
+    assert any("expected status 'error', got 'ok'" in m for m in msgs)
+    assert any("expected ZeroDivisionError, got no exception" in m for m in msgs)
+
+
+def test_plain_run_reads_exceptions_and_exits():
+    o = S.run_plain("print('a')\nraise ValueError('bad\\nvalue')\n", "x.py")
+    assert (o.status, o.stdout, o.error_type, o.error_message) == ("error", "a\n", "ValueError", "bad\nvalue")
+    o = S.run_plain("import sys\nsys.exit(3)\n", "x.py")
+    assert o.status == "exit" and o.error_type is None
+    o = S.run_plain("class E(Exception): pass\nraise E('x')\n", "x.py")
+    assert o.error_type == "E"  # plain python prints "__main__.E"
+
+
+def test_lesson_problems(tmp_path):
+    (tmp_path / "lessons").mkdir()
+    write(tmp_path, "a.toml", GOOD.format(id="a"))
+    text = 'title = "L"\nscenarios = [\n  "a",\n  "zzz",\n]\n'
+    write(tmp_path / "lessons", "l.toml", text)
+    write(tmp_path / "lessons", "bad.toml", 'title = "no list"\n')
+    lessons, problems = S.load_lessons(tmp_path)
+    assert [l.id for l in lessons] == ["l"]
+    assert problems == [f"{tmp_path / 'lessons' / 'bad.toml'}:1: missing field 'scenarios'"]
+    assert S.check_lesson(lessons[0], {"a"}) == [
+        f"{tmp_path / 'lessons' / 'l.toml'}:2: lesson names unknown scenario 'zzz'"]
+
+
+def test_check_main_prints_every_problem_and_exits_non_zero(tmp_path, capsys):
+    write(tmp_path, "good.toml", GOOD.format(id="good"))
+    write(tmp_path, "changed.toml", GOOD.format(id="changed").replace('"hi\\n"', '"bye\\n"'))
+    write(tmp_path, "broken.toml", "title = [\n")
+    assert S.check_main(tmp_path, plain=True) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert any(ln.startswith(f"{tmp_path / 'broken.toml'}:") and "bad TOML" in ln for ln in out)
+    assert any(ln.startswith(f"{tmp_path / 'changed.toml'}:") and "no longer behaves" in ln for ln in out)
+    assert out[-1] == f"checked and ran 3 scenario file(s) in {tmp_path}: 2 loaded, 2 problem(s)"
+
+
+def test_check_main_passes_a_sound_folder_through_the_worker(tmp_path, capsys):
+    write(tmp_path, "good.toml", GOOD.format(id="good"))
+    assert S.check_main(tmp_path) == 0  # default runner: GraphScope's worker
+    assert capsys.readouterr().out.endswith("1 loaded, 0 problem(s)\n")
+
+
+def test_cli_scenarios_check(tmp_path):
+    write(tmp_path, "bad.toml", GOOD.format(id="bad").replace('answer = "A"', 'answer = "Z"'))
+    p = subprocess.run([sys.executable, "-m", "graphscope", "scenarios", "check", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert f"{tmp_path / 'bad.toml'}:" in p.stdout and "answer 'Z' is not among the options" in p.stdout
