@@ -1,0 +1,53 @@
+"""`graphscope FILE.py --screenshot OUT.png [--step N]`: the headless path, as a user runs it."""
+import os
+import subprocess
+import sys
+import textwrap
+
+from PySide6.QtGui import QImage
+
+
+def _env():
+    env = dict(os.environ)
+    # no display and no platform chosen: the app must pick offscreen by itself
+    for k in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"):
+        env.pop(k, None)
+    return env
+
+
+def _graphscope(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "graphscope", *map(str, args)],
+                          capture_output=True, text=True, env=_env(), timeout=timeout)
+
+
+def test_screenshot_of_a_run_at_a_step(tmp_path):
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(textwrap.dedent("""\
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            y = x * 2
+        z = y.sum()
+        z.backward()
+    """), encoding="utf-8")
+    out = tmp_path / "shot.png"
+    r = _graphscope(snippet, "--screenshot", out, "--step", 1)
+    assert r.returncode == 0, r.stderr
+    img = QImage(str(out))
+    assert not img.isNull()
+    assert (img.width(), img.height()) == (1600, 1000)
+    # not blank: many colours, and the canvas area is not one flat colour
+    colours = {img.pixel(x, y) for x in range(0, 1600, 7) for y in range(0, 1000, 7)}
+    assert len(colours) > 40
+    canvas = {img.pixel(x, y) for x in range(500, 1300, 5) for y in range(150, 650, 5)}
+    assert len(canvas) > 5
+
+
+def test_screenshot_of_a_missing_file_fails_with_a_message(tmp_path):
+    out = tmp_path / "shot.png"
+    r = _graphscope(tmp_path / "nope.py", "--screenshot", out)
+    assert r.returncode != 0
+    assert "nope.py" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+    r = _graphscope(tmp_path, "--screenshot", out)          # a directory
+    assert r.returncode != 0 and "Traceback" not in r.stderr
