@@ -480,6 +480,18 @@ class Runner:
         s = self._session
         return s is not None and not s.done.is_set()
 
+    def warm_ready(self, timeout: float = 0.0) -> bool:
+        """True once the warm worker has imported torch and said Ready
+        (waits up to ``timeout`` seconds). The Ready stays in the pipe for the run."""
+        w = self._warm
+        if w is None:
+            return False
+        try:
+            r, _, _ = select.select([w.ev_r], [], [], timeout)
+        except (OSError, ValueError):
+            return False
+        return bool(r) and w.alive()
+
     def worker_pids(self) -> set:
         """Process ids of the workers this runner owns right now (warm and running)."""
         pids = set()
