@@ -13,7 +13,6 @@ Level of detail (pyqtgraph's habit): ``tiny`` when a node would be under ~6 px h
 """
 from __future__ import annotations
 
-from graphscope.ui import none_refcount  # noqa: F401  (NOTE [None refcount]; before any Qt call)
 
 import math
 from bisect import bisect_right

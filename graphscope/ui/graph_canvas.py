@@ -15,7 +15,6 @@ out of the pixmap and drawn on top until they settle.
 """
 from __future__ import annotations
 
-from graphscope.ui import none_refcount  # noqa: F401  (NOTE [None refcount]; before any Qt call)
 
 import math
 

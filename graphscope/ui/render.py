@@ -6,7 +6,6 @@ a QGuiApplication is created when none exists.
 """
 from __future__ import annotations
 
-from graphscope.ui import none_refcount  # noqa: F401  (NOTE [None refcount]; before any Qt call)
 
 import math
 import os
