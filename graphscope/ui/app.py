@@ -42,7 +42,6 @@ def _classroom():
 def main(args=None) -> int:
     screenshot: Optional[str] = _arg(args, "screenshot")
     _ensure_platform(bool(screenshot))
-    from PySide6.QtCore import QSize
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -89,7 +88,9 @@ def main(args=None) -> int:
             run_now = True
 
     if screenshot:
-        return _screenshot(app, window, screenshot, _arg(args, "step"), run_now)
+        # presentation mode sizes the window for a projector itself
+        size = None if _arg(args, "presentation") else SCREENSHOT_SIZE
+        return _screenshot(app, window, screenshot, _arg(args, "step"), run_now, size)
     window.show()
     if run_now:
         window.run()
@@ -104,7 +105,7 @@ def _load_scenario(scenario_id: str):
         return None
 
 
-def _screenshot(app, window, out: str, step, run: bool) -> int:
+def _screenshot(app, window, out: str, step, run: bool, size) -> int:
     from PySide6.QtCore import QEventLoop, QSize, QTimer
 
     window.set_speed(0)                       # instant: no animation to wait for
@@ -127,7 +128,7 @@ def _screenshot(app, window, out: str, step, run: bool) -> int:
         window.step_last()
     window.fit_when_done()
     app.processEvents()
-    ok = window.screenshot(out, QSize(*SCREENSHOT_SIZE))
+    ok = window.screenshot(out, QSize(*size) if size else None)
     window.controller.shutdown()
     window.ask_unsaved = lambda *_: "discard"
     window.close()

@@ -802,9 +802,9 @@ class MainWindow(QMainWindow):
         self.bottom_tabs.setTabText(1, f"Problems ({n})" if n else "Problems")
 
     # -------------------------------------------------------------- headless
-    def screenshot(self, path, size: QSize = QSize(1600, 1000)) -> bool:
-        """Save a picture of the whole window."""
-        if self.size() != size and not self.isFullScreen():
+    def screenshot(self, path, size: Optional[QSize] = None) -> bool:
+        """Save a picture of the whole window (resized to ``size`` first, if given)."""
+        if size is not None and self.size() != size and not self.isFullScreen():
             self.resize(size)
         QApplication.processEvents()
         return self.grab().save(str(path))

@@ -15,9 +15,11 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from graphscope import protocol as P
+
+MAX_BATCH = 600      # messages handed to the window per turn of the event loop
 
 
 class RunController(QObject):
@@ -114,14 +116,20 @@ class RunController(QObject):
             self._wake.emit()
 
     def _drain(self) -> None:
+        # At most MAX_BATCH messages per turn of the event loop: a 20,000-op trace
+        # arriving at once is handed over in slices, and input and painting get
+        # their turn in between (the window stays responsive while it streams in).
         with self._lock:
-            msgs, self._buffer = self._buffer, []
+            msgs = self._buffer[:MAX_BATCH]
+            del self._buffer[:MAX_BATCH]
+            more = bool(self._buffer)
+        if more:
+            QTimer.singleShot(0, self._drain)
         if not msgs:
             return
         end = None
-        if msgs[-1].T == "end" or any(m.T == "end" for m in msgs):
-            end = next(m for m in msgs if m.T == "end")
-            msgs = [m for m in msgs if m.T != "end"]
+        if msgs[-1].T == "end":
+            end = msgs.pop()
         if msgs:
             self.batch.emit(msgs)
         if end is not None and self._running:
