@@ -86,6 +86,14 @@ def run_snippet(run: P.Run, emit) -> P.End:
             _finish(recorder, g)
         except Exception:
             pass  # final facts are best effort; the run's outcome stands
+        if run.static and status != "error":
+            # Static capture (issue 5) runs after the recorder has exited, on the
+            # functions and modules the snippet left in its namespace.
+            from graphscope.capture.static import run_static
+            try:
+                run_static(g, dict(run.static, filename=filename), emit)
+            except Exception as e:  # one failing tool must not cost the eager trace
+                emit(P.Output(next(seq), "stderr", f"GraphScope: static capture failed: {e}\n"))
         _flush(sys.stdout)
         _flush(sys.stderr)
     finally:
