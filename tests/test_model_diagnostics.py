@@ -85,7 +85,7 @@ def test_inference_tensor_saved_for_backward():
     tr = Trace(source="import torch\nwith torch.inference_mode():\n    x = torch.ones(2)\ny = x * w\n")
     tr.apply(P.Region(kind="inference_mode", grad_enabled=False, start_line=2, end_line=3,
                       form="with", label="torch.inference_mode(), lines 2-3"))
-    tr.apply(P.TensorInfo(id=0, shape=[2], dtype="float32", created_by=0))
+    tr.apply(P.TensorInfo(id=0, shape=[2], dtype="float32", created_by=0, name="x"))
     tr.apply(P.Op(id=0, seq=0, name="ones", qualname="torch.ones", line=3, grad_enabled=False,
                   inference=True, inputs=[], outputs=[0], kind="factory"))
     err = P.ErrorInfo("RuntimeError", "Inference tensors cannot be saved for backward. To work "

@@ -143,20 +143,51 @@ def test_heavily_shared_weight_gets_ghosts_next_to_consumers():
     assert set(g.nodes_of_tensor(W.tensor)) == {W.id} | {x.id for x in ghosts}
 
 
-def test_inplace_makes_a_new_version_and_the_graph_stays_acyclic():
-    g = build_graph(trace_of("""
+def test_tracked_inplace_makes_a_new_version_and_the_graph_stays_acyclic():
+    tr = trace_of("""
         import torch
-        x = torch.ones(3)
+        a = torch.ones(3, requires_grad=True)
+        x = a * 1
         x.mul_(2)
         y = x + 1
         x[0] = 5.0
-        z = x * y
-    """))
+        z = (x * y).sum()
+        z.backward()
+    """)
+    g = build_graph(tr)
     assert nx.is_directed_acyclic_graph(g.nx)
-    versions = [n for n in g.nodes.values() if n.id.startswith("t0~")]
-    assert versions and all("inplace" in n.flags and n.label == "x" for n in versions)
+    x = tr.tensor_by_name("x").id
+    versions = [n for n in g.nodes.values() if n.id.startswith(f"t{x}~")]
+    assert len(versions) == 2 and all("inplace" in n.flags and n.label == "x" for n in versions)
+    mul_ = _by_label(g, "mul_", "op")
+    assert mul_.detail == "MulBackward0" and g.succs[mul_.id] == [f"t{x}~1"]
     add = _by_label(g, "add", "op")
-    assert g.preds[add.id] == ["t0~1"]                # the value after mul_
+    assert g.preds[add.id] == [f"t{x}~1"]               # the value after mul_
+
+
+def test_untracked_inplace_changes_keep_the_node():
+    tr = trace_of("""
+        import torch
+        import torch.nn as nn
+        lin = nn.Linear(3, 2)
+        w = torch.ones(2, requires_grad=True)
+        loss = (w * 3).sum()
+        loss.backward()
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+        x = torch.zeros(2)
+        x.fill_(1.0)
+    """)
+    g = build_graph(tr)
+    assert nx.is_directed_acyclic_graph(g.nx)
+    # nn.Linear's initialisation (torch.empty, kaiming_uniform_) draws nothing
+    assert not [n for n in g.nodes.values() if "uniform" in n.label or n.label == "empty"]
+    assert not [n for n in g.nodes.values() if "~" in n.id]
+    w = _by_label(g, "w")
+    assert "inplace" in w.flags
+    sub = next(n for n in g.nodes.values() if n.kind == "op" and n.label in ("sub_", "__isub__", "isub"))
+    assert "no_grad" in sub.flags and w.id in g.preds[sub.id] and g.succs[sub.id] == []
+    assert "inplace" in _by_label(g, "x").flags
 
 
 def test_op_nodes_and_line_lookup():

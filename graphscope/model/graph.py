@@ -44,7 +44,7 @@ FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "infe
                    "inplace", "view", "module"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     id: str
     kind: str                      # "tensor" | "op"
@@ -90,6 +90,8 @@ class GraphDelta:
         return bool(self.nodes or self.edges or self.changed or self.regions_changed)
 
     def merge(self, other: "GraphDelta") -> None:
+        if not (other.nodes or other.edges or other.changed or other.regions_changed):
+            return
         self.nodes += other.nodes
         self.edges += other.edges
         seen = {n.id for n in self.changed}
@@ -235,6 +237,7 @@ class GraphBuilder:
         self._missing: set[int] = set()     # tensor ids flagged missing_requires_grad
         self._error: Optional[P.ErrorInfo] = None
         self._ghosts: dict[int, list[str]] = {}  # tensor id -> ghost node ids
+        self._pending: dict[int, tuple] = {}     # factory outputs not drawn yet -> (op, step)
 
     # -- dispatch -------------------------------------------------------------
     def apply(self, msg) -> GraphDelta:
@@ -260,6 +263,10 @@ class GraphBuilder:
         known = {f.name for f in dataclasses.fields(P.TensorInfo)}
         self.tensors[msg.id] = dataclasses.replace(
             old, **{k: v for k, v in msg.fields.items() if k in known and k != "id"})
+        if msg.id in self._pending and any(msg.fields.get(k) for k in ("name", "retains_grad", "requires_grad")):
+            d = GraphDelta()
+            self._materialise(msg.id, None, self.step, d)
+            return d
         return self._refresh_tensor(msg.id)
 
     def _refresh_tensor(self, tid: int) -> GraphDelta:
@@ -332,6 +339,20 @@ class GraphBuilder:
             self._on_fact_op(op, step, d, created)
             return d
 
+        outputs = op.outputs
+        if op.kind == "inplace":
+            # which tensors changed: the version counters say (``x[0] = 5`` returns nothing)
+            changed = [int(k) for k in (op.versions or {})] or [t for t in op.outputs if t in op.inputs]
+            # autograd records it on a non-leaf that requires grad (a leaf that requires
+            # grad may only change under no_grad, e.g. inside nn.init.kaiming_uniform_)
+            tracked = bool(op.grad_fn) or (op.grad_enabled and any(
+                (i := self.tensors.get(t)) is not None and i.requires_grad and not i.is_leaf
+                for t in changed))
+            if not tracked:
+                self._untracked_inplace(op, changed, step, d, created)
+                return d
+            outputs = op.outputs or changed
+
         is_detach = op.kind == "detach" or op.name == "detach"
         op_flags = set()
         if op.grad_fn:
@@ -376,7 +397,7 @@ class GraphBuilder:
             out_extra.add("detached")
         if op.module:
             out_extra.add("module")
-        for tid in op.outputs:
+        for tid in outputs:
             nid = self._output_node_id(tid)
             tnode = self._new_tensor_node(nid, tid, step, op, out_extra)
             g.tensor_node[tid] = nid
@@ -397,26 +418,51 @@ class GraphBuilder:
         self._place_in_regions(created, op, d)
         return d
 
+    def _untracked_inplace(self, op: P.Op, selves: list, step: int, d: GraphDelta,
+                           created: list) -> None:
+        """An in-place change autograd did not record (``uniform_`` initialising a weight,
+        ``w -= lr * w.grad`` under no_grad): the tensor keeps its node, marked ``inplace``;
+        an op node only when other tensors went in (it then ends there, drawing no cycle)."""
+        g = self.graph
+        others = [t for t in op.inputs if t not in selves]
+        for tid in selves:
+            for nid in self._tensor_node_ids(tid):
+                node = g.nodes[nid]
+                if "inplace" not in node.flags:
+                    node.flags = node.flags | {"inplace"}
+                    d.changed.append(node)
+        if others:
+            flags = {"inplace", "no_grad"} if not op.grad_enabled else {"inplace"}
+            onode = Node(id=f"o{op.id}", kind="op", label=op.name, detail="no grad", op=op.id,
+                         line=op.line, step=step, flags=frozenset(flags))
+            srcs = [(t, self._input_node(t, op, step, d)) for t in others]
+            srcs += [(t, g.tensor_node[t]) for t in selves if t in g.tensor_node]
+            g._add_node(onode)
+            d.nodes.append(onode)
+            created.append(onode.id)
+            for t, src in srcs:
+                g.in_src[(op.id, t)] = src
+                d.edges.append(g._add_edge(Edge(src, onode.id, "nograd", step)))
+            self._place_in_regions(created, op, d)
+
     def _on_fact_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
         g = self.graph
         if op.kind == "factory":
-            extra = set()
-            if not op.grad_enabled:
-                extra.add("inference" if op.inference else "no_grad")
-            if op.inference:
-                extra.add("inference")
             for tid in op.outputs:
-                nid = self._output_node_id(tid)
-                node = self._new_tensor_node(nid, tid, step, op, extra)
-                g.tensor_node[tid] = nid
-                g.out_node[(op.id, tid)] = nid
-                self.uses[tid] = 0
-                d.nodes.append(node)
-                created.append(nid)
-            self._place_in_regions(created, op, d)
+                info = self.tensors.get(tid)
+                if info is not None and info.requires_grad:
+                    self._materialise(tid, op, step, d)
+                else:
+                    # NOTE [deferred factory tensors]: a plain tensor from a factory is
+                    # drawn when it is first used, named or asked about, so the
+                    # temporaries a library makes (torch.empty inside nn.Linear) stay
+                    # out of the picture, and an input lands next to its consumer.
+                    self._pending[tid] = (op, step)
         elif op.kind == "grad_read":
             # reading x.grad where x can never get one: the missing requires_grad lesson
             for tid in op.inputs:
+                if tid in self._pending:
+                    self._materialise(tid, None, step, d)
                 info = self.tensors.get(tid)
                 if info is not None and not info.requires_grad:
                     d.merge(self._flag_missing([tid]))
@@ -425,8 +471,43 @@ class GraphBuilder:
                 if tid in self.tensors:
                     d.merge(self._refresh_tensor(tid))
 
+    def _materialise(self, tid: int, op: Optional[P.Op], step: int, d: GraphDelta) -> str:
+        """Draw a factory's output (now, or later: NOTE [deferred factory tensors])."""
+        g = self.graph
+        pend = self._pending.pop(tid, None)
+        if op is None and pend is not None:
+            op = pend[0]
+        extra = set()
+        if op is not None:
+            if not op.grad_enabled:
+                extra.add("inference" if op.inference else "no_grad")
+            if op.inference:
+                extra.add("inference")
+        nid = self._output_node_id(tid)
+        node = self._new_tensor_node(nid, tid, step, op, extra)
+        g.tensor_node[tid] = nid
+        self.uses[tid] = 0
+        d.nodes.append(node)
+        if op is not None:
+            g.out_node[(op.id, tid)] = nid
+            g.op_nodes.setdefault(op.id, []).append(nid)
+            self._place_in_regions([nid], op, d)
+        return nid
+
+    def flush_named(self, line: Optional[int] = None) -> GraphDelta:
+        """Draw deferred tensors that have a name (their line is over). ``build_graph``
+        calls this where a streamed run would have received the name."""
+        d = GraphDelta()
+        for tid, (op, _) in list(self._pending.items()):
+            info = self.tensors.get(tid)
+            if info is not None and info.name and (line is None or op.line != line):
+                self._materialise(tid, None, self.step, d)
+        return d
+
     def _input_node(self, tid: int, op: P.Op, step: int, d: GraphDelta) -> str:
         g = self.graph
+        if tid in self._pending:
+            self._materialise(tid, None, step, d)
         nid = g.tensor_node.get(tid)
         if nid is None:
             # first seen as an input (made outside the recorder, e.g. at import)
@@ -614,9 +695,12 @@ def _build_graph(trace) -> Graph:
         while bi < len(branches) and branches[bi].seq < ev.seq:
             b.apply(branches[bi])
             bi += 1
+        if b._pending:
+            b.flush_named(getattr(ev, "line", None))
         b.apply(ev)
     for br in branches[bi:]:
         b.apply(br)
+    b.flush_named()
     if trace.end is not None:
         b.apply(trace.end)
     return b.graph
