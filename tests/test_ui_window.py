@@ -179,6 +179,11 @@ def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
     rows = w.problems.rows()
     assert rows and rows[0].severity == "error" and rows[0].line == diag.line == 4
     assert any(r.severity == "warning" and r.line == 4 for r in rows[1:])
+    # stepping back before the error hides the banner; the last step shows it again
+    w.step_first()
+    assert not w.banner.isVisible() and w.editor.error_line() == 6
+    w.step_last()
+    assert w.banner.isVisible()
     # clicking the problem goes to its line and selects the culprit node
     w.problems.setCurrentRow(0)
     w.problems._on_item_clicked(w.problems.item(0))

@@ -89,11 +89,9 @@ class Inspector(QWidget):
         self.value_caption = QLabel("Value", body)
         self.value_text = QPlainTextEdit(body)
         self.value_text.setReadOnly(True)
-        self.value_text.setMaximumHeight(150)
         self.grad_caption = QLabel("Gradient", body)
         self.grad_text = QPlainTextEdit(body)
         self.grad_text.setReadOnly(True)
-        self.grad_text.setMaximumHeight(120)
         for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text):
             lay.addWidget(w)
         self.plot = pg.PlotWidget(body)
@@ -149,8 +147,8 @@ class Inspector(QWidget):
             (sw(t.warning, "#000000", "?"), "needed requires_grad but lacks it"),
             (sw(t.error, t.error_text, "!"), "where the error happened"),
             (f'<span style="color:{t.edge_nograd[:7]}">- - -&gt;</span>', "data flow autograd does not track"),
-            (sw(t.region_fill[:7] if len(t.region_fill) == 7 else t.untracked_fill,
-                t.region_border), "no_grad / inference_mode region"),
+            (sw(_over(t.region_fill, t.panel_bg), t.region_border, "\u2504"),
+             "no_grad / inference_mode region"),
         ]
         html = "<b>Legend</b><table cellspacing='3'>" + "".join(
             f"<tr><td>{a}</td><td>{b}</td></tr>" for a, b in rows) + "</table>"
@@ -225,6 +223,7 @@ class Inspector(QWidget):
         if grads:
             self.grad_caption.setText("Gradients at this backward step")
             self.grad_text.setPlainText(grads)
+            _fit_height(self.grad_text, 10)
             self.grad_caption.show()
             self.grad_text.show()
         else:
@@ -249,18 +248,25 @@ class Inspector(QWidget):
                 rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
         flags = sorted(getattr(node, "flags", ()) or ())
         if "missing_requires_grad" in flags:
-            rows["note"] = "backward needed this leaf, but it was created without requires_grad=True"
+            if "no_grad" in flags or "inference" in flags:
+                rows["note"] = ("made with gradients disabled, so it has no grad_fn; "
+                                "a later backward needed it")
+            else:
+                rows["note"] = ("a later backward needed this tensor, but it was created "
+                                "without requires_grad=True")
         self._rows = rows
         self._refill_grid()
         summary = tensor_summary(t)
         self.value_caption.setText("Value when created")
         self.value_text.setPlainText(format_summary(summary, VALUE_CHARS))
+        _fit_height(self.value_text, 8)
         self.value_caption.show()
         self.value_text.show()
         grad = self._grad_at_frame(t, frame)
         if grad is not None:
             self.grad_caption.setText(".grad at this step")
             self.grad_text.setPlainText(grad)
+            _fit_height(self.grad_text, 8)
             self.grad_caption.show()
             self.grad_text.show()
         else:
@@ -362,6 +368,29 @@ class Inspector(QWidget):
             else:
                 key.hide()
                 val.hide()
+
+
+def _fit_height(edit: QPlainTextEdit, max_lines: int) -> None:
+    """A read-only text box as tall as its text (up to ``max_lines``), no taller."""
+    fm = edit.fontMetrics()
+    width = max(1, edit.viewport().width() or 260)
+    lines = 0
+    for line in edit.toPlainText().split("\n"):
+        lines += max(1, -(-fm.horizontalAdvance(line) // width))
+    lines = max(1, min(lines, max_lines))
+    edit.setFixedHeight(int(lines * fm.lineSpacing() + 2 * edit.frameWidth()
+                            + edit.document().documentMargin() * 2 + 4))
+
+
+def _over(fill: str, background: str) -> str:
+    """``#rrggbbaa`` painted over an opaque background, as ``#rrggbb`` (rich text has no alpha)."""
+    h = fill.lstrip("#")
+    if len(h) != 8:
+        return "#" + h[:6]
+    a = int(h[6:8], 16) / 255
+    b = background.lstrip("#")[:6]
+    mix = [round(int(h[i:i + 2], 16) * a + int(b[i:i + 2], 16) * (1 - a)) for i in (0, 2, 4)]
+    return "#" + "".join(f"{c:02x}" for c in mix)
 
 
 def _pair_grads(trace, op, grads: list) -> list:

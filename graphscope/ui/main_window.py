@@ -98,6 +98,9 @@ class MainWindow(QMainWindow):
         self.canvas.node_clicked.connect(self.select_node)
         self.banner = ErrorBanner(self)
         self.banner.line_requested.connect(self.editor.go_to_line)
+        self.banner.closed.connect(self._on_banner_closed)
+        self._banner_ready = False       # the run ended with something to explain
+        self._banner_dismissed = False
         self.timeline_bar = TimelineBar(self)
         tb = self.timeline_bar
         tb.first_requested.connect(self.step_first)
@@ -485,6 +488,7 @@ class MainWindow(QMainWindow):
         self.live = None
         self._selected = None
         self.banner.hide()
+        self._banner_ready = self._banner_dismissed = False
         self.editor.set_error_line(None)
         self.editor.set_marker_line(None)
         self.editor.set_regions([])
@@ -566,6 +570,7 @@ class MainWindow(QMainWindow):
         if end.status == "stopped":
             self.banner.show_error("Stopped", "You stopped the snippet. The graph recorded so far "
                                    "is kept: step through it, or press Run to start again.")
+            self._banner_ready = True
             return
         if err is None:
             return
@@ -574,10 +579,14 @@ class MainWindow(QMainWindow):
             end.status, "Message:")
         self.banner.show_diagnosis(diag, err, caption)
         self.editor.set_error_line(err.line)
+        self._banner_ready = True
         ids = [i for i in (getattr(diag, "node_ids", None) or []) if i in live.graph.nodes]
         if ids:
             self.select_node(ids[0])
             self.editor.set_marker_line(self.editor.marker_line())
+
+    def _on_banner_closed(self) -> None:
+        self._banner_dismissed = True
 
     def _update_run_actions(self) -> None:
         running = self.controller.is_running()
@@ -703,6 +712,10 @@ class MainWindow(QMainWindow):
             phase = "backward" if cur.kind.startswith("backward") else "forward"
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
         self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
+        if self._banner_ready:
+            # the explanation belongs to the moment it happened: the run's last step
+            at_end = tl.cursor >= len(tl) - 1
+            self.banner.setVisible(at_end and not self._banner_dismissed)
         self._show_inspector(frame)
         self.cursor_changed.emit(tl.cursor)
 
