@@ -261,3 +261,20 @@ def test_shape_and_dtype_text():
     assert shape_text([2, 3]) == "2x3" and shape_text([]) == "scalar"
     info = P.TensorInfo(id=0, shape=[2, 3], dtype="torch.float32")
     assert tensor_detail(info) == "2x3 float32"
+
+
+def test_function_called_inside_no_grad_block_belongs_to_the_region():
+    g = build_graph(trace_of("""
+        import torch
+        def double(t):
+            return t * 2
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            y = double(x)
+        z = double(x)
+    """))
+    (box,) = g.regions
+    muls = [n for n in g.nodes.values() if n.label == "mul"]
+    assert len(muls) == 2 and all(m.line == 3 for m in muls)
+    assert muls[0].id in box.node_ids and muls[1].id not in box.node_ids
+    assert muls[1].region is None and "no_grad" not in muls[1].flags

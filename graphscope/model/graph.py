@@ -238,6 +238,7 @@ class GraphBuilder:
         self._error: Optional[P.ErrorInfo] = None
         self._ghosts: dict[int, list[str]] = {}  # tensor id -> ghost node ids
         self._pending: dict[int, tuple] = {}     # factory outputs not drawn yet -> (op, step)
+        self._active_region: Optional[int] = None  # grad-off block the last op ran in
 
     # -- dispatch -------------------------------------------------------------
     def apply(self, msg) -> GraphDelta:
@@ -575,15 +576,33 @@ class GraphBuilder:
     def _place_in_regions(self, nids: list, op: P.Op, d: GraphDelta) -> None:
         if op.line is None or not self.graph.regions:
             return
+        hit = None
         for idx, box in enumerate(self.graph.regions):
             if box.lines[0] <= op.line <= box.lines[1]:
-                for nid in nids:
-                    node = self.graph.nodes[nid]
-                    if node.region is None:
-                        node.region = idx
-                        box.node_ids.append(nid)
-                d.regions_changed = True
-                return
+                hit = idx
+                break
+        if hit is not None:
+            self._active_region = hit if not op.grad_enabled else None
+        elif not op.grad_enabled and self._active_region is not None:
+            # a function called from inside the block: its lines are elsewhere, but
+            # grad was still off because the block had not ended
+            hit = self._active_region
+        elif not op.grad_enabled and (cands := [
+                i for i, b in enumerate(self.graph.regions)
+                if (b.kind == "inference_mode") == bool(op.inference)]) and len(cands) == 1:
+            # the op's line is inside a function; with one such block in the snippet it
+            # can only have been that one (an Op carries the innermost line only)
+            hit = cands[0]
+        else:
+            self._active_region = None
+            return
+        box = self.graph.regions[hit]
+        for nid in nids:
+            node = self.graph.nodes[nid]
+            if node.region is None:
+                node.region = hit
+                box.node_ids.append(nid)
+        d.regions_changed = True
 
     # -- branches, backward, end ------------------------------------------------------
     def _on_branch(self, msg: P.Branch) -> GraphDelta:

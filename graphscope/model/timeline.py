@@ -86,6 +86,7 @@ class Timeline:
         self._out_stdout: list[int] = [0]        # prefix sums of characters
         self._out_stderr: list[int] = [0]
         self._current_call = None
+        self._retaining: list = []
 
     def refresh(self, follow: bool = False) -> int:
         with gc_paused():
@@ -120,6 +121,8 @@ class Timeline:
             self._out_stdout.append(out)
             self._out_stderr.append(err)
             self._out_n += 1
+        # a handful of tensors at most; looked up here so state() stays O(changes)
+        self._retaining = [tid for tid, info in tr.tensors.items() if info.retains_grad]
         old = self._cursor
         if follow or self._cursor >= len(self.steps):
             self._cursor = len(self.steps) - 1
@@ -157,10 +160,10 @@ class Timeline:
         self._deltas.append(delta)
 
     def _call(self, call_id):
-        for c in self.trace.backward_calls:
-            if c.id == call_id:
-                return c
-        return None
+        calls = self.trace.backward_calls
+        if 0 <= (call_id or 0) < len(calls) and calls[call_id].id == call_id:
+            return calls[call_id]
+        return next((c for c in calls if c.id == call_id), None)
 
     def _grad_changes(self, ev, op) -> list:
         grad_tail, leaf_tail = self._tail
@@ -278,10 +281,7 @@ class Timeline:
                 edge_grads = self._edge_grads(ev)
                 if _is_accumulate(ev.grad_fn):
                     accumulated = ev.tensor
-        retained = {}
-        for tid, info in self.trace.tensors.items():
-            if info.retains_grad and tid in grad:
-                retained[tid] = grad[tid]
+        retained = {tid: grad[tid] for tid in self._retaining if tid in grad}
         err = None
         if c >= 0 and c == len(self.steps) - 1 and self.trace.end is not None:
             err = self.trace.end.error
