@@ -181,6 +181,10 @@ def main():
     ap.add_argument("--sizes", default="100,1000,5000,20000")
     args = ap.parse_args()
     print("Synthetic traces; pure-Python model layer (no torch, no Qt). Target: 5k well under 1 s, 20k about 1 s.")
+    # a yardstick for a shared machine: divide the times below by it to compare runs
+    a = time.perf_counter()
+    [dict(a=i) for i in range(200_000)]
+    print(f"machine yardstick (200k small dicts): {(time.perf_counter() - a) * 1000:.0f} ms", flush=True)
     for size in (int(s) for s in args.sizes.split(",")):
         for name, make in (("chain", chain), ("mlp", mlp), ("rnn", rnn)):
             bench(name, make(size))

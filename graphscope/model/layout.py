@@ -23,6 +23,7 @@ edge (no O(n^2) scans), see benchmarks/bench_layout.py.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from typing import Iterable, Optional
 
@@ -66,6 +67,7 @@ class LayeredLayout:
         self._last_row = 0
         self._pages = [(0, 0)]               # set by tidy: (first row, x offset) per page
         self._page_rows = [0]
+        self._scanned = 0
         if graph is not None and len(graph.nodes):
             self.add(graph)
 
@@ -82,8 +84,12 @@ class LayeredLayout:
 
     def _add(self, graph_or_new_nodes) -> dict:
         if hasattr(graph_or_new_nodes, "nodes") and hasattr(graph_or_new_nodes, "preds"):
-            self.graph = graph_or_new_nodes
-            new = [n for n in self.graph.nodes if n not in self.layer]
+            if graph_or_new_nodes is not self.graph:
+                self.graph, self._scanned = graph_or_new_nodes, 0
+            # nodes before _scanned are all placed: adding the graph per batch stays O(batch)
+            new = [n for n in itertools.islice(self.graph.nodes, self._scanned, None)
+                   if n not in self.layer]
+            self._scanned = len(self.graph.nodes)
         else:
             new = [n if isinstance(n, str) else n.id for n in graph_or_new_nodes]
             new = [n for n in new if n not in self.layer]
