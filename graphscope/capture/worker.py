@@ -122,6 +122,16 @@ def _fast_encoder():
     import operator
     enc = json.JSONEncoder(separators=(",", ":"), allow_nan=True,
                            default=P._json_default).encode
+    try:
+        # The C encoder itself, made once: JSONEncoder.encode builds a new one
+        # per call. No circular-reference check (markers=None): messages are trees.
+        from json.encoder import c_make_encoder, encode_basestring_ascii
+        if c_make_encoder is not None:
+            c_enc = c_make_encoder(None, P._json_default, encode_basestring_ascii, None,
+                                   ":", ",", False, False, True)
+            enc = lambda d: "".join(c_enc(d, 0))  # noqa: E731
+    except ImportError:
+        pass
     _required = object()
     plans = {}
     for cls in P.MESSAGE_TYPES.values():
