@@ -35,7 +35,7 @@ STATUSES = ("ok", "error", "exit")
 REQUIRED = ("id", "title", "category", "difficulty", "question", "options", "answer",
             "hint", "explanation", "snippet", "expect")
 OPTIONAL = ("mistakes", "reveal_hides_output", "note", "focus", "tags", "source")
-EXPECT_KEYS = ("stdout", "stdout_contains", "error_type", "error_message", "status")
+EXPECT_KEYS = ("stdout", "stdout_contains", "stderr_contains", "error_type", "error_message", "status")
 LESSON_KEYS = ("title", "description", "scenarios")
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -54,6 +54,7 @@ class Expect:
     """What running the snippet must show. Every field given is checked."""
     stdout: Optional[str] = None               # exact stdout
     stdout_contains: tuple = ()                # substrings stdout must contain
+    stderr_contains: tuple = ()                # substrings stderr must contain (warnings)
     error_type: Optional[str] = None           # exception class name ("RuntimeError")
     error_message: Optional[str] = None        # substring of the exception message
     status: Optional[str] = None               # ok | error | exit
@@ -292,12 +293,14 @@ def _parse_expect(raw, bad) -> Optional[Expect]:
         if key in raw and not isinstance(raw[key], str):
             bad("expect", f"'expect.{key}' must be a string")
             return None
-    contains = raw.get("stdout_contains", [])
-    if isinstance(contains, str):
-        contains = [contains]
-    if not isinstance(contains, list) or not all(isinstance(c, str) for c in contains):
-        bad("expect", "'expect.stdout_contains' must be a string or a list of strings")
-        return None
+    pieces = {}
+    for key in ("stdout_contains", "stderr_contains"):
+        v = raw.get(key, [])
+        v = [v] if isinstance(v, str) else v
+        if not isinstance(v, list) or not all(isinstance(c, str) for c in v):
+            bad("expect", f"'expect.{key}' must be a string or a list of strings")
+            return None
+        pieces[key] = tuple(v)
     if "error_message" in raw and "error_type" not in raw:
         bad("expect", "'expect.error_message' needs 'expect.error_type'")
     status = raw.get("status")
@@ -305,7 +308,8 @@ def _parse_expect(raw, bad) -> Optional[Expect]:
         bad("expect", f"unknown status '{status}' (one of: {', '.join(STATUSES)})")
     if status not in (None, "error") and "error_type" in raw:
         bad("expect", f"status '{status}' contradicts 'expect.error_type'")
-    return Expect(stdout=raw.get("stdout"), stdout_contains=tuple(contains),
+    return Expect(stdout=raw.get("stdout"), stdout_contains=pieces["stdout_contains"],
+                  stderr_contains=pieces["stderr_contains"],
                   error_type=raw.get("error_type"), error_message=raw.get("error_message"),
                   status=status)
 
@@ -513,6 +517,10 @@ def compare(scenario: Scenario, outcome: Outcome) -> list:
         if piece not in outcome.stdout:
             out.append(f"{at}: snippet no longer behaves as claimed: stdout lacks {piece!r}"
                        f" (got {_clip(outcome.stdout)!r})")
+    for piece in e.stderr_contains:
+        if piece not in outcome.stderr:
+            out.append(f"{at}: snippet no longer behaves as claimed: stderr lacks {piece!r}"
+                       f" (got {_clip(outcome.stderr)!r})")
     if e.error_type is not None and outcome.error_type != _short_type(e.error_type):
         out.append(f"{at}: snippet no longer behaves as claimed: expected {e.error_type}, "
                    f"got {outcome.error_type or 'no exception'}")

@@ -292,3 +292,16 @@ def test_cli_scenarios_check(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr
     assert f"{tmp_path / 'bad.toml'}:" in p.stdout and "answer 'Z' is not among the options" in p.stdout
+
+
+def test_stderr_contains_checks_warnings(tmp_path):
+    text = GOOD.format(id="warns").replace(
+        'print("hi")', 'import warnings\nwarnings.warn("careful now")\nprint("hi")').replace(
+        'expect = { stdout = "hi\\n" }',
+        'expect = { stdout = "hi\\n", stderr_contains = ["UserWarning: careful now", "louder"] }')
+    p = write(tmp_path, "warns.toml", text)
+    s = S.load_file(p)
+    assert s.expect.stderr_contains == ("UserWarning: careful now", "louder")
+    [msg] = S.verify(s, S.run_plain)
+    assert msg.startswith(f"{p}:{line_of(text, 'expect =')}: snippet no longer behaves as claimed: "
+                          "stderr lacks 'louder'")
