@@ -106,13 +106,15 @@ class _Worker:
 
     def kill(self, grace: float = STOP_GRACE) -> None:
         """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group."""
+        if self.proc.returncode is not None:
+            return  # reaped earlier: its process group id may belong to someone else now
         if self.proc.poll() is None:
             self._signal_group(signal.SIGTERM)
             try:
                 self.proc.wait(grace)
             except subprocess.TimeoutExpired:
                 pass
-        self._signal_group(signal.SIGKILL)  # leftovers the snippet started
+        self._signal_group(signal.SIGKILL)  # it, if still there, and what the snippet started
         try:
             self.proc.wait(2.0)
         except subprocess.TimeoutExpired:

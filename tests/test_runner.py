@@ -217,3 +217,18 @@ def test_start_while_running_is_refused_and_close_ends_everything():
     r.close()
     assert not (pids & _children())
     assert not r.running
+
+
+def test_processes_the_snippet_started_do_not_outlive_it():
+    src = ("import subprocess, sys\n"
+           "p = subprocess.Popen(['sleep', '300'])\n"
+           "print(p.pid)\n")
+    tr = run_to_trace(src)
+    assert tr.status == "ok"
+    pid = int(tr.stdout)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), f"sleep {pid} still running ({state})"
