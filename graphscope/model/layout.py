@@ -163,12 +163,14 @@ class LayeredLayout:
         if target not in occ:
             row = target
         else:
+            # upwards first: ties then pack towards the top of the band instead of
+            # drifting down a row every few steps along a long chain
             for k in range(1, _SEARCH):
-                if target + k not in occ:
-                    row = target + k
-                    break
                 if target - k >= lo and target - k not in occ:
                     row = target - k
+                    break
+                if target + k not in occ:
+                    row = target + k
                     break
             if row is None:
                 row = max(self._col_end.get(col, lo), lo)
