@@ -293,3 +293,33 @@ def test_inspector_follows_backward_step(qtbot, window):
     assert w.inspector.title_label.text() == "mul"
     text = w.inspector.grad_text.toPlainText()
     assert "MulBackward0" in text and "gradient sent to x" in text and "3" in text
+
+
+def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+    w = window
+    f = tmp_path / "dropped.py"
+    f.write_text("import torch\nprint(3)\n", encoding="utf-8")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(f))])
+    ev = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime,
+                    Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
+    w.dropEvent(ev)
+    assert w.editor.toPlainText() == "import torch\nprint(3)\n"
+    assert w.path == f.resolve() and w.live is None
+
+
+def test_space_plays_and_pauses_at_slow_speed(qtbot, window):
+    w = window
+    run_source(qtbot, w, BASIC)
+    w.set_speed(2)                      # lecture speed
+    w.step_first()
+    w.canvas.setFocus()
+    qtbot.keyClick(w.canvas, Qt.Key.Key_Space)
+    assert w.is_playing() and w.timeline_bar.is_playing()
+    qtbot.waitUntil(lambda: w.cursor() >= 1, timeout=3000)
+    qtbot.keyClick(w.canvas, Qt.Key.Key_Space)
+    assert not w.is_playing()
+    at = w.cursor()
+    assert at < len(w.live.timeline) - 1

@@ -84,7 +84,7 @@ def main(args=None) -> int:
             print(f"graphscope: no scenario with id {scenario_id!r}", file=sys.stderr)
             return 1
         if sc is not None:
-            window.load_snippet(sc.snippet, f"{sc.title}")
+            window.load_snippet(sc.snippet, sc.snippet_filename)
             run_now = True
 
     if screenshot:

@@ -82,6 +82,7 @@ class MainWindow(QMainWindow):
         self._build_widgets()
         self._build_actions()
         self._following = False               # playback follows a run still streaming in
+        self._first_run = True
         self._selected: Optional[str] = None
         self.editor.setPlainText(NEW_SNIPPET)
         self.editor.document().setModified(False)
@@ -89,6 +90,9 @@ class MainWindow(QMainWindow):
         self.set_theme(self.theme.name)
         self._update_title()
         self._update_run_actions()
+        # start a worker (it imports torch) while the user reads the snippet,
+        # so the first Run is as quick as the later ones
+        QTimer.singleShot(0, self.controller.warm_up)
 
     # ------------------------------------------------------------------ layout
     def _build_widgets(self) -> None:
@@ -466,7 +470,9 @@ class MainWindow(QMainWindow):
         self.live = LiveRun(source, filename)
         self.canvas.set_graph(self.live.graph, self.live.layout, self.live.trace)
         self._following = True
-        self.set_status("Running…")
+        self.set_status("Running… (the first run of a session waits a few seconds for Python "
+                        "to import torch)" if self._first_run else "Running…")
+        self._first_run = False
         self.run_label.setText("running")
         self.controller.run(source, filename)
         self._update_run_actions()
@@ -562,6 +568,12 @@ class MainWindow(QMainWindow):
 
     def fit_when_done(self) -> None:
         self.canvas.fit()
+
+    def _fit_if_auto(self) -> None:
+        # GraphCanvas keeps fitting until the user pans or zooms (its _auto_fit);
+        # respect that choice here too
+        if getattr(self.canvas, "_auto_fit", True):
+            self.canvas.fit(keep_auto=True)
 
     def _show_end_problem(self, end: P.End) -> None:
         """Banner, editor error line and canvas mark for how the run ended."""
@@ -694,6 +706,8 @@ class MainWindow(QMainWindow):
             tl.step_forward()
             self._show_cursor()
         if tl.cursor >= len(tl) - 1 and not self.controller.is_running():
+            if self._following:
+                self._fit_if_auto()
             self._stop_playing()       # reached the end of a finished run
 
     def _show_cursor(self) -> None:
@@ -704,6 +718,10 @@ class MainWindow(QMainWindow):
         tl = live.timeline
         frame = tl.state()
         self.canvas.set_frame(frame)
+        if self._following:
+            # live building: the view grows with the graph (unless the user zoomed);
+            # once the run is over the view stays put while stepping
+            self._fit_if_auto()
         self.editor.set_marker_line(frame.line)
         cur = frame.current
         self.console.show_outputs(live.trace.outputs, frame.outputs_upto, self._console_note())
