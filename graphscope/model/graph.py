@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import dataclasses
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ FANOUT_LIMIT = 4
 # reads of .grad, .item(), bool() and flag changes are facts about tensors.
 _NO_OP_NODE = {"factory", "grad_read", "grad_write", "retain_grad", "requires_grad",
                "item", "bool"}
+
+# flags a tensor node keeps when its TensorInfo changes (the rest come from the info)
+_KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", "module",
+                         "error", "branch"})
 
 FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "inference",
                    "detached", "missing_requires_grad", "retains_grad", "error", "branch",
@@ -185,10 +190,19 @@ def dtype_text(dtype) -> str:
     return str(dtype or "").removeprefix("torch.")
 
 
+_DETAIL_CACHE: dict = {}
+
+
 def tensor_detail(info: Optional[P.TensorInfo]) -> str:
     if info is None:
         return ""
-    return f"{shape_text(info.shape)} {dtype_text(info.dtype)}".strip()
+    key = (tuple(info.shape) if info.shape is not None else None, info.dtype)
+    text = _DETAIL_CACHE.get(key)
+    if text is None:
+        text = f"{shape_text(info.shape)} {dtype_text(info.dtype)}".strip()
+        if len(_DETAIL_CACHE) < 4096:
+            _DETAIL_CACHE[key] = text
+    return text
 
 
 @contextlib.contextmanager
@@ -272,6 +286,8 @@ class GraphBuilder:
 
     def _refresh_tensor(self, tid: int) -> GraphDelta:
         d = GraphDelta()
+        if tid not in self.graph.tensor_node:
+            return d            # not drawn yet (the usual case: TensorInfo precedes its op)
         info = self.tensors[tid]
         for nid in self._tensor_node_ids(tid):
             node = self.graph.nodes[nid]
@@ -297,8 +313,7 @@ class GraphBuilder:
         name = info.name if info and info.name else None
         label = name or f"t{tid}"
         detail = tensor_detail(info)
-        flags = set(f for f in node.flags if f in ("no_grad", "inference", "detached", "inplace",
-                                                    "view", "module", "error", "branch"))
+        flags = set(node.flags & _KEPT_FLAGS)
         if info is not None:
             if info.requires_grad:
                 flags.add("requires_grad")
@@ -355,21 +370,8 @@ class GraphBuilder:
             outputs = op.outputs or changed
 
         is_detach = op.kind == "detach" or op.name == "detach"
-        op_flags = set()
-        if op.grad_fn:
-            op_flags.add("grad_fn")
-        if not op.grad_enabled:
-            op_flags.add("inference" if op.inference else "no_grad")
-        if op.inference:
-            op_flags.add("inference")
-        if op.kind == "inplace":
-            op_flags.add("inplace")
-        if op.kind == "view":
-            op_flags.add("view")
-        if is_detach:
-            op_flags.add("detached")
-        if op.module:
-            op_flags.add("module")
+        op_flags, out_extra = _op_flag_sets(bool(op.grad_fn), op.grad_enabled, op.inference,
+                                            op.kind, is_detach, bool(op.module))
 
         # inputs first (new source nodes), then the op, then its outputs
         in_nodes = []
@@ -378,7 +380,7 @@ class GraphBuilder:
             in_nodes.append((tid, src))
         onode = Node(id=f"o{op.id}", kind="op", label=op.name,
                      detail=op.grad_fn or "no grad", op=op.id, line=op.line, step=step,
-                     flags=frozenset(op_flags))
+                     flags=op_flags)
         g._add_node(onode)
         d.nodes.append(onode)
         created.append(onode.id)
@@ -387,17 +389,6 @@ class GraphBuilder:
             kind = "detach" if is_detach else self._edge_kind(tid, op)
             d.edges.append(g._add_edge(Edge(src, onode.id, kind, step)))
 
-        out_extra = set()
-        if not op.grad_enabled:
-            out_extra.add("inference" if op.inference else "no_grad")
-        if op.inference:
-            out_extra.add("inference")
-        if op.kind == "view":
-            out_extra.add("view")
-        if is_detach:
-            out_extra.add("detached")
-        if op.module:
-            out_extra.add("module")
         for tid in outputs:
             nid = self._output_node_id(tid)
             tnode = self._new_tensor_node(nid, tid, step, op, out_extra)
@@ -688,6 +679,33 @@ class GraphBuilder:
                 node.flags = node.flags | {"missing_requires_grad"}
                 d.changed.append(node)
         return d
+
+
+@functools.lru_cache(maxsize=256)
+def _op_flag_sets(grad_fn: bool, grad_enabled: bool, inference: bool, kind: str,
+                  detach: bool, module: bool) -> tuple:
+    """(flags of the op node, flags its outputs start with); few combinations, cached."""
+    op_flags, out = set(), set()
+    if grad_fn:
+        op_flags.add("grad_fn")
+    if not grad_enabled:
+        op_flags.add("inference" if inference else "no_grad")
+        out.add("inference" if inference else "no_grad")
+    if inference:
+        op_flags.add("inference")
+        out.add("inference")
+    if kind == "inplace":
+        op_flags.add("inplace")
+    if kind == "view":
+        op_flags.add("view")
+        out.add("view")
+    if detach:
+        op_flags.add("detached")
+        out.add("detached")
+    if module:
+        op_flags.add("module")
+        out.add("module")
+    return frozenset(op_flags), frozenset(out)
 
 
 def _is_float(dtype) -> bool:
