@@ -222,3 +222,31 @@ def test_refresh_while_streaming_matches_the_finished_timeline():
     for i in range(len(tl)):
         a, b = tl.state(i), done.state(i)
         assert (a.edge_grads, a.leaf_grads, a.stdout_upto) == (b.edge_grads, b.leaf_grads, b.stdout_upto)
+
+
+def test_problem_set_branch_question_steps_to_six():
+    # problem-set practice 3: y = x * 2 is 2.0 > 1.5, so z = y * 3 and x.grad is 6.0
+    tr = trace_of("""
+        import torch
+        x = torch.tensor(1.0, requires_grad=True)
+        y = x * 2
+        if y.item() > 1.5:
+            z = y * 3
+        else:
+            z = y * 4
+        z.backward()
+        print(x.grad.item())
+    """)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    assert tr.stdout == "6.0\n"
+    x = tr.tensor_by_name("x").id
+    lines = [s.line for s in tl.steps if s.kind == "op"]
+    assert 5 in lines and 7 not in lines                 # the else line never ran
+    end = tl.state(len(tl) - 1)
+    assert _val(end.leaf_grads[x][1]) == 6.0
+    assert tr.stdout[:end.stdout_upto] == "6.0\n"
+    # every backward step maps to a node on the canvas
+    for s in tl.steps:
+        if s.kind == "backward":
+            assert len(tl.state(s.index).highlight) == 1
