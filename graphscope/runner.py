@@ -86,6 +86,7 @@ class _Worker:
         self.out_r = self.proc.stdout.fileno()
         self.err_r = self.proc.stderr.fileno()
         self._closed = False
+        self._group_ended = False
 
     def send(self, msg) -> None:
         """Write the one command and close the pipe (a worker takes one Run)."""
@@ -106,8 +107,8 @@ class _Worker:
 
     def kill(self, grace: float = STOP_GRACE) -> None:
         """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group."""
-        if self.proc.returncode is not None:
-            return  # reaped earlier: its process group id may belong to someone else now
+        if self._group_ended:
+            return  # done before: the group id may belong to someone else by now
         if self.proc.poll() is None:
             self._signal_group(signal.SIGTERM)
             try:
@@ -115,6 +116,7 @@ class _Worker:
             except subprocess.TimeoutExpired:
                 pass
         self._signal_group(signal.SIGKILL)  # it, if still there, and what the snippet started
+        self._group_ended = True
         try:
             self.proc.wait(2.0)
         except subprocess.TimeoutExpired:

@@ -226,9 +226,14 @@ def test_processes_the_snippet_started_do_not_outlive_it():
     tr = run_to_trace(src)
     assert tr.status == "ok"
     pid = int(tr.stdout)
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        state = "gone"
-    assert state in ("gone", "Z"), f"sleep {pid} still running ({state})"
+
+    def state():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return "gone"
+    deadline = time.monotonic() + 5  # SIGKILL was sent; the kernel may take a moment
+    while state() not in ("gone", "Z") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert state() in ("gone", "Z"), f"sleep {pid} still running ({state()})"
