@@ -171,7 +171,7 @@ def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
     assert "missing_requires_grad" in node_by_label(w, "y").flags or \
         "no_grad" in node_by_label(w, "y").flags
     assert any("error" in n.flags for n in w.live.graph.nodes.values())
-    assert "raised" in w.status_text()
+    assert "RuntimeError at line 6" in w.status_text()
     # the plain-language explanation beside PyTorch's message names the cause
     diag = w.live.diagnosis()
     assert diag.title in text and diag.text in text

@@ -38,6 +38,11 @@ MAX_FILE_BYTES = 2_000_000
 MAX_RECENT = 8
 NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
 
+# errors that come from Python itself, not from PyTorch (the banner says whose message it is)
+PYTHON_ERRORS = {"SyntaxError", "IndentationError", "TabError", "NameError", "ImportError",
+                 "ModuleNotFoundError", "AttributeError", "KeyboardInterrupt", "ZeroDivisionError",
+                 "EOFError", "SystemExit", "KeyError", "IndexError"}
+
 END_STATUS = {
     "ok": "Finished",
     "exit": "Finished (sys.exit)",
@@ -553,6 +558,14 @@ class MainWindow(QMainWindow):
             how = f" (exit code {code})" if code is not None and code >= 0 else (
                 f" (signal {-code})" if code is not None else "")
             text = f"The worker process crashed{how}. What it recorded is kept; Run again to restart."
+        err = end.error
+        if end.status == "error" and err is not None:
+            where = f" at line {err.line}" if err.line else ""
+            if err.type in ("SyntaxError", "IndentationError", "TabError"):
+                text = f"The snippet is not valid Python{where}: nothing ran."
+            else:
+                text = (f"{err.type}{where} after {n_ops} ops and {n_bw} backward steps: "
+                        "the explanation is above the graph.")
         if live.trace.truncated and live.trace.truncation is not None:
             text += f" Recording was cut short: {live.trace.truncation.message}"
         self.set_status(text, error=end.status not in ("ok", "exit"))
@@ -589,6 +602,8 @@ class MainWindow(QMainWindow):
         diag = live.diagnosis()
         caption = {"error": "PyTorch says:", "crash": "Worker:", "timeout": "Runner:"}.get(
             end.status, "Message:")
+        if err.type in PYTHON_ERRORS:
+            caption = "Python says:"
         self.banner.show_diagnosis(diag, err, caption)
         self.editor.set_error_line(err.line)
         self._banner_ready = True
