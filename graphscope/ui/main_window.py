@@ -280,6 +280,7 @@ class MainWindow(QMainWindow):
                   self.timeline_bar, self.canvas):
             w.set_text_scale(f)
         self.toolbar.setIconSize(QSize(int(24 * f), int(24 * f)))
+        self._fit_editor_width()
 
     def _fit_editor_width(self) -> None:
         """Give the editor the width of the snippet's longest line (within limits),
@@ -291,8 +292,9 @@ class MainWindow(QMainWindow):
         longest = max((fm.horizontalAdvance(l) for l in self.editor.toPlainText().splitlines()),
                       default=0)
         want = longest + self.editor.gutter_width() + 40
-        editor = int(max(0.22 * total, min(want, 0.30 * total)))
-        inspector = int(0.19 * total)
+        f = self.text_scale
+        editor = int(max(0.22 * total, min(want, min(0.36, 0.30 * f ** 0.5) * total)))
+        inspector = int(min(0.28, 0.19 * f ** 0.7) * total)
         self.main_split.setSizes([editor, max(200, total - editor - inspector), inspector])
 
     def resizeEvent(self, event) -> None:
@@ -564,8 +566,8 @@ class MainWindow(QMainWindow):
             if err.type in ("SyntaxError", "IndentationError", "TabError"):
                 text = f"The snippet is not valid Python{where}: nothing ran."
             else:
-                text = (f"{err.type}{where} after {n_ops} ops and {n_bw} backward steps: "
-                        "the explanation is above the graph.")
+                text = (f"{err.type}{where} after {n_ops} ops and {n_bw} backward steps "
+                        "(explained at the last step, above the graph).")
         if live.trace.truncated and live.trace.truncation is not None:
             text += f" Recording was cut short: {live.trace.truncation.message}"
         self.set_status(text, error=end.status not in ("ok", "exit"))
