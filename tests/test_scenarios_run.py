@@ -29,6 +29,28 @@ IDS = sorted(BY_ID)
 # tests still hold it, and the worker tests are marked xfail until it is fixed.
 KNOWN_CAPTURE_BUGS: dict = {}
 
+# Claims that notes and explanations make about code other than the snippet
+# (the fix the note proposes, what an optimizer does), run the same way.
+CLAIMS = {
+    "practice-2 note: floats build the graph": (
+        "import torch\n"
+        "x = torch.tensor(2.0, requires_grad=True); y = torch.tensor(3.0, requires_grad=True); z = x + y\n"
+        "print(z.grad_fn.name())\n",
+        "AddBackward0\n"),
+    "practice-4 note: with requires_grad the program prints tensor(36.)": (
+        BY_ID["practice-4-missing-requires-grad"].snippet.replace(
+            "torch.tensor(2.0)", "torch.tensor(2.0, requires_grad=True)"),
+        "tensor(36.)\n"),
+    "optimizer-step-no-grad: torch.optim.SGD makes the same update, under no_grad": (
+        "import torch\n"
+        "v = torch.tensor([1.0, -2.0], requires_grad=True)\n"
+        "opt = torch.optim.SGD([v], lr=0.1)\n"
+        "(v ** 2).sum().backward()\n"
+        "opt.step()\n"
+        "print(v, v.is_leaf, v.grad_fn)\n",
+        "tensor([ 0.8000, -1.6000], requires_grad=True) True None\n"),
+}
+
 FORK_RUNNER = r'''
 import json, os, runpy, sys, tempfile, time, traceback
 import torch  # once, in the parent; each snippet runs in a forked child
@@ -68,9 +90,11 @@ json.dump(results, sys.__stdout__)
 '''
 
 
-def run_plain_many(scenarios):
-    """{id: (Outcome, seconds)} for each scenario, run as plain python (forked)."""
+def run_plain_many(scenarios, extra=()):
+    """{id: (Outcome, seconds)} for each scenario (and each ``(id, source)`` in
+    ``extra``), run as plain python (forked)."""
     jobs = [{"id": s.id, "filename": s.snippet_filename, "source": s.snippet} for s in scenarios]
+    jobs += [{"id": i, "filename": "claim.py", "source": src} for i, src in extra]
     p = subprocess.run([sys.executable, "-c", FORK_RUNNER], input=json.dumps(jobs),
                        capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PYTHONIOENCODING="utf-8"))
@@ -81,7 +105,7 @@ def run_plain_many(scenarios):
 
 @pytest.fixture(scope="module")
 def plain():
-    return run_plain_many(BUNDLED)
+    return run_plain_many(BUNDLED, [(name, src) for name, (src, _) in CLAIMS.items()])
 
 
 @pytest.fixture(scope="module")
@@ -123,11 +147,17 @@ def test_graphscope_and_plain_python_agree(sid, traced, plain, request):
         assert first in (a.error_message or "")
 
 
+@pytest.mark.parametrize("claim", sorted(CLAIMS))
+def test_claims_in_notes_and_explanations_hold(claim, plain):
+    outcome, _ = plain[claim]
+    assert (outcome.status, outcome.stdout) == ("ok", CLAIMS[claim][1]), outcome.stderr[-2000:]
+
+
 def test_snippets_are_quick(plain):
     # Not a timing assertion on the machine's speed: a guard against a snippet
     # that does far more work than a classroom example should (a slip such as
     # range(10**7)). The budget is generous; typical snippets take ~0.1 s.
-    slow = {sid: round(t, 2) for sid, (_, t) in plain.items() if t > 10}
+    slow = {sid: round(t, 2) for sid, (_, t) in plain.items() if sid in BY_ID and t > 10}
     assert slow == {}
 
 
