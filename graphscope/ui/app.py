@@ -44,6 +44,7 @@ def main(args=None) -> int:
     _ensure_platform(bool(screenshot))
     from PySide6.QtWidgets import QApplication
 
+    _quiet_offscreen_noise()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("GraphScope")
     app.setOrganizationName("GraphScope")
@@ -95,6 +96,21 @@ def main(args=None) -> int:
     if run_now:
         window.run()
     return app.exec()
+
+
+def _quiet_offscreen_noise() -> None:
+    """The offscreen platform warns on every window shown ("does not support
+    propagateSizeHints"); that is Qt talking about itself, not news for a user
+    of --screenshot. Everything else still reaches stderr."""
+    if os.environ.get("QT_QPA_PLATFORM") != "offscreen":
+        return
+    from PySide6.QtCore import qInstallMessageHandler
+
+    def handler(mode, context, message):
+        if "propagateSizeHints" not in message:
+            sys.stderr.write(message + "\n")
+
+    qInstallMessageHandler(handler)
 
 
 def _load_scenario(scenario_id: str):
