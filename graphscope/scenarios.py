@@ -555,6 +555,9 @@ def check(directory=None, run: Optional[Callable] = None, verify_snippets: bool 
     lessons, lesson_problems = load_lessons(directory)
     problems += lesson_problems
     ids = {s.id for s in scenarios}
+    if lessons and directory.resolve() != bundled_dir().resolve():
+        # a teacher's lesson may mix bundled scenarios with the folder's own
+        ids |= {s.id for s in load_dir(bundled_dir())[0]}
     for lesson in lessons:
         problems += check_lesson(lesson, ids)
     if verify_snippets and scenarios:

@@ -305,3 +305,14 @@ def test_stderr_contains_checks_warnings(tmp_path):
     [msg] = S.verify(s, S.run_plain)
     assert msg.startswith(f"{p}:{line_of(text, 'expect =')}: snippet no longer behaves as claimed: "
                           "stderr lacks 'louder'")
+
+
+def test_teachers_lesson_may_name_bundled_scenarios(tmp_path, capsys):
+    write(tmp_path, "mine.toml", GOOD.format(id="mine"))
+    (tmp_path / "lessons").mkdir()
+    write(tmp_path / "lessons", "week3.toml",
+          'title = "Week 3"\nscenarios = ["welcome", "mine", "nowhere"]\n')
+    assert S.check_main(tmp_path, run_snippets=False) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:-1] == [f"{tmp_path / 'lessons' / 'week3.toml'}:2: lesson names unknown scenario 'nowhere'"]
+    assert out[-1] == f"checked 1 scenario file(s) in {tmp_path}: 1 loaded, 1 problem(s)"
