@@ -323,3 +323,15 @@ def test_space_plays_and_pauses_at_slow_speed(qtbot, window):
     assert not w.is_playing()
     at = w.cursor()
     assert at < len(w.live.timeline) - 1
+
+
+def test_inspector_names_the_branch_a_value_decided(qtbot, window):
+    w = window
+    src = ("import torch\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
+           "s = x.sum()\ny = x * 2 if s > 5 else x + 2\nprint(y)\n")
+    run_source(qtbot, w, src)
+    branchy = [n for n in w.live.graph.nodes.values() if "branch" in n.flags]
+    assert branchy
+    w.select_node(branchy[0].id)
+    assert "line 4" in w.inspector.rows()["decided"] and "True" in w.inspector.rows()["decided"]
+    assert w.console.text() == "tensor([2., 4., 6.], grad_fn=<MulBackward0>)\n"

@@ -247,6 +247,12 @@ class Inspector(QWidget):
             if op is not None:
                 rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
         flags = sorted(getattr(node, "flags", ()) or ())
+        branches = [b for b in trace.branches if b.tensor == t.id]
+        if branches:
+            # where this tensor's value steered the program (if / while / .item())
+            rows["decided"] = "; ".join(
+                f"line {b.line}: {b.kind} \u2192 {b.value!r}" for b in branches[:4]) + (
+                f" (+{len(branches) - 4} more)" if len(branches) > 4 else "")
         if "missing_requires_grad" in flags:
             if "no_grad" in flags or "inference" in flags:
                 rows["note"] = ("made with gradients disabled, so it has no grad_fn; "
