@@ -134,19 +134,23 @@ class Classroom(QObject):
                              "Next scenario in the lesson (N, Ctrl+PageDown)")
         self.prev_action = A("&Previous scenario", self.previous_scenario, ["P", "Ctrl+PgUp"],
                              "Previous scenario in the lesson (P, Ctrl+PageUp)")
+        # Keys A-D (or 1-4) pick an answer. B is also the projector's blank key: in
+        # presentation mode B blanks and the answer B is 2 (see _bind_letter_keys).
         self.option_actions = [
-            A(f"Answer {k}", lambda _=False, k=k: self.quiz.choose(k), [k]) for k in OPTION_KEYS[:4]]
+            A(f"Answer {k}", lambda _=False, k=k: self.quiz.choose(k), [k, str(i + 1)])
+            for i, k in enumerate(OPTION_KEYS[:4])]
         self.hint_action = A("&Hint", self.quiz.show_hint, ["H"], "Show the hint (H)")
         self.reveal_action = A("&Reveal", self.quiz.reveal, ["R"],
                                "Run the snippet and mark the answer (R)")
         self.present_action = A("&Presentation mode", self.presentation.toggle,
                                 ["Ctrl+Shift+P"], "Full screen, big text, clicker keys",
                                 checkable=True)
-        self.blank_action = A("&Blank screen", self.presentation.toggle_blank, ["B"],
-                              "Black out the screen; B again brings it back", checkable=True)
+        self.blank_action = A("&Blank screen", self.presentation.toggle_blank, ["."],
+                              "Black out the screen (B in presentation mode, or '.')",
+                              checkable=True)
         self.spotlight_action = A("&Spotlight current node", self._set_spotlight, [],
                                   "Dim everything but the current node", checkable=True)
-        self.reset_scale_action = A("Normal text size", self.presentation.reset_scale, ["Ctrl+0"])
+        self.reset_scale_action = A("Normal text size", self.presentation.reset_scale, ["Ctrl+Alt+0"])
         # The window's own bigger/smaller text actions scale only the window; route
         # them through the one control so the quiz and browser scale too.
         for act, slot, extra in ((w.bigger_action, self.presentation.bigger, "Ctrl+="),
@@ -326,8 +330,16 @@ class Classroom(QObject):
         self.reveal_action.setEnabled(has)
 
     # -- presentation ------------------------------------------------------------
+    def _bind_letter_keys(self, presenting: bool):
+        """B blanks in presentation mode (clickers send B or '.'), picks answer B otherwise."""
+        b = self.option_actions[1]
+        b.setShortcuts([QKeySequence("2")] if presenting else [QKeySequence("B"), QKeySequence("2")])
+        self.blank_action.setShortcuts([QKeySequence("B"), QKeySequence(".")] if presenting
+                                       else [QKeySequence(".")])
+
     def _on_presentation_changed(self, on: bool):
         w = self.window
+        self._bind_letter_keys(on)
         self.present_action.setChecked(on)
         self.spotlight_action.setChecked(on)
         if on:

@@ -2,7 +2,7 @@
 clipboard, for a teacher's slides.
 
 The graph is drawn with the canvas's own export functions
-(``graph_canvas.render_image`` / ``render_svg``: the whole graph at the cursor,
+(``render.render_image`` / ``render_svg``: the whole graph at the cursor,
 in the current theme, not just the part scrolled into view) when the window has
 a run; otherwise, and for the window, the widget is painted as it is on screen.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, QSize
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QPoint, QRect, QSize
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
@@ -26,9 +26,11 @@ def widget_image(widget: QWidget, scale: float = 1.0) -> QImage:
     img.setDevicePixelRatio(1.0)
     img.fill(0xFFFFFFFF)
     p = QPainter(img)
-    p.scale(scale, scale)
-    widget.render(p)
-    p.end()
+    try:
+        p.scale(scale, scale)
+        widget.render(p, QPoint(0, 0))
+    finally:
+        p.end()
     return img
 
 
@@ -42,29 +44,30 @@ def widget_svg(widget: QWidget, title: str = "GraphScope") -> bytes:
     gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
     gen.setTitle(title)
     p = QPainter(gen)
-    widget.render(p)
-    p.end()
+    try:
+        widget.render(p, QPoint(0, 0))
+    finally:
+        p.end()
     return bytes(buf.data())
 
 
 def _canvas_render(window, kind: str, size: QSize):
-    """The canvas's export function applied to the window's run, or None."""
+    """The canvas's export drawing (``ui/render.py``) of the window's run, or None."""
     live = getattr(window, "live", None)
     if live is None:
         return None
     try:
-        from graphscope.ui import graph_canvas
-    except Exception:
+        from graphscope.ui import render
+    except ImportError:
         return None
-    fn = getattr(graph_canvas, "render_image" if kind == "png" else "render_svg", None)
+    fn = getattr(render, "render_image" if kind == "png" else "render_svg", None)
     if fn is None:
         return None
-    frame = live.timeline.state() if getattr(live, "timeline", None) is not None else None
-    theme = getattr(window, "theme", None)
-    try:
-        return fn(live.graph, live.layout, frame, theme, size)
-    except TypeError:
-        return None
+    timeline = getattr(live, "timeline", None)
+    frame = timeline.state() if timeline is not None else None
+    kw = dict(theme=getattr(window, "theme", None), size=(size.width(), size.height()),
+              text_scale=getattr(window, "text_scale", 1.0))
+    return fn(live.graph, live.layout, frame, **kw)
 
 
 def graph_image(window, size: QSize = GRAPH_EXPORT_SIZE) -> QImage:

@@ -219,18 +219,16 @@ class PresentationController(QObject):
     def handle_key(self, key: int, modifiers=Qt.NoModifier, focus=None) -> bool:
         """A key in presentation mode; True if it was a presentation key.
 
-        Clickers send PageDown/PageUp (and some arrows, B or '.' for blank); those
-        work wherever the focus is. Arrows and Space step only when the focus is
-        not in a text field, so the teacher can still edit the snippet.
+        Clickers send PageDown/PageUp (and some arrows); those work wherever the
+        focus is. Arrows and Space step only when the focus is not in a text field,
+        so the teacher can still edit the snippet. B / '.' (blank) are the window's
+        shortcuts (classroom.py), so a B typed into the editor stays a letter.
         """
         if not self.active:
             return False
         if modifiers & (Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier):
             return False
         typing = _is_text_input(focus)
-        if key in (Qt.Key_B, Qt.Key_Period) and not typing:
-            self.toggle_blank()
-            return True
         if self.blanked and key == Qt.Key_Escape:
             self.set_blank(False)
             return True

@@ -1,0 +1,210 @@
+"""Presentation mode and the classroom wiring in the real window: one text scale for
+every part (no text under 18 px), B blanks, themes, clicker keys, lessons by key,
+quiz reveal running the snippet live, export and clipboard."""
+import types
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QFontInfo, QGuiApplication, QImage
+from PySide6.QtWidgets import (QAbstractButton, QApplication, QLabel, QPlainTextEdit,
+                               QTabBar, QWidget)
+
+from graphscope.ui.classroom import install, install_classroom
+from graphscope.ui.main_window import MainWindow
+from graphscope.ui.presentation import PRESENTATION_MIN_PX
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+SCENARIO = '''
+id = "{id}"
+title = "{title}"
+category = "predict_output"
+difficulty = "easy"
+question = "What does this print?"
+options = [ {{ key = "A", text = "tensor(6.)" }}, {{ key = "B", text = "tensor(3.)" }} ]
+answer = "A"
+hint = "Sum of x * 2."
+explanation = "x * 2 is [2, 4], its sum is 6."
+reveal_hides_output = true
+snippet = """
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = (x * 2).sum()
+print(y.detach())
+"""
+expect = {{ stdout = "tensor(6.)\\n" }}
+'''
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "course"
+    d.mkdir()
+    for sid in ("one", "two", "three"):
+        (d / f"{sid}.toml").write_text(SCENARIO.format(id=sid, title=f"Scenario {sid}"))
+    (d / "lessons").mkdir()
+    (d / "lessons" / "l.toml").write_text('title = "Lesson"\nscenarios = ["two", "one", "three"]\n')
+    return d
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    w.ask_unsaved = lambda *_: "discard"    # pytest-qt closes it before our teardown
+    qtbot.addWidget(w)
+    yield w
+    c = getattr(w, "classroom", None)
+    if c is not None:
+        c.presentation.shutdown()
+    w.controller.shutdown()
+    w.ask_unsaved = lambda *_: "discard"
+    w.close()
+
+
+def args(**kw):
+    base = dict(scenario=None, scenarios=None, lesson=None, presentation=False)
+    base.update(kw)
+    return types.SimpleNamespace(**base)
+
+
+def focus(qtbot, w):
+    """Keys go to the window's canvas, as after a click on the graph."""
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=3000)
+    w.canvas.setFocus()
+
+
+def visible_text_sizes(w):
+    out = []
+    for x in w.findChildren(QWidget):
+        if not x.isVisible():
+            continue
+        if isinstance(x, QLabel) and not x.text():
+            continue
+        if isinstance(x, (QLabel, QAbstractButton, QPlainTextEdit, QTabBar)):
+            out.append((QFontInfo(x.font()).pixelSize(), type(x).__name__, x.objectName()))
+    return out
+
+
+def test_install_with_args_opens_scenario_in_presentation(window, folder, qtbot):
+    assert install(window, args(scenario="two", scenarios=str(folder), presentation=True))
+    c = window.classroom
+    window.show()
+    qtbot.waitUntil(lambda: c.quiz_dock.isVisible(), timeout=3000)
+    assert c.scenario.id == "two" and "x * 2" in window.editor.toPlainText()
+    assert c.quiz.title_label.text() == "Scenario two"
+    assert not window.is_running()                  # the question comes before any run
+    assert c.presentation.active and (window.width(), window.height()) == (1920, 1080)
+    assert c.output_hidden()                         # console and values covered
+    sizes = visible_text_sizes(window)
+    assert len(sizes) > 20
+    small = [s for s in sizes if s[0] < PRESENTATION_MIN_PX]
+    assert not small, small
+    # the headless screenshot keeps the projector size
+    assert window.screenshot(str(folder / "shot.png"))
+    assert QImage(str(folder / "shot.png")).width() == 1920
+
+
+def test_one_text_scale_for_every_part(window, folder, qtbot):
+    c = install_classroom(window, args(scenario="one", scenarios=str(folder)))
+    window.show()
+    p = c.presentation
+    parts = lambda: (QFontInfo(window.editor.font()).pixelSize(),
+                     QFontInfo(window.console.font()).pixelSize(),
+                     QFontInfo(window.inspector.title_label.font()).pixelSize(),
+                     c.quiz.base_px(), QFontInfo(c.browser.font()).pixelSize())
+    before = parts()
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_Equal, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(window.canvas, Qt.Key_Equal, Qt.KeyboardModifier.ControlModifier)
+    assert p.scale == pytest.approx(1.2)
+    after = parts()
+    assert all(a > b for a, b in zip(after, before)), (before, after)
+    assert window.text_scale == pytest.approx(1.2)
+    assert window.canvas._text_scale == pytest.approx(1.2)
+    assert c.scale_slider.slider.value() == 120     # the slider follows the keys
+    c.scale_slider.slider.setValue(200)             # ... and the keys follow the slider
+    assert p.scale == pytest.approx(2.0) and window.text_scale == pytest.approx(2.0)
+    qtbot.keyClick(window.canvas, Qt.Key_Minus, Qt.KeyboardModifier.ControlModifier)
+    assert p.scale == pytest.approx(1.9)
+    qtbot.keyClick(window.canvas, Qt.Key_0, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)
+    assert p.scale == 1.0 and parts() == before
+
+
+def test_b_blanks_and_themes_switch(window, folder, qtbot):
+    c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
+    window.show()
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_B)
+    assert c.presentation.blanked and c.presentation.overlay.isVisible()
+    assert c.presentation.overlay.geometry() == window.rect()
+    img = window.grab().toImage()
+    assert img.pixelColor(960, 540).name() == "#000000" and img.pixelColor(10, 10).name() == "#000000"
+    qtbot.keyClick(window.canvas, Qt.Key_B)
+    assert not c.presentation.blanked and not c.presentation.overlay.isVisible()
+    # a B typed into the editor is a letter, not a blank screen
+    window.editor.setFocus()
+    qtbot.keyClick(window.editor, Qt.Key_B)
+    assert not c.presentation.blanked
+    for name in ("high-contrast", "dark", "light"):
+        c.presentation.set_theme(name)
+        assert window.theme.name == name and window.canvas.theme().name == name
+        assert c.theme_actions[name].isChecked()
+    c.presentation.set_theme("high-contrast")
+    assert "background: #000000" in c.quiz.styleSheet()
+    # the window's own theme menu keeps the quiz in step too
+    next(a for a in window.theme_menu.actions() if a.text() == "Dark").trigger()
+    assert c.quiz._theme == "dark"
+
+
+def test_lesson_walks_with_keys(window, folder, qtbot):
+    c = install_classroom(window, args(lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    assert c.scenario.id == "two" and c.lesson_bar.progress_label.text() == "1 / 3"
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_N)
+    assert c.scenario.id == "one" and c.lesson_bar.progress_label.text() == "2 / 3"
+    qtbot.keyClick(window.canvas, Qt.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
+    assert c.scenario.id == "three" and "3 / 3" == c.lesson_bar.progress_label.text()
+    qtbot.keyClick(window.canvas, Qt.Key_P)
+    qtbot.keyClick(window.canvas, Qt.Key_PageUp, Qt.KeyboardModifier.ControlModifier)
+    assert c.scenario.id == "two" and c.quiz.title_label.text() == "Scenario two"
+
+
+def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, tmp_path):
+    c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
+    window.set_speed(0)
+    window.show()
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_B)   # blank ...
+    qtbot.keyClick(window.canvas, Qt.Key_B)   # ... and back
+    qtbot.keyClick(window.canvas, Qt.Key_A)   # the class voted A
+    assert c.quiz.chosen == "A" and c.output_hidden()
+    with qtbot.waitSignal(window.run_finished, timeout=60000) as done:
+        qtbot.keyClick(window.canvas, Qt.Key_R)
+    assert done.args[0].status == "ok"
+    qtbot.waitUntil(lambda: "tensor(6.)" in window.console.text(), timeout=5000)
+    assert not c.output_hidden()
+    assert c.quiz.option("A").mark == "right" and c.quiz.score.correct == 1
+    tl = window.timeline
+    assert (tl.len() if callable(tl.len) else tl.len) >= 3
+    window.step_first()
+    qtbot.keyClick(window.canvas, Qt.Key_PageDown)
+    qtbot.keyClick(window.canvas, Qt.Key_PageDown)
+    assert window.cursor() == 2
+    qtbot.keyClick(window.canvas, Qt.Key_PageUp)
+    assert window.cursor() == 1
+    # export for slides
+    png, svg, wpng = tmp_path / "g.png", tmp_path / "g.svg", tmp_path / "w.png"
+    c.export("graph", png)
+    c.export("graph", svg)
+    c.export("window", wpng)
+    assert QImage(str(png)).width() > 100 and svg.read_text().lstrip().startswith("<?xml")
+    assert QImage(str(wpng)).size() == window.size()
+    c.copy("graph")
+    mime = QGuiApplication.clipboard().mimeData()
+    try:
+        assert mime.hasImage() and mime.hasFormat("image/svg+xml")
+        assert QImage.fromData(mime.data("image/png")).width() > 100
+    finally:
+        QGuiApplication.clipboard().clear()   # an image left there crashes Qt's exit
