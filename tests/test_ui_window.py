@@ -153,7 +153,7 @@ def test_large_tensor_gets_statistics_and_histogram(qtbot, window):
     w = window
     run_source(qtbot, w, "import torch\nv = torch.linspace(-1, 1, 40)\nprint(v.sum().item() < 1e-5)\n")
     w.select_node(node_by_label(w, "v").id)
-    assert w.inspector.histogram_shown()
+    assert w.inspector.histogram_shown() and w.inspector.plot_kind == "histogram"
 
 
 def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
@@ -335,3 +335,10 @@ def test_inspector_names_the_branch_a_value_decided(qtbot, window):
     w.select_node(branchy[0].id)
     assert "line 4" in w.inspector.rows()["decided"] and "True" in w.inspector.rows()["decided"]
     assert w.console.text() == "tensor([2., 4., 6.], grad_fn=<MulBackward0>)\n"
+
+
+def test_matrix_value_gets_a_heat_map(qtbot, window):
+    w = window
+    run_source(qtbot, w, "import torch\nm = torch.arange(12.0).reshape(3, 4)\n")
+    w.select_node(node_by_label(w, "m").id)
+    assert w.inspector.histogram_shown() and w.inspector.plot_kind == "heatmap"

@@ -109,6 +109,7 @@ class Inspector(QWidget):
         self.legend_label.setWordWrap(True)
         lay.addWidget(self.legend_label)
         self._hist_color = "#0072B2"
+        self.plot_kind = None          # "histogram" | "heatmap" | None
         self.set_text_scale(1.0)
         self.clear_node()
 
@@ -311,8 +312,32 @@ class Inspector(QWidget):
             lines.append(f"gradient sent to {who}:\n  {format_summary(g, 300)}")
         return "\n".join(lines)
 
+    def _show_heatmap(self, value) -> bool:
+        """A 2-D value (a weight matrix) as a heat map; True when shown."""
+        if not (isinstance(value, list) and len(value) >= 2 and all(
+                isinstance(r, list) and len(r) == len(value[0]) and len(r) >= 2 for r in value)):
+            return False
+        try:
+            import numpy as np
+            data = np.array(value, dtype=float)
+        except (ValueError, TypeError):
+            return False
+        img = pg.ImageItem(data.T)      # ImageItem's first axis is x: columns across
+        img.setColorMap(pg.colormap.get("viridis"))
+        self.plot.addItem(img)
+        self.plot.getViewBox().invertY(True)
+        self.plot.setTitle("heat map")
+        self.plot.show()
+        self.plot.autoRange()
+        self.plot_kind = "heatmap"
+        return True
+
     def _show_histogram(self, summary: dict) -> None:
         self.plot.clear()
+        self.plot.getViewBox().invertY(False)
+        self.plot_kind = None
+        if self._show_heatmap(summary.get("value")):
+            return
         stats = summary.get("stats") or {}
         hist = stats.get("hist") if isinstance(stats, dict) else None
         edges = counts = None
@@ -338,8 +363,10 @@ class Inspector(QWidget):
         bars = pg.BarGraphItem(x0=x0, width=widths, height=counts, brush=self._hist_color,
                                pen=pg.mkPen(None))
         self.plot.addItem(bars)
-        self.plot.setTitle("distribution of values")
+        self.plot.setTitle("distribution")
         self.plot.show()
+        self.plot.autoRange()
+        self.plot_kind = "histogram"
 
     def histogram_shown(self) -> bool:
         return not self.plot.isHidden()
