@@ -256,7 +256,7 @@ class Classroom(QObject):
         docks, sizes = [], []
         if self.quiz_dock.isVisible():
             docks.append(self.quiz_dock)
-            sizes.append(max(380, round(w.width() * 0.27)))
+            sizes.append(max(380, round(w.width() * 0.25)))
         if self.browser_dock.isVisible():
             docks.append(self.browser_dock)
             sizes.append(max(260, round(w.width() * 0.18)))
@@ -267,7 +267,7 @@ class Classroom(QObject):
             # Beside a quiz the code and the graph matter most; the inspector shows
             # one node and can be narrow (its text is scaled like the rest).
             total = sum(split.sizes())
-            split.setSizes([round(total * 0.40), round(total * 0.45), round(total * 0.15)])
+            split.setSizes([round(total * 0.31), round(total * 0.47), round(total * 0.22)])
 
     def _folders(self):
         return [*self.browser.folders, _scn.bundled_dir()]
