@@ -218,7 +218,14 @@ def prepare_path(run) -> None:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    cmd_fd, event_fd, fault_fd = (int(a) for a in argv[:3])
+    try:
+        cmd_fd, event_fd, fault_fd = (int(a) for a in argv[:3])
+    except ValueError:
+        argv = []
+    if len(argv) < 3:
+        print("usage: python -m graphscope.capture.worker CMD_FD EVENT_FD FAULT_FD\n"
+              "(started by graphscope.runner; not meant to be run by hand)", file=sys.stderr)
+        return 2
     # First, so that a crash while importing torch is reported too. The file
     # object must stay alive for as long as faulthandler is enabled.
     fault_file = os.fdopen(fault_fd, "w", closefd=False)
