@@ -135,6 +135,51 @@ def _flatten(obj, out: list) -> None:
 _CAPTURE_DIR = __file__.rsplit("/", 1)[0] + "/"
 _HANDLE_CODE = torch.overrides.handle_torch_function.__code__
 _trampolines: dict = {}
+_code_kinds: dict = {}      # code -> _CAPTURE | _DISPATCH | _OTHER, see _locate
+_CAPTURE, _DISPATCH, _OTHER = 0, 1, 2
+
+
+def _code_kind(code) -> int:
+    if code is _HANDLE_CODE:
+        k = _DISPATCH
+    elif code.co_filename.startswith(_CAPTURE_DIR):
+        k = _CAPTURE
+    else:
+        k = _OTHER
+    if len(_code_kinds) > 10_000:
+        _code_kinds.clear()
+    _code_kinds[code] = k
+    return k
+
+
+def _locate(f, filename):
+    """(caller frame, innermost snippet frame) seen from frame ``f`` outwards.
+
+    The caller is the first frame outside graphscope.capture (the torch
+    Python function that dispatched to the mode when the call went through
+    ``handle_torch_function``); the snippet frame the first whose file is the
+    snippet's. One walk serves both (NOTE [warning attribution], line numbers).
+    """
+    kinds = _code_kinds
+    skipped_dispatch = False
+    while f is not None:
+        code = f.f_code
+        k = kinds.get(code)
+        if k is None:
+            k = _code_kind(code)
+        if k == _OTHER:
+            break
+        if k == _DISPATCH:
+            skipped_dispatch = True
+        f = f.f_back
+    if f is None:
+        return None, None
+    s = f if filename is not None else None
+    while s is not None and s.f_code.co_filename != filename:
+        s = s.f_back
+    if skipped_dispatch and f.f_back is not None:
+        f = f.f_back   # the torch Python function that dispatched to the mode
+    return f, s
 
 
 def call_as_caller(func, args, kwargs):
@@ -149,34 +194,34 @@ def call_as_caller(func, args, kwargs):
     the caller's globals: location, module and once-per-location registry are
     those of plain Python.
     """
-    f = sys._getframe(1)
-    skipped_dispatch = False
-    while f is not None:
-        code = f.f_code
-        if code is _HANDLE_CODE:
-            skipped_dispatch = True
-        elif not code.co_filename.startswith(_CAPTURE_DIR):
-            break
-        f = f.f_back
+    f = _locate(sys._getframe(1), None)[0]
     if f is None:
         return func(*args, **kwargs)
-    if skipped_dispatch and f.f_back is not None:
-        f = f.f_back   # the torch Python function that dispatched to the mode
-    code = f.f_code
-    key = (code, f.f_lineno)
+    return _call_from(f, func, args, kwargs)
+
+
+def _call_from(f, func, args, kwargs):
+    """``func(*args, **kwargs)`` through the trampoline of caller frame ``f``."""
+    key = (f.f_code, f.f_lineno)
     tramp = _trampolines.get(key)
     if tramp is None or tramp.__globals__ is not f.f_globals:
-        line = f.f_lineno or 1
-        src = "\n" * (line - 1) + ("def _graphscope_call(func, args, kwargs): "
-                                   "return func(*args, **kwargs)\n")
-        ns: dict = {}
-        exec(compile(src, code.co_filename, "exec"), ns)
-        tramp = types.FunctionType(ns["_graphscope_call"].__code__, f.f_globals,
-                                   "_graphscope_call")
-        if len(_trampolines) > 10_000:
-            _trampolines.clear()
-        _trampolines[key] = tramp
+        tramp = _trampoline(f, key)
     return tramp(func, args, kwargs)
+
+
+def _trampoline(f, key):
+    code = f.f_code
+    line = f.f_lineno or 1
+    src = "\n" * (line - 1) + ("def _graphscope_call(func, args, kwargs): "
+                               "return func(*args, **kwargs)\n")
+    ns: dict = {}
+    exec(compile(src, code.co_filename, "exec"), ns)
+    tramp = types.FunctionType(ns["_graphscope_call"].__code__, f.f_globals,
+                               "_graphscope_call")
+    if len(_trampolines) > 10_000:
+        _trampolines.clear()
+    _trampolines[key] = tramp
+    return tramp
 
 
 def _ver(t) -> int:
@@ -186,9 +231,33 @@ def _ver(t) -> int:
         return 0
 
 
+_node_names: dict = {}     # autograd Node type -> its name()
+
+
+def node_name(g) -> str:
+    """``g.name()`` without ``torch::autograd::``, cached per Node type.
+
+    Only types named like their nodes are cached (``MulBackward0``, a custom
+    Function's ``MyFnBackward``): a Node class without its own Python type
+    shares a generic one, whose nodes may have different names."""
+    tp = type(g)
+    try:
+        return _node_names[tp]
+    except KeyError:
+        n = g.name().removeprefix("torch::autograd::")
+        if n == tp.__name__ and len(_node_names) < 10_000:
+            _node_names[tp] = n
+        return n
+
+
+def _is_param(t) -> bool:
+    # Parameter's metaclass makes isinstance a Python call; plain tensors skip it
+    return False if type(t) is Tensor else isinstance(t, _Parameter)
+
+
 def _grad_fn_name(t):
     g = t.grad_fn
-    return None if g is None else g.name().removeprefix("torch::autograd::")
+    return None if g is None else node_name(g)
 
 
 class Recorder(TorchFunctionMode):
@@ -281,20 +350,20 @@ class Recorder(TorchFunctionMode):
     def _emit_info(self, t, tid, seq, created_by) -> None:
         value, stats = summaries.value_of(t, self.value_limit)
         g = t.grad_fn
-        gname = None if g is None else g.name().removeprefix("torch::autograd::")
+        gname = None if g is None else node_name(g)
         rg = t.requires_grad
         leaf = t.is_leaf
         self.state[tid] = (rg, leaf, gname)
         self.emit(P.TensorInfo(
             tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
             rg, leaf, gname,
-            None, value, stats, None, None, created_by, isinstance(t, _Parameter),
+            None, value, stats, None, None, created_by, _is_param(t),
             bool(t.retains_grad) if not leaf else False, _ver(t), seq))
 
     def update_state(self, t, tid, extra=None) -> None:
         """Emit a TensorUpdate if requires_grad / is_leaf / grad_fn changed since last sent."""
         g = t.grad_fn
-        gname = None if g is None else g.name().removeprefix("torch::autograd::")
+        gname = None if g is None else node_name(g)
         now = (t.requires_grad, t.is_leaf, gname)
         fields = dict(extra) if extra else {}
         if self.state.get(tid) != now:
@@ -331,10 +400,14 @@ class Recorder(TorchFunctionMode):
             outs_kw = []
             _flatten(kwargs["out"], outs_kw)
             before = [(t, _ver(t)) for t in outs_kw]
+        caller, frame = _locate(sys._getframe(1), self.filename)
         try:
-            result = call_as_caller(func, args, kwargs)
+            if caller is None:
+                result = func(*args, **kwargs)
+            else:
+                result = _call_from(caller, func, args, kwargs)
         except BaseException as e:
-            self._failed_call(e, name, qualname, kind, grad_enabled, ins)
+            self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
             raise
         outs = []
         if isinstance(result, Tensor):
@@ -343,20 +416,25 @@ class Recorder(TorchFunctionMode):
             _flatten(result, outs)
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
-        op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None)
+        op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame)
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         return result
 
-    def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars):
-        """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None)."""
+    def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
+                frame=False):
+        """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
+
+        ``frame``: the snippet frame if the caller already found it (None: there
+        is none), else it is looked up here."""
         op_id = self.n_ops
         if op_id >= self.max_ops:
             self._truncate()
             return None
         self.n_ops = op_id + 1
         seq = next(self.seq)
-        frame = self.snippet_frame()
+        if frame is False:
+            frame = self.snippet_frame()
         line = frame.f_lineno if frame is not None else None
         if frame is not None:
             key = (frame, line)
@@ -377,7 +455,7 @@ class Recorder(TorchFunctionMode):
             first = outs[0]
             g = first.grad_fn
             if g is not None:
-                gname = g.name().removeprefix("torch::autograd::")
+                gname = node_name(g)
             for t in outs:
                 tid, new = lookup(t)
                 if new:
@@ -417,8 +495,8 @@ class Recorder(TorchFunctionMode):
         if self.names is not None:
             self.names.scan(frame)
 
-    def _failed_call(self, e, name, qualname, kind, grad_enabled, ins):
-        op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None)
+    def _failed_call(self, e, name, qualname, kind, grad_enabled, ins, frame=False):
+        op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None, frame)
         tid = self.ids.get(ins[0]) if ins else None
         self.failed = (e, op_id, tid)
 
