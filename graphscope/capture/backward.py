@@ -30,11 +30,13 @@ message names it).
 """
 from __future__ import annotations
 
+from weakref import ref as _ref
+
 import torch
 from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
-from graphscope.capture.recorder import call_as_caller
+from graphscope.capture.recorder import call_as_caller, node_name
 from graphscope.capture.summaries import summary
 
 _KEY = "graphscope"
@@ -49,6 +51,7 @@ class BackwardTracer:
         self.n_nodes = 0
         self.acc_nodes: dict[int, int] = {}   # leaf tensor id -> node id
         self._handles: list = []
+        self._memo: dict = {}                 # id(gradient) -> (weakref, version, Summary)
 
     # -- forward side ---------------------------------------------------------------
     def tag(self, grad_fn, op_id, out_tid=None) -> None:
@@ -108,6 +111,7 @@ class BackwardTracer:
                 h.remove()
             del handles[start:]
             befores.clear()
+            self._memo.clear()
         if is_grad and r.recording:
             outs = _tensors(result)
             for t in outs:
@@ -115,7 +119,14 @@ class BackwardTracer:
         return result
 
     def _hook_graph(self, call_id, roots, befores) -> None:
-        """Put a prehook and a post hook on every Node reachable from the roots."""
+        """Put a post hook on every Node reachable from the roots (and a prehook
+        on AccumulateGrad nodes).
+
+        What a step reports about its node (id, name, forward op, tensor, the
+        ids of the nodes it sends to) is fixed before the engine starts, so it
+        is read here once, in the walk, and bound to the node's hook: the hook
+        itself only summarises gradients.
+        """
         stack = []
         for t in roots:
             node = t.grad_fn
@@ -129,9 +140,9 @@ class BackwardTracer:
         seen: set[int] = set()
         keep = []       # wrappers stay alive during the call, so id() stays unique
         handles = self._handles
-        limit = self.r.value_limit
-        node_id = self._node_id
+        node_info = self._node_info
         emit_step = self._emit_step
+        pre_summary = self._summary
         r = self.r
         while stack:
             node = stack.pop()
@@ -139,10 +150,15 @@ class BackwardTracer:
                 continue
             seen.add(id(node))
             keep.append(node)
-            nid = node_id(node)
-            for nxt, _ in node.next_functions:
-                if nxt is not None and id(nxt) not in seen:
-                    stack.append(nxt)
+            info = node_info(node)
+            nid = info[2]
+            nxt = []
+            for n, _ in node.next_functions:
+                if n is not None:
+                    nxt.append(node_info(n)[2])
+                    if id(n) not in seen:
+                        stack.append(n)
+            fixed = (nid, node_name(node), info[0], info[1], nxt)
 
             if _is_acc(node):
                 def pre(grad_outputs, node=node, nid=nid):
@@ -151,24 +167,36 @@ class BackwardTracer:
                     was = r.recording
                     r.recording = False
                     try:
-                        befores[nid] = summary(g, limit) if g is not None else None
+                        befores[nid] = pre_summary(g) if g is not None else None
                     finally:
                         r.recording = was
                 handles.append(node.register_prehook(pre))
 
-            def post(grad_inputs, grad_outputs, node=node, nid=nid):
-                was = r.recording
-                r.recording = False
-                try:
-                    emit_step(call_id, nid, next(r.seq), node, grad_outputs, grad_inputs,
-                              befores.pop(nid, None), True)
-                finally:
-                    r.recording = was
+                def post(grad_inputs, grad_outputs, node=node, fixed=fixed):
+                    was = r.recording
+                    r.recording = False
+                    try:
+                        g = node.variable._grad
+                        emit_step(call_id, fixed, next(r.seq), grad_outputs, grad_inputs,
+                                  befores.pop(fixed[0], None),
+                                  pre_summary(g) if g is not None else None)
+                    finally:
+                        r.recording = was
+            else:
+                def post(grad_inputs, grad_outputs, fixed=fixed):
+                    was = r.recording
+                    r.recording = False
+                    try:
+                        emit_step(call_id, fixed, next(r.seq), grad_outputs, grad_inputs,
+                                  None, None)
+                    finally:
+                        r.recording = was
 
             handles.append(node.register_hook(post))
         del keep
 
-    def _node_id(self, node) -> int:
+    def _node_info(self, node) -> list:
+        """[forward op, tensor, node id] of ``node`` (NOTE [node ids]), assigning the id."""
         meta = node.metadata
         info = meta.get(_KEY)
         if info is None:
@@ -183,33 +211,51 @@ class BackwardTracer:
             else:
                 nid = self._new_node()
             info[2] = nid
-        return info[2]
+        return info
+
+    def _node_id(self, node) -> int:
+        return self._node_info(node)[2]
 
     def _new_node(self) -> int:
         n = self.n_nodes
         self.n_nodes = n + 1
         return n
 
-    def _emit_step(self, call_id, nid, seq, node, grad_outputs, grad_inputs, before,
-                   ran) -> None:
-        limit = self.r.value_limit
-        info = node.metadata.get(_KEY) or [None, None, None]
-        nxt = []
-        for n, _ in node.next_functions:
-            if n is not None:
-                m = n.metadata.get(_KEY)
-                if m is not None and m[2] is not None:
-                    nxt.append(m[2])
-        after = None
-        if _is_acc(node) and ran:
-            g = node.variable._grad
-            after = summary(g, limit) if g is not None else None
+    def _summary(self, g):
+        """Summary of gradient ``g``, shared by the steps that see the same tensor.
+
+        The gradient a node sends on is, unchanged, the one the next node
+        receives (and often the leaf's new ``.grad``): PyTorch hands the hooks
+        the same Python object while the tensor lives, so a summary keyed by
+        identity and version counter is computed once and the two records
+        share the dict (records are immutable, NOTE [records]). A weak
+        reference checks identity without keeping the gradient alive.
+        """
+        if not isinstance(g, Tensor):
+            return None
+        memo = self._memo
+        e = memo.get(id(g))
+        try:
+            v = g._version
+        except RuntimeError:
+            return summary(g, self.r.value_limit)
+        if e is not None and e[1] == v and e[0]() is g:
+            return e[2]
+        s = summary(g, self.r.value_limit)
+        if len(memo) >= 4096:
+            memo.clear()
+        memo[id(g)] = (_ref(g), v, s)
+        return s
+
+    def _emit_step(self, call_id, fixed, seq, grad_outputs, grad_inputs, before,
+                   after) -> None:
+        nid, gname, op, tensor, nxt = fixed
+        sm = self._summary
         sid = self.n_steps
         self.n_steps = sid + 1
         self.r.emit(P.BackwardStep(
-            sid, seq, call_id, node.name().removeprefix("torch::autograd::"), nid, info[0],
-            info[1], nxt, [summary(g, limit) for g in grad_outputs],
-            [summary(g, limit) for g in grad_inputs], before, after))
+            sid, seq, call_id, gname, nid, op, tensor, list(nxt),
+            [sm(g) for g in grad_outputs], [sm(g) for g in grad_inputs], before, after))
 
     def remove_all(self) -> None:
         for h in self._handles:
