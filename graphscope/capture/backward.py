@@ -30,14 +30,11 @@ message names it).
 """
 from __future__ import annotations
 
-from weakref import ref as _ref
-
 import torch
 from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
 from graphscope.capture.recorder import call_as_caller, node_name
-from graphscope.capture.summaries import summary
 
 _KEY = "graphscope"
 Tensor = torch.Tensor
@@ -51,7 +48,6 @@ class BackwardTracer:
         self.n_nodes = 0
         self.acc_nodes: dict[int, int] = {}   # leaf tensor id -> node id
         self._handles: list = []
-        self._memo: dict = {}                 # id(gradient) -> (weakref, version, Summary)
 
     # -- forward side ---------------------------------------------------------------
     def tag(self, grad_fn, op_id, out_tid=None) -> None:
@@ -111,7 +107,6 @@ class BackwardTracer:
                 h.remove()
             del handles[start:]
             befores.clear()
-            self._memo.clear()
         if is_grad and r.recording:
             outs = _tensors(result)
             for t in outs:
@@ -142,8 +137,8 @@ class BackwardTracer:
         handles = self._handles
         node_info = self._node_info
         emit_step = self._emit_step
-        pre_summary = self._summary
         r = self.r
+        pre_summary = r.memo.summary
         while stack:
             node = stack.pop()
             if id(node) in seen:
@@ -221,36 +216,10 @@ class BackwardTracer:
         self.n_nodes = n + 1
         return n
 
-    def _summary(self, g):
-        """Summary of gradient ``g``, shared by the steps that see the same tensor.
-
-        The gradient a node sends on is, unchanged, the one the next node
-        receives (and often the leaf's new ``.grad``): PyTorch hands the hooks
-        the same Python object while the tensor lives, so a summary keyed by
-        identity and version counter is computed once and the two records
-        share the dict (records are immutable, NOTE [records]). A weak
-        reference checks identity without keeping the gradient alive.
-        """
-        if not isinstance(g, Tensor):
-            return None
-        memo = self._memo
-        e = memo.get(id(g))
-        try:
-            v = g._version
-        except RuntimeError:
-            return summary(g, self.r.value_limit)
-        if e is not None and e[1] == v and e[0]() is g:
-            return e[2]
-        s = summary(g, self.r.value_limit)
-        if len(memo) >= 4096:
-            memo.clear()
-        memo[id(g)] = (_ref(g), v, s)
-        return s
-
     def _emit_step(self, call_id, fixed, seq, grad_outputs, grad_inputs, before,
                    after) -> None:
         nid, gname, op, tensor, nxt = fixed
-        sm = self._summary
+        sm = self.r.memo.summary
         sid = self.n_steps
         self.n_steps = sid + 1
         self.r.emit(P.BackwardStep(

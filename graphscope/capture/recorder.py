@@ -271,6 +271,7 @@ class Recorder(TorchFunctionMode):
         self.value_limit = run.value_limit
         self.max_ops = run.max_ops
         self.ids = TensorIds()
+        self.memo = summaries.SummaryMemo(run.value_limit)   # value summaries, shared
         self.n_ops = 0
         self.recording = True
         self.module = None            # current module path, kept by modules.py
@@ -348,7 +349,7 @@ class Recorder(TorchFunctionMode):
         return tid
 
     def _emit_info(self, t, tid, seq, created_by) -> None:
-        value, stats = summaries.value_of(t, self.value_limit)
+        value, stats = self.memo.value_of(t, False)
         g = t.grad_fn
         gname = None if g is None else node_name(g)
         rg = t.requires_grad
@@ -530,7 +531,7 @@ class Recorder(TorchFunctionMode):
             g = args[1] if len(args) > 1 else None
             fields = {"grad": None, "grad_stats": None}
             if isinstance(g, Tensor):
-                fields["grad"], fields["grad_stats"] = summaries.value_of(g, self.value_limit)
+                fields["grad"], fields["grad_stats"] = self.memo.value_of(g)
             self.emit(P.TensorUpdate(tid, fields))
         return result
 

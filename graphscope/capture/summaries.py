@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
+from weakref import ref as _ref
 
 import torch
 
@@ -110,3 +111,65 @@ def _complex_to_text(v):
 
 def finite(x) -> bool:
     return isinstance(x, float) and math.isfinite(x)
+
+
+class SummaryMemo:
+    """Summaries computed once per tensor and version, shared by whoever asks.
+
+    The same tensor is summarised from several places: a gradient a node sends
+    on is, unchanged, the one the next node receives and often becomes the
+    leaf's ``.grad``, which the optimizer then reads (a new TensorInfo) and
+    the session reports at the end. PyTorch hands out the same Python object
+    for a tensor while it lives, so the memo is keyed by ``id`` and checked
+    with a weak reference (identity, never keeping the tensor alive) and the
+    version counter (an in-place change makes a new summary). Records that
+    share a summary share the dict: records are immutable (NOTE [records]).
+    """
+
+    __slots__ = ("limit", "_memo")
+    _MAX = 4096
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._memo: dict = {}   # id(t) -> (weakref, version, value, stats, summary or None)
+
+    def value_of(self, t, small_too: bool = True):
+        """``value_of(t, limit)``; remembered only for big tensors unless ``small_too``
+        (for a small one ``tolist`` costs about what the memo does)."""
+        try:
+            v = t._version
+        except Exception:  # inference tensors have no version counter
+            return value_of(t, self.limit)
+        memo = self._memo
+        e = memo.get(id(t))
+        if e is not None and e[1] == v and e[0]() is t:
+            return e[2], e[3]
+        value, stats = value_of(t, self.limit)
+        if small_too or stats is not None:
+            if len(memo) >= self._MAX:
+                memo.clear()
+            memo[id(t)] = (_ref(t), v, value, stats, None)
+        return value, stats
+
+    def summary(self, t) -> dict | None:
+        """``summary(t, limit)`` (None for a non-tensor)."""
+        if not isinstance(t, torch.Tensor):
+            return None
+        try:
+            v = t._version
+        except Exception:
+            return summary(t, self.limit)
+        memo = self._memo
+        e = memo.get(id(t))
+        if e is not None and e[1] == v and e[0]() is t:
+            if e[4] is not None:
+                return e[4]
+            value, stats = e[2], e[3]
+        else:
+            value, stats = value_of(t, self.limit)
+        s = {"value": value, "stats": stats, "shape": list(t.shape),
+             "dtype": dtype_name(t.dtype)}
+        if len(memo) >= self._MAX:
+            memo.clear()
+        memo[id(t)] = (_ref(t), v, value, stats, s)
+        return s
