@@ -81,6 +81,12 @@ def _sub_parser() -> argparse.ArgumentParser:
     scsub.required = True
     chk = scsub.add_parser("check", help="validate scenario files and what their snippets do")
     chk.add_argument("dir", nargs="?", metavar="DIR", help="folder of scenarios (default: bundled)")
+    chk.add_argument("--no-run", action="store_true",
+                     help="check the files only, without running the snippets")
+    chk.add_argument("--plain", action="store_true",
+                     help="also run each snippet under plain python and compare")
+    chk.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
+                     help="snippets run at once (default 2)")
     return p
 
 
@@ -195,7 +201,10 @@ def cmd_scenarios(args) -> int:
         from graphscope.scenarios import check_main
     except ImportError as e:
         raise CommandError(f"scenario checking is not available ({e})") from None
-    return int(check_main(args.dir) or 0)
+    if args.dir is not None and not Path(args.dir).is_dir():
+        raise CommandError(f"{args.dir}: no such folder")
+    return int(check_main(args.dir, run_snippets=not args.no_run, plain=args.plain,
+                          jobs=max(1, args.jobs)) or 0)
 
 
 def cmd_app(args) -> int:

@@ -1,0 +1,28 @@
+"""Suite-wide guards.
+
+- Qt runs offscreen (also when pytest is started without ./run.sh).
+- No modal dialog may ever block a test: a blocked test would hang CI until its
+  time limit. QMessageBox's static prompts answer "Discard" unless a test sets
+  ``window.ask_unsaved`` itself to check the prompt.
+- Settings (recent files, theme) go to a temporary folder, never the user's.
+"""
+import os
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(autouse=True)
+def _no_blocking_dialogs(monkeypatch, tmp_path):
+    try:
+        from PySide6.QtCore import QSettings
+        from PySide6.QtWidgets import QMessageBox
+    except ImportError:  # pragma: no cover - Qt is a hard dependency
+        yield
+        return
+    monkeypatch.setattr(QMessageBox, "question",
+                        staticmethod(lambda *a, **k: QMessageBox.StandardButton.Discard))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
+    yield
