@@ -282,7 +282,8 @@ class Recorder(TorchFunctionMode):
         self.grad_fn_ops: dict = {}   # reserved for backward.py
         self.n_branches = 0
         self._names_cache: dict = {}
-        self._last_frame_line = None
+        self._last_frame = None       # snippet frame and line of the last op (names.py scans)
+        self._last_line = None
         self._scans = 0
         self._scanned_lines: set = set()
         self._special = self._build_special()
@@ -348,10 +349,12 @@ class Recorder(TorchFunctionMode):
             self._emit_info(t, tid, seq, created_by)
         return tid
 
-    def _emit_info(self, t, tid, seq, created_by) -> None:
+    def _emit_info(self, t, tid, seq, created_by, g=False, gname=None) -> None:
+        """TensorInfo of ``t``; ``g``/``gname``: its grad_fn and name if already read."""
         value, stats = self.memo.value_of(t, False)
-        g = t.grad_fn
-        gname = None if g is None else node_name(g)
+        if g is False:
+            g = t.grad_fn
+            gname = None if g is None else node_name(g)
         rg = t.requires_grad
         leaf = t.is_leaf
         self.state[tid] = (rg, leaf, gname)
@@ -437,11 +440,10 @@ class Recorder(TorchFunctionMode):
         if frame is False:
             frame = self.snippet_frame()
         line = frame.f_lineno if frame is not None else None
-        if frame is not None:
-            key = (frame, line)
-            if key != self._last_frame_line:
-                self._last_frame_line = key
-                self._maybe_scan(frame, line)
+        if frame is not None and (line != self._last_line or frame is not self._last_frame):
+            self._last_frame = frame
+            self._last_line = line
+            self._maybe_scan(frame, line)
         lookup = self.ids.lookup
         in_ids = []
         for t in ins:
@@ -460,12 +462,15 @@ class Recorder(TorchFunctionMode):
             for t in outs:
                 tid, new = lookup(t)
                 if new:
-                    self._emit_info(t, tid, seq, op_id)
+                    self._emit_info(t, tid, seq, op_id, g if t is first else False, gname)
                 elif kind == "inplace" or kind == "requires_grad" or kind == "detach":
                     self.update_state(t, tid)
                 out_ids.append(tid)
             if g is not None and self.backward is not None:
-                self.backward.tag(g, op_id, out_ids[0])
+                try:   # NOTE [node ids] in backward.py (BackwardTracer.tag, inlined)
+                    g.metadata["graphscope"] = [op_id, out_ids[0], None]
+                except Exception:
+                    pass
         if before is not None:
             if isinstance(before, int):
                 t0 = ins[0]

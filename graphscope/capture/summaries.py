@@ -136,6 +136,12 @@ class SummaryMemo:
     def value_of(self, t, small_too: bool = True):
         """``value_of(t, limit)``; remembered only for big tensors unless ``small_too``
         (for a small one ``tolist`` costs about what the memo does)."""
+        if not small_too:
+            try:
+                if t.numel() <= self.limit:
+                    return value_of(t, self.limit)
+            except Exception:
+                return None, None
         try:
             v = t._version
         except Exception:  # inference tensors have no version counter
