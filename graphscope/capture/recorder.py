@@ -134,8 +134,11 @@ def _flatten(obj, out: list) -> None:
 
 _CAPTURE_DIR = __file__.rsplit("/", 1)[0] + "/"
 _HANDLE_CODE = torch.overrides.handle_torch_function.__code__
-_trampolines: dict = {}
-_code_kinds: dict = {}      # code -> _CAPTURE | _DISPATCH | _OTHER, see _locate
+# Both caches are keyed by id(code) and keep the code object in the value (so the
+# id stays its own): hashing a code object hashes its bytecode and constants,
+# about 0.5 us for a big function, and the hot path looks up three or four.
+_trampolines: dict = {}     # (id(code), line) -> (code, trampoline)
+_code_kinds: dict = {}      # id(code) -> (code, _CAPTURE | _DISPATCH | _OTHER), see _locate
 _CAPTURE, _DISPATCH, _OTHER = 0, 1, 2
 
 
@@ -148,7 +151,7 @@ def _code_kind(code) -> int:
         k = _OTHER
     if len(_code_kinds) > 10_000:
         _code_kinds.clear()
-    _code_kinds[code] = k
+    _code_kinds[id(code)] = (code, k)
     return k
 
 
@@ -164,9 +167,8 @@ def _locate(f, filename):
     skipped_dispatch = False
     while f is not None:
         code = f.f_code
-        k = kinds.get(code)
-        if k is None:
-            k = _code_kind(code)
+        e = kinds.get(id(code))
+        k = e[1] if e is not None and e[0] is code else _code_kind(code)
         if k == _OTHER:
             break
         if k == _DISPATCH:
@@ -202,10 +204,13 @@ def call_as_caller(func, args, kwargs):
 
 def _call_from(f, func, args, kwargs):
     """``func(*args, **kwargs)`` through the trampoline of caller frame ``f``."""
-    key = (f.f_code, f.f_lineno)
-    tramp = _trampolines.get(key)
-    if tramp is None or tramp.__globals__ is not f.f_globals:
+    code = f.f_code
+    key = (id(code), f.f_lineno)
+    e = _trampolines.get(key)
+    if e is None or e[0] is not code or e[1].__globals__ is not f.f_globals:
         tramp = _trampoline(f, key)
+    else:
+        tramp = e[1]
     return tramp(func, args, kwargs)
 
 
@@ -220,7 +225,7 @@ def _trampoline(f, key):
                                "_graphscope_call")
     if len(_trampolines) > 10_000:
         _trampolines.clear()
-    _trampolines[key] = tramp
+    _trampolines[key] = (code, tramp)
     return tramp
 
 
@@ -494,7 +499,7 @@ class Recorder(TorchFunctionMode):
         n = self._scans
         self._scans = n + 1
         if n >= _SCAN_ALWAYS:
-            key = (frame.f_code, line)
+            key = (id(frame.f_code), line)   # id: hashing a code object is slow
             if key in self._scanned_lines and n % _SCAN_EVERY:
                 return
             self._scanned_lines.add(key)
