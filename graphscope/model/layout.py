@@ -30,21 +30,70 @@ from typing import Iterable, Optional
 
 from graphscope.model.graph import gc_paused
 
-# scene units (the canvas draws one unit as one pixel at zoom 1)
-COL = 190          # distance between layers (x)
+# scene units (the canvas draws one unit as one pixel at zoom 1), at text scale 1
+COL = 200          # distance between layers (x)
 ROW = 70           # distance between rows (y)
 BAND_GAP = 1       # empty rows between two bands of a wrapped chain
 WRAP = 64          # layers per band while building (tidy picks its own)
 _SEARCH = 24       # rows tried around the target before going to the column's end
 ASPECT = 16 / 9
 
+# NOTE [node text metrics]: the canvas draws a tensor's label in 17 px bold DejaVu
+# Sans (~10.5 units per character), an op's in 15 px regular (~8.6) and detail lines
+# in 12 px (~7.0); measured with Qt, kept here as plain numbers because the model
+# never imports Qt. Boxes sized from them hold their text without eliding it
+# ("kaiming_uniform_" fits at text scale 1), and grow with the text scale.
+TENSOR_CHAR = 10.5
+OP_CHAR = 8.6
+DETAIL_CHAR = 7.6
+PAD_X = 28         # inner padding of a box, both sides together, and some slack
+COL_GAP = 30       # least empty space between two columns' boxes (uniform grid)
+COLUMN_SPACE = 64  # space between columns sized to their boxes (after tidy): room for
+                   # an arrow and a gradient label
+ROW_GAP = 24       # least empty space between two rows' boxes
 
-def node_size(node) -> tuple:
-    """(width, height) of a node's box in scene units; fits within COL x ROW."""
-    text = max(len(node.label or ""), len(node.detail or ""))
-    w = min(COL - 30, max(64, 7 * text + 24))
-    h = 46 if node.kind == "tensor" else 38
-    return (w, h)
+
+def _box_scale(text_scale: float) -> float:
+    # smaller text than normal keeps normal boxes: a graph never gets denser than at 1x
+    return max(1.0, float(text_scale or 1.0))
+
+
+def max_width(text_scale: float = 1.0) -> float:
+    """The widest box at ``text_scale`` (wider names shrink, then elide)."""
+    # long names shrink (to 70%) before they elide, so the widest box need not grow
+    # as fast as the text: the grid stays compact enough to fit a projector
+    return (COL - COL_GAP) * (1 + 0.6 * (_box_scale(text_scale) - 1))
+
+
+def pitches(text_scale: float = 1.0) -> tuple:
+    """(column pitch, row pitch) in scene units at ``text_scale``: the boxes grow
+    with the text, and so does the grid, keeping at least COL_GAP/ROW_GAP between."""
+    f = _box_scale(text_scale)
+    col = max(COL, max_width(f) + COL_GAP)
+    row = max(ROW, _height("tensor", 1, f) + ROW_GAP)
+    return (col, row)
+
+
+def _height(kind: str, detail_lines: int, f: float) -> float:
+    # a label line and one detail line (the canvas shows at most that at full size)
+    if kind == "tensor":
+        return 12 + 34 * f
+    return 6 + 32 * f
+
+
+def node_size(node, text_scale: float = 1.0) -> tuple:
+    """(width, height) of a node's box in scene units; fits within the grid's pitch
+    at the same text scale (NOTE [node text metrics])."""
+    f = _box_scale(text_scale)
+    label = node.label or ""
+    detail = node.detail or ""
+    if isinstance(detail, (list, tuple)):
+        detail = "\n".join(str(d) for d in detail)
+    lines = [d for d in str(detail).split("\n") if d]
+    per = TENSOR_CHAR if node.kind == "tensor" else OP_CHAR
+    text = max(len(label) * per, max((len(d) for d in lines), default=0) * DETAIL_CHAR)
+    w = min(max_width(f), max(64 * f, text * f + PAD_X))
+    return (w, _height(node.kind, len(lines), f))
 
 
 class LayeredLayout:
@@ -54,8 +103,10 @@ class LayeredLayout:
     the grid cell of each node (``row`` counts from the top of the scene).
     """
 
-    def __init__(self, graph=None, wrap: int = WRAP):
+    def __init__(self, graph=None, wrap: int = WRAP, text_scale: float = 1.0):
         self.graph = graph
+        self.text_scale = _box_scale(text_scale)
+        self.col_pitch, self.row_pitch = pitches(self.text_scale)
         self.wrap = max(2, int(wrap))
         self.positions: dict[str, tuple] = {}
         self.layer: dict[str, int] = {}
@@ -66,11 +117,33 @@ class LayeredLayout:
         self._max_row = -1
         self._frontier = 0
         self._last_row = 0
-        self._pages = [(0, 0)]               # set by tidy: (first row, x offset) per page
+        self._pages = [(0, 0)]               # set by tidy: (first row, page index) per page
         self._page_rows = [0]
+        self._col_x: Optional[list] = None   # set by tidy: centre x of each screen column
+        self._page_pitch = 0.0
         self._scanned = 0
         if graph is not None and len(graph.nodes):
             self.add(graph)
+
+    def node_size(self, node) -> tuple:
+        """(width, height) of ``node``'s box at this layout's text scale."""
+        return node_size(node, self.text_scale)
+
+    def set_text_scale(self, factor: float) -> bool:
+        """Size boxes and the grid for text scaled by ``factor`` (presentation mode).
+        Every node keeps its layer and row; positions are recomputed on the wider grid
+        (the one change besides ``tidy`` that moves placed nodes). Returns True when
+        anything changed."""
+        f = _box_scale(factor)
+        if f == self.text_scale:
+            return False
+        self.text_scale = f
+        self.col_pitch, self.row_pitch = pitches(f)
+        if self._col_x is not None:
+            self._fit_columns(len(self._col_x))
+        self.positions = {nid: self._xy(self.layer[nid], self.row[nid]) for nid in self.positions
+                          if nid in self.layer}
+        return True
 
     # -- incremental ----------------------------------------------------------
     def add(self, graph_or_new_nodes) -> dict:
@@ -237,6 +310,7 @@ class LayeredLayout:
         total_rows = max(1, y - BAND_GAP)
         self.wrap = wrap
         self._band_start = starts
+        self._fit_columns(min(wrap, nlayers))
         self._pages = self._choose_pages(min(wrap, nlayers), total_rows, starts)
         self._occ, self._col_end = {}, {}
         self._max_row = -1
@@ -280,29 +354,59 @@ class LayeredLayout:
                 rel[nid] = r
 
     def _xy(self, lay: int, row: int) -> tuple:
+        col = lay % self.wrap
+        cx = self._col_x
+        x = cx[col] if cx is not None and col < len(cx) else col * self.col_pitch
         pages = self._pages
         if len(pages) == 1:
-            return ((lay % self.wrap) * COL, row * ROW)
+            return (x, row * self.row_pitch)
         i = bisect.bisect_right(self._page_rows, row) - 1
-        first, x0 = pages[max(0, i)]
-        return (x0 + (lay % self.wrap) * COL, (row - first) * ROW)
+        first, k = pages[max(0, i)]
+        return (k * self._page_pitch + x, (row - first) * self.row_pitch)
+
+    def _fit_columns(self, ncols: int) -> None:
+        """After tidy: each screen column as wide as its widest box plus a gap, not
+        the widest box anywhere. A small graph of short names gets much narrower, so
+        the view can zoom it larger (NOTE [node text metrics]). Nodes added later to
+        a column keep its width (a wider late box may reach into the gap)."""
+        f = self.text_scale
+        widths = [64.0 * f] * max(1, ncols)
+        nodes = self.graph.nodes if self.graph is not None else {}
+        cache: dict = {}
+        for nid, L in self.layer.items():
+            c = L % self.wrap
+            n = nodes.get(nid)
+            if n is None or c >= len(widths):
+                continue
+            key = (n.kind, n.label, n.detail)
+            w = cache.get(key)
+            if w is None:
+                w = cache[key] = node_size(n, f)[0]
+            if w > widths[c]:
+                widths[c] = w
+        gap = COLUMN_SPACE * f
+        xs, x = [0.0], 0.0
+        for a, b in zip(widths, widths[1:]):
+            x += a / 2 + gap + b / 2
+            xs.append(x)
+        self._col_x = xs
+        self._page_pitch = x + widths[-1] / 2 + widths[0] / 2 + 2 * gap
 
     def _choose_pages(self, width_cols: int, rows: int, band_starts) -> list:
-        """[(first row, x offset)] of each page; one page unless much taller than 16:9."""
-        width = width_cols * COL
-        height = rows * ROW
+        """[(first row, page index)] of each page; one page unless much taller than 16:9."""
+        width = self._page_pitch or width_cols * self.col_pitch
+        height = rows * self.row_pitch
         pages = [(0, 0)]
         if height * ASPECT > 2 * width and rows > 8:
             k = max(1, int(round(math.sqrt(height * ASPECT / width))))
             per = -(-rows // k)
             cuts = set(band_starts)
-            pitch = (width_cols + 1) * COL
             r = per
             while r < rows:
                 # prefer a band boundary close to the cut, so fewer edges jump pages
                 best = min((c for c in cuts if abs(c - r) <= per // 4), default=r,
                            key=lambda c: abs(c - r))
-                pages.append((best, len(pages) * pitch))
+                pages.append((best, len(pages)))
                 r = best + per
         self._page_rows = [p[0] for p in pages]
         return pages
@@ -328,8 +432,8 @@ class LayeredLayout:
             for start in range(0, n, w):
                 top, bottom = min(lo[start:start + w]), max(hi[start:start + w])
                 height += (bottom - top + 1 if bottom >= 0 else 1) + BAND_GAP
-            width = min(w, n) * COL
-            score = abs(math.log((width / max(1, height * ROW)) / ASPECT))
+            width = min(w, n) * self.col_pitch
+            score = abs(math.log((width / max(1, height * self.row_pitch)) / ASPECT))
             if best_score is None or score < best_score - 1e-9:
                 best, best_score = w, score
         return max(2, best)

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from PySide6.QtGui import QImage
 
+from graphscope.ui.canvas_scene import edge_route
+
 DENSITY_MIN = 6000
 EDGE_SAMPLES = 6
 _KINDS = ("data", "nograd", "detach")
@@ -29,7 +31,13 @@ def _arrays(geom):
     e = []
     for eg in geom.edges:
         s, d = geom.nodes[eg.src], geom.nodes[eg.dst]
-        e.append((s.x, s.y, d.x, d.y, eg.step, _KINDS.index(eg.kind) if eg.kind in _KINDS else 0))
+        k = _KINDS.index(eg.kind) if eg.kind in _KINDS else 0
+        route = edge_route(geom, s, d, check=False) if d.x < s.x else None
+        if route is None:
+            e.append((s.x, s.y, d.x, d.y, eg.step, k))
+        else:   # NOTE [edge lanes]: a wrapped chain's jump back follows its lane
+            for a, b in zip(route, route[1:]):
+                e.append((a.x(), a.y(), b.x(), b.y(), eg.step, k))
     e = np.array(e, dtype=np.float64).reshape(-1, 6)
     geom._density = (geom.version, (n, e))
     return n, e

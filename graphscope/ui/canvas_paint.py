@@ -22,7 +22,7 @@ from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QPainter, QPain
                            QPolygonF, QTransform)
 
 from graphscope.ui.canvas_density import DENSITY_MIN, density_image
-from graphscope.ui.canvas_scene import NEVER, NodeGeom, SceneGeometry, edge_ends
+from graphscope.ui.canvas_scene import NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route
 
 FONT_FAMILY = "DejaVu Sans"
 LABEL_PX = 17.0        # node label font, scene units (before text scale)
@@ -177,11 +177,16 @@ class ScenePainter:
             s, d = nodes[e.src], nodes[e.dst]
             if not _segment_meets(cull, s, d):
                 continue
-            a, b = edge_ends(s, d)
             path = paths.get(e.kind)
             if path is None:
                 path = paths[e.kind] = QPainterPath()
                 heads[e.kind] = QPainterPath()
+            route = edge_route(self.geom, s, d)
+            if route is not None:
+                _lane_path(path, route)
+                _arrow(heads[e.kind], route[-2], route[-1], 11.0)
+                continue
+            a, b = edge_ends(s, d)
             if e.kind == "detach":
                 m = (a + b) / 2
                 gap = _unit(a, b) * 9.0
@@ -483,9 +488,12 @@ class ScenePainter:
             s, d = nodes.get(src), nodes.get(dst)
             if s is None or d is None:
                 continue
-            a, b = edge_ends(s, d)
             path = QPainterPath()
-            _curve(path, a, b)
+            route = edge_route(self.geom, s, d)
+            if route is not None:
+                _lane_path(path, route)
+            else:
+                _curve(path, *edge_ends(s, d))
             path = to_device.map(path)
             p.setPen(QPen(qcolor(t.current), max(3.0, 4.0 * min(scale, 1.5)), Qt.SolidLine,
                           Qt.RoundCap))
@@ -625,6 +633,24 @@ def _curve(path: QPainterPath, a: QPointF, b: QPointF) -> None:
     else:
         k = (b.y() - a.y()) * 0.5
         path.cubicTo(QPointF(a.x(), a.y() + k), QPointF(b.x(), b.y() - k), b)
+
+
+def _lane_path(path: QPainterPath, pts, radius: float = 14.0) -> None:
+    """A routed edge (NOTE [edge lanes]): straight runs with rounded corners."""
+    path.moveTo(pts[0])
+    for i in range(1, len(pts) - 1):
+        p0, p1, p2 = pts[i - 1], pts[i], pts[i + 1]
+        l1 = math.hypot(p1.x() - p0.x(), p1.y() - p0.y())
+        l2 = math.hypot(p2.x() - p1.x(), p2.y() - p1.y())
+        r = min(radius, l1 / 2, l2 / 2)
+        if r < 0.5:
+            path.lineTo(p1)
+            continue
+        u1 = _unit(p0, p1)
+        u2 = _unit(p1, p2)
+        path.lineTo(p1 - u1 * r)
+        path.quadTo(p1, p1 + u2 * r)
+    path.lineTo(pts[-1])
 
 
 def _arrow(path: QPainterPath, a: QPointF, b: QPointF, size: float) -> None:

@@ -86,6 +86,10 @@ class SceneGeometry:
     _grid: dict = field(default_factory=dict)
     _bounds: QRectF | None = None
     _edge_keys: set = field(default_factory=set)
+    row_pitch: float = 70.0                        # the layout's row distance (edge lanes)
+    _routes: dict = field(default_factory=dict)    # (src, dst) -> lane points or None
+    _routes_version: int = -1
+    _columns: tuple = (None, -1)                   # ({column centre x: half width}, version)
 
     # -- building -------------------------------------------------------------
     @classmethod
@@ -230,8 +234,16 @@ class SceneGeometry:
         for e in self._edge_order:
             s, d = self.nodes[e.src], self.nodes[e.dst]
             steps, lines = edges.setdefault(e.kind, ([], []))
-            steps.append(e.step)
-            lines.append(QLineF(s.x, s.y, d.x, d.y))
+            route = edge_route(self, s, d, check=False) if d.x < s.x else None
+            if route is None:
+                steps.append(e.step)
+                lines.append(QLineF(s.x, s.y, d.x, d.y))
+                continue
+            # a wrapped chain's jump back to the next row follows its lane, not a
+            # slash across the whole picture
+            for a, b in zip(route, route[1:]):
+                steps.append(e.step)
+                lines.append(QLineF(a, b))
         self._tiny = (self.version, nodes, edges)
         return nodes, edges
 
@@ -290,6 +302,80 @@ class SceneGeometry:
                         and abs(rect.center().y() - ng.y) <= (rect.height() + ng.h) / 2:
                     out.append(ng)
         return out
+
+
+# -- edge routing --------------------------------------------------------------------
+# NOTE [edge lanes]: the layered layout leaves an empty gap between columns and between
+# rows. An edge between neighbouring columns is a plain curve; an edge that would pass
+# through other nodes (it skips columns on the same row, x -> add in ``x*w + x``) or
+# runs backwards (a long chain wrapped into rows, a page jump) is routed through those
+# gaps instead: out of its source into the column gap, along the half-row lane above
+# (or below) the destination's row, down the gap before the destination, into it.
+# Lanes never cross a node box, so no edge is drawn behind a node it doesn't touch.
+LANE_INSET = 12.0
+
+
+def _columns(geom) -> dict:
+    cols, ver = geom._columns
+    if ver != geom.version or cols is None:
+        cols = {}
+        for ng in geom.nodes.values():
+            h = ng.w / 2
+            if h > cols.get(ng.x, 0.0):
+                cols[ng.x] = h
+        geom._columns = (cols, geom.version)
+    return cols
+
+
+def edge_route(geom, s: NodeGeom, d: NodeGeom, check: bool = True):
+    """Lane points of an edge (NOTE [edge lanes]), or None for a plain curve. With
+    ``check`` False only backward edges are routed (no grid look-ups: the cheapest
+    levels of detail)."""
+    forward = d.x - d.w / 2 >= s.x + s.w / 2
+    if forward and not check:
+        return None
+    if geom._routes_version != geom.version:
+        geom._routes, geom._routes_version = {}, geom.version
+    key = (s.id, d.id)
+    if key in geom._routes:
+        return geom._routes[key]
+    route = None
+    if not forward and d.x < s.x:
+        route = _lane(geom, s, d)
+    elif forward and _blocked(geom, s, d):
+        route = _lane(geom, s, d)
+    geom._routes[key] = route
+    return route
+
+
+def _blocked(geom, s, d) -> bool:
+    """Does another node's box lie across the straight run from s to d?"""
+    x0, x1 = s.x + s.w / 2, d.x - d.w / 2
+    if x1 - x0 < 1:
+        return False
+    y0, y1 = min(s.y, d.y), max(s.y, d.y)
+    probe = QRectF(x0 + 1, y0 - 6, x1 - x0 - 2, y1 - y0 + 12)
+    for ng in geom.nodes_in(probe):
+        if ng.id in (s.id, d.id):
+            continue
+        # a box the curve passes: it spans the run at its x (a curve between rows
+        # bends only near its ends, so test against the line between the centres)
+        t = (ng.x - s.x) / ((d.x - s.x) or 1.0)
+        if 0.0 < t < 1.0:
+            y = s.y + (d.y - s.y) * (3 * t * t - 2 * t * t * t)
+            if abs(y - ng.y) <= ng.h / 2 + 4:
+                return True
+    return False
+
+
+def _lane(geom, s, d) -> list:
+    cols = _columns(geom)
+    half = geom.row_pitch / 2
+    xa = s.x + cols.get(s.x, s.w / 2) + LANE_INSET
+    xb = d.x - cols.get(d.x, d.w / 2) - LANE_INSET
+    lane = d.y - half if s.y <= d.y else d.y + half
+    return [QPointF(s.x + s.w / 2, s.y), QPointF(xa, s.y), QPointF(xa, lane),
+            QPointF(xb, lane), QPointF(xb, d.y), QPointF(d.x - d.w / 2, d.y)]
 
 
 def _size(node, size_of) -> tuple:

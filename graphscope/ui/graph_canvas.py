@@ -23,7 +23,7 @@ from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF
 from PySide6.QtGui import QPainter, QPixmap, QTransform
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from graphscope.ui.canvas_paint import ScenePainter, lod_for, qcolor
+from graphscope.ui.canvas_paint import LABEL_PX, ScenePainter, lod_for, qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
 from graphscope.ui.canvas_tooltip import tooltip_text
 from graphscope.ui.theme import Theme, get_theme
@@ -33,7 +33,12 @@ TIDY_MS = 450           # the one smooth tidy pass
 ANIMATE_MAX = 3000      # above this many nodes, place without animation
 OVERLAY_MAX = 150       # nodes drawn over the cached layer before it is rebuilt
 KEEP_BACK = 40          # nodes before the cursor the rebuilt cache leaves out
-MAX_FIT_SCALE = 1.6
+MAX_FIT_SCALE = 2.8      # a small graph is drawn big (a 3-node graph fills the view)
+MAX_FIT_LABEL_PX = 52.0  # ... but its labels no bigger than this on screen
+READABLE_PX = 11.0       # a label this big on screen reads at a desk
+PRESENT_PX = 18.0        # ... and from the back of a lecture hall
+FOLLOW_MARGIN = 0.18     # follow recentres once the current node is this close to an edge
+PAN_MS = 260
 MIN_SCALE, MAX_SCALE = 0.002, 8.0
 
 
@@ -64,7 +69,21 @@ class GraphCanvas(QWidget):
         self._hover: str | None = None
         self._spotlight = False
         self._animated = True
-        self._auto_fit = True           # keep fitting while building until the user moves the view
+        # NOTE [auto view]: while _auto_fit is on (until the user pans or zooms; Fit or
+        # key 0 turn it back on) the canvas picks the view itself: the whole graph when
+        # its labels are readable fitted, else the current node at a readable zoom
+        # (follow), so a long chain is watched where the work happens.
+        self._auto_fit = True
+        self._follow = True             # allow following the current node (key F toggles)
+        self._presentation = False
+        self._following_now = False     # the auto view is following, not fitted
+        self._pan_from = self._pan_to = None
+        self._pan_anim = QVariantAnimation(self)
+        self._pan_anim.setStartValue(0.0)
+        self._pan_anim.setEndValue(1.0)
+        self._pan_anim.setDuration(PAN_MS)
+        self._pan_anim.setEasingCurve(QEasingCurve.OutCubic)
+        self._pan_anim.valueChanged.connect(self._on_pan_step)
         self._cache: QPixmap | None = None
         self._cache_key = None
         self._cache_base = -math.inf
@@ -95,12 +114,18 @@ class GraphCanvas(QWidget):
         (optional) gives tooltips the tensors' full facts."""
         self._stop_animations()
         self._graph, self._layout, self._trace = graph, layout, trace
+        _scale_layout(layout, self._text_scale)
+        self._rebuild_geometry()
+        self._auto_fit = True
+        self.fit()
+
+    def _rebuild_geometry(self) -> None:
+        graph, layout = self._graph, self._layout
         self._geom = SceneGeometry.build(graph, layout.positions, _size_fn(layout))
+        self._geom.row_pitch = float(getattr(layout, "row_pitch", self._geom.row_pitch))
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
         self._selected = self._selected if self._selected in self._geom.nodes else None
         self._invalidate()
-        self._auto_fit = True
-        self.fit()
 
     def set_trace(self, trace) -> None:
         self._trace = trace
@@ -152,6 +177,8 @@ class GraphCanvas(QWidget):
         self._frame = frame
         vs = getattr(frame, "visible_steps", None) if frame is not None else None
         self._limit = NEVER if vs is None else float(vs)
+        if self._auto_fit and self._follow and self._geom.nodes:
+            self._auto_view(animate=True)
         self.update()
 
     def animate_to(self, positions: dict) -> None:
@@ -181,10 +208,57 @@ class GraphCanvas(QWidget):
         return self._theme
 
     def set_text_scale(self, factor: float) -> None:
+        """Scale every text on the canvas. Node boxes grow with the text (the layout
+        re-sizes them and spreads its grid), so nothing is clipped at 1.6x or 2x."""
         self._text_scale = max(0.5, float(factor))
         self._painter.text_scale = self._text_scale
+        if self._graph is not None and _scale_layout(self._layout, self._text_scale):
+            self._stop_animations()
+            self._rebuild_geometry()
         self._invalidate()
+        if self._auto_fit:
+            self.fit(keep_auto=True)
         self.update()
+
+    def text_scale(self) -> float:
+        return self._text_scale
+
+    def set_presentation(self, on: bool) -> None:
+        """Presentation mode: the auto view keeps labels at least PRESENT_PX high
+        (following the current node when the whole graph would be smaller)."""
+        self._presentation = bool(on)
+        if self._auto_fit:
+            self.fit(keep_auto=True)
+
+    @property
+    def presentation(self) -> bool:
+        return self._presentation or self._text_scale > 1.05
+
+    @property
+    def auto_fit(self) -> bool:
+        """True while the canvas chooses the view itself (NOTE [auto view])."""
+        return self._auto_fit
+
+    @auto_fit.setter
+    def auto_fit(self, on: bool) -> None:
+        self._auto_fit = bool(on)
+        if on:
+            self.fit(keep_auto=True)
+
+    @property
+    def follow(self) -> bool:
+        """Whether the auto view may follow the current node of a graph too large
+        to read fitted."""
+        return self._follow
+
+    def set_follow(self, on: bool) -> None:
+        self._follow = bool(on)
+        if self._auto_fit:
+            self.fit(keep_auto=True)
+
+    def following(self) -> bool:
+        """True when the auto view is showing the current node rather than everything."""
+        return self._auto_fit and self._following_now
 
     def set_spotlight(self, on: bool) -> None:
         self._spotlight = bool(on)
@@ -202,24 +276,108 @@ class GraphCanvas(QWidget):
 
     # -- view -------------------------------------------------------------------------
     def fit(self, keep_auto: bool = False) -> None:
-        """Zoom and pan so every visible node (and region label) is in view."""
+        """Zoom and pan so every visible node (and region label) is in view; a small
+        graph is zoomed in up to MAX_FIT_SCALE. ``fit()`` is the user's Fit (key 0): it
+        always shows everything and hands the view back to the canvas (NOTE [auto
+        view]). ``fit(keep_auto=True)`` is the automatic refit while a run streams in:
+        it follows the current node instead when the fitted graph would be unreadable."""
+        if keep_auto and self._auto_fit and self._follow and self._auto_view(animate=False):
+            return
+        self._fit_all()
+        if not keep_auto:
+            self._auto_fit = True
+
+    def fit_scale(self) -> float:
+        """The zoom at which the visible graph fits the view."""
+        return self._fit_rect()[1]
+
+    def readable_scale(self) -> float:
+        """The least zoom at which node labels are readable (larger in presentation)."""
+        px = PRESENT_PX if self.presentation else READABLE_PX
+        return px / (LABEL_PX * self._text_scale)
+
+    def _fit_rect(self):
         r = self._geom.bounds(self._limit)
         if r.isNull() or r.isEmpty():
             r = self._geom.bounds()
+        if r.isNull():
+            return r, 1.0
+        r = r.adjusted(-40, -70 * min(self._text_scale, 2.0), 40, 40)
+        w, h = max(self.width(), 1), max(self.height(), 1)
+        cap = min(MAX_FIT_SCALE, MAX_FIT_LABEL_PX / (LABEL_PX * self._text_scale))
+        return r, min(w / r.width(), h / r.height(), cap)
+
+    def _fit_all(self) -> None:
+        self._pan_anim.stop()
+        self._following_now = False
+        r, s = self._fit_rect()
         if r.isNull():
             self._scale, self._tx, self._ty = 1.0, self.width() / 2, self.height() / 2
             self._invalidate()
             self.update()
             return
-        r = r.adjusted(-40, -70 * min(self._text_scale, 2.0), 40, 40)
         w, h = max(self.width(), 1), max(self.height(), 1)
-        s = min(w / r.width(), h / r.height(), MAX_FIT_SCALE)
         self._set_view(s, w / 2 - r.center().x() * s, h / 2 - r.center().y() * s)
-        if not keep_auto:
-            self._auto_fit = True
+
+    def _current_rect(self) -> QRectF | None:
+        """Scene box of the current step's nodes (the frame's highlight), else of the
+        newest visible node."""
+        nodes = self._geom.nodes
+        hl = getattr(self._frame, "highlight", None) if self._frame is not None else None
+        ids = [i if isinstance(i, str) else f"t{i}" for i in (hl or ())]
+        ngs = [nodes[i] for i in ids if i in nodes and nodes[i].step <= self._limit]
+        if not ngs:
+            newest = self._geom.nodes_upto(self._limit)
+            ngs = newest[-1:]
+        if not ngs:
+            return None
+        r = QRectF(ngs[0].rect)
+        for ng in ngs[1:]:
+            r = r.united(ng.rect)
+        return r
+
+    def _auto_view(self, animate: bool) -> bool:
+        """NOTE [auto view]: follow the current node when the fitted graph would be
+        unreadable. Returns False when fitting everything is the better view."""
+        want = self.readable_scale()
+        if self.fit_scale() >= want * 0.98:
+            if self._following_now:
+                self._fit_all()
+            return False
+        target = self._current_rect()
+        if target is None:
+            return False
+        w, h = max(self.width(), 1), max(self.height(), 1)
+        s = self._scale if (self._following_now and self._scale >= want * 0.98) else want
+        # keep the node where it is while it stays well inside the view: a recentre
+        # every step would make a lecture hall seasick (and rebuild the cache each time)
+        if self._following_now and abs(s - self._scale) < 1e-9:
+            dr = self.transform().mapRect(target)
+            mx, my = w * FOLLOW_MARGIN, h * FOLLOW_MARGIN
+            if dr.left() >= mx and dr.right() <= w - mx and dr.top() >= my and dr.bottom() <= h - my:
+                return True
+        c = target.center()
+        tx, ty = w / 2 - c.x() * s, h / 2 - c.y() * s
+        self._following_now = True
+        if animate and self._animated and self.isVisible() and abs(s - self._scale) < 1e-9:
+            self._pan_from, self._pan_to = (self._tx, self._ty), (tx, ty)
+            self._pan_anim.stop()
+            self._pan_anim.start()
+        else:
+            self._pan_anim.stop()
+            self._set_view(s, tx, ty)
+        return True
+
+    def _on_pan_step(self, value) -> None:
+        if self._pan_from is None:
+            return
+        a = float(value)
+        (x0, y0), (x1, y1) = self._pan_from, self._pan_to
+        self._set_view(self._scale, x0 + (x1 - x0) * a, y0 + (y1 - y0) * a)
 
     def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
         anchor = anchor if anchor is not None else QPointF(self.width() / 2, self.height() / 2)
+        self._pan_anim.stop()
         s = min(MAX_SCALE, max(MIN_SCALE, self._scale * factor))
         f = s / self._scale
         self._set_view(s, anchor.x() - (anchor.x() - self._tx) * f,
@@ -227,6 +385,7 @@ class GraphCanvas(QWidget):
         self._auto_fit = False
 
     def pan_by(self, dx: float, dy: float) -> None:
+        self._pan_anim.stop()
         self._set_view(self._scale, self._tx + dx, self._ty + dy)
         self._auto_fit = False
 
@@ -368,11 +527,24 @@ class GraphCanvas(QWidget):
             self._painter.paint_node(p, ng, lod, opacity=max(0.05, ease), grow=0.7 + 0.3 * ease)
         p.resetTransform()
 
+    def empty_text(self) -> str:
+        """What an empty canvas says: an invitation before any run, a short note after
+        a run that made no tensor (a syntax error, plain Python), nothing while one runs."""
+        if self._graph is None:
+            return "Run the snippet (F5) to watch its graph being built"
+        end = getattr(self._trace, "end", None) if self._trace is not None else None
+        if end is None:
+            return ""
+        return "No tensors were created"
+
     def _paint_empty(self, p) -> None:
+        text = self.empty_text()
+        if not text:
+            return
         p.setPen(qcolor(self._theme.text_muted))
         from graphscope.ui.canvas_paint import font
         p.setFont(font(16 * self._text_scale))
-        p.drawText(self.rect(), Qt.AlignCenter, "Run the snippet (F5) to watch its graph being built")
+        p.drawText(self.rect(), Qt.AlignCenter, text)
 
     def _on_enter_tick(self) -> None:
         now = self._clock.elapsed()
@@ -399,6 +571,7 @@ class GraphCanvas(QWidget):
         self.update()
 
     def _stop_animations(self) -> None:
+        self._pan_anim.stop()
         self._entering.clear()
         self._enter_timer.stop()
         if self._move_anim.state() == QVariantAnimation.Running:
@@ -440,6 +613,8 @@ class GraphCanvas(QWidget):
             self.zoom_by(0.8)
         elif k == Qt.Key_0:
             self.fit()
+        elif k == Qt.Key_F and not mods:
+            self.set_follow(not self._follow)
         elif mods & (Qt.ControlModifier | Qt.AltModifier) and k in (
                 Qt.Key_Left, Qt.Key_Right, Qt.Key_Up, Qt.Key_Down):
             # plain arrows step the timeline (the window's keys); with a modifier they pan
@@ -483,8 +658,8 @@ class GraphCanvas(QWidget):
             if not self._dragged:
                 nid = self.node_at(event.position())
                 self.select(nid)
-                if nid:
-                    self.node_clicked.emit(nid)
+                # "" on the background: the window clears its selection
+                self.node_clicked.emit(nid or "")
             self.unsetCursor()
             self._press = None
         event.accept()
@@ -509,6 +684,17 @@ class GraphCanvas(QWidget):
             from graphscope.ui.canvas_paint import _short
             grad = _short(grads[ng.node.tensor])
         return tooltip_text(ng.node, self._trace, grad)
+
+
+def _scale_layout(layout, text_scale: float) -> bool:
+    """Ask the layout to size boxes for ``text_scale`` (True when positions changed)."""
+    fn = getattr(layout, "set_text_scale", None)
+    if not callable(fn):
+        return False
+    try:
+        return bool(fn(text_scale))
+    except Exception:   # a layout that cannot re-size: keep its boxes, never fail to draw
+        return False
 
 
 def _size_fn(layout):
