@@ -187,3 +187,20 @@ def test_tidy_removes_crossings_from_a_tangled_start():
     lay.tidy()
     _check_invariants(g, lay)
     assert before > 0 and _crossings(g, lay) < before
+
+
+def test_text_scale_grows_boxes_and_grid_and_keeps_invariants():
+    from graphscope.model.layout import pitches
+    g = build_graph(trace_of(RNN))
+    lay = LayeredLayout(g)
+    lay.tidy()
+    layers, rows = dict(lay.layer), dict(lay.row)
+    assert lay.set_text_scale(1.6) and not lay.set_text_scale(1.6)
+    assert lay.layer == layers and lay.row == rows
+    _check_invariants(g, lay)
+    col, row = pitches(1.6)
+    assert col > COL and row > ROW
+    for n in g.nodes.values():
+        w, h = lay.node_size(n)
+        assert h < row and w < col
+        assert (w, h) >= node_size(n)

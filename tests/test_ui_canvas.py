@@ -294,3 +294,97 @@ def test_theme_text_scale_and_spotlight_repaint(canvas, traces):
     # the spotlight dims the corner (far from the current node)
     dim = blend(canvas.theme().spotlight_dim, canvas.theme().canvas_bg)
     assert close(img.pixelColor(2, 2), dim, 6)
+
+
+# -- view, sizes and edges for a lecture hall --------------------------------------------
+def test_small_graph_is_fitted_larger_than_one_to_one(canvas, traces):
+    graph, layout, tl = scene(traces["mul"])
+    layout.tidy()                                  # columns as wide as their names
+    canvas.set_graph(graph, layout)
+    canvas.fit()
+    assert canvas.view_scale() > 1.0
+    assert not canvas.following()
+    view = QRectF(canvas.rect())
+    for nid in graph.nodes:
+        assert view.contains(canvas.node_view_rect(nid)), nid
+
+
+def test_long_chain_is_followed_at_a_readable_zoom_and_fit_shows_all(canvas, qtbot):
+    tr = synthetic_trace(3000)
+    graph = build_graph(tr)
+    layout = LayeredLayout(graph)
+    tl = Timeline(tr, graph)
+    canvas.set_graph(graph, layout)
+    assert canvas.auto_fit and canvas.fit_scale() < canvas.readable_scale()
+    frame = tl.state(len(tl) // 2)
+    canvas.set_frame(frame)
+    assert canvas.following()
+    assert canvas.view_scale() >= canvas.readable_scale() * 0.98
+    current = [i for i in frame.highlight if i in graph.nodes]
+    assert current
+    assert QRectF(canvas.rect()).intersects(canvas.node_view_rect(current[0]))
+    canvas.setFocus()
+    qtbot.keyClick(canvas, Qt.Key_0)              # fit all on demand
+    assert not canvas.following() and canvas.view_scale() < canvas.readable_scale()
+    canvas.set_follow(False)
+    canvas.set_frame(tl.state(len(tl) // 3))      # no follow: the fitted view stays
+    assert not canvas.following()
+    canvas.set_follow(True)
+    canvas.zoom_by(1.1)                            # the user's own view is never taken over
+    scale = canvas.view_scale()
+    canvas.set_frame(tl.state(len(tl) // 4))
+    assert not canvas.auto_fit and canvas.view_scale() == scale
+
+
+def test_presentation_needs_bigger_labels_than_the_desk(canvas, traces):
+    graph, layout, tl = scene(traces["mul"])
+    canvas.set_graph(graph, layout)
+    desk = canvas.readable_scale()
+    canvas.set_presentation(True)
+    assert canvas.presentation and canvas.readable_scale() > desk
+
+
+def test_boxes_grow_with_text_scale_and_long_names_fit(canvas, traces):
+    from graphscope.model.graph import Node
+    from graphscope.model.layout import OP_CHAR, node_size
+    op = Node(id="o1", kind="op", label="kaiming_uniform_", detail="")
+    assert node_size(op)[0] >= len("kaiming_uniform_") * OP_CHAR + 16
+    graph, layout, tl = scene(traces["mul"])
+    canvas.set_graph(graph, layout)
+    tid = next(n.id for n in graph.nodes.values() if n.label == "w")
+    h1 = canvas.geometry_model().nodes[tid].h
+    canvas.set_text_scale(1.6)
+    assert canvas.geometry_model().nodes[tid].h > h1 * 1.3
+    assert layout.text_scale == 1.6
+    # still no overlapping boxes on the grown grid
+    boxes = [ng.rect for ng in canvas.geometry_model().nodes.values()]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.intersects(b)
+
+
+def test_edge_skipping_a_node_on_its_row_is_routed_around_it(traces):
+    from graphscope.ui.canvas_scene import edge_route
+    graph, layout, tl = scene(traces["mul"])
+    geom = render._geometry(graph, layout)
+    x = next(n.id for n in graph.nodes.values() if n.label == "x")
+    add = next(n.id for n in graph.nodes.values() if n.label == "add")
+    s, d = geom.nodes[x], geom.nodes[add]
+    route = edge_route(geom, s, d)
+    assert route is not None and route[0].x() < route[-1].x()
+    for a, b in zip(route, route[1:]):
+        seg = QRectF(a, b).normalized().adjusted(-0.5, -0.5, 0.5, 0.5)
+        for ng in geom.nodes.values():
+            if ng.id not in (x, add):
+                assert not seg.intersects(ng.rect), (ng.node.label, a, b)
+
+
+def test_empty_canvas_invites_a_run_then_says_nothing_was_made(canvas, traces):
+    from graphscope.model.graph import Graph
+    assert "F5" in canvas.empty_text()
+    tr = Trace(source="x = (", filename="<t>")
+    canvas.set_graph(Graph(), LayeredLayout(Graph()), tr)
+    assert canvas.empty_text() == ""               # still running: nothing to say yet
+    tr.apply(P.End(status="error"))
+    assert canvas.empty_text() == "No tensors were created"
+    canvas.grab()

@@ -326,6 +326,9 @@ class ScenePainter:
         self._badges(p, r, badges, lod)
         if lod == "full":
             tags = []
+            if getattr(ng.node, "ghost_of", None):
+                # a copy drawn beside one more consumer: the same tensor, not a new one
+                tags.append("shared")
             if not tracked:
                 tags.append("no grad")
             if "retains_grad" in flags:
@@ -484,6 +487,7 @@ class ScenePainter:
         # edges carrying gradient at this backward step: thick, in the current colour
         edge_grads = dict(getattr(frame, "edge_grads", None) or {}) if frame is not None else {}
         labels = []
+        near = QRectF()
         for (src, dst), text in edge_grads.items():
             s, d = nodes.get(src), nodes.get(dst)
             if s is None or d is None:
@@ -499,7 +503,8 @@ class ScenePainter:
                           Qt.RoundCap))
             p.setBrush(Qt.NoBrush)
             p.drawPath(path)
-            labels.append((path.pointAtPercent(0.5), "∂ " + str(text)))
+            labels.append((path, "∂ " + str(text)))
+            near = near.united(path.boundingRect())
         for ng in highlight:
             self._glow(p, to_device.mapRect(_rect(ng)), t.current, ng.node.kind == "op")
         if selected and selected in nodes and nodes[selected].step <= limit:
@@ -508,11 +513,24 @@ class ScenePainter:
             p.setBrush(Qt.NoBrush)
             p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
         bounds = device_rect
-        for pt, text in labels:
-            self._label_box(p, pt, text, t.grad_label_border, bounds=bounds)
+        # NOTE [label placement]: labels never sit on a node when they can help it.
+        # Obstacles are the visible node boxes near the labelled edges and leaves and
+        # every label already placed; each label takes the first free spot among a few
+        # candidates (greedy), .grad boxes first (they belong to one node).
+        leaf_grads = (getattr(frame, "leaf_grads", None) or {}) if frame is not None else {}
+        for tid in leaf_grads:
+            ng = nodes.get(tid if isinstance(tid, str) else f"t{tid}")
+            if ng is not None:
+                near = near.united(to_device.mapRect(_rect(ng)))
+        obstacles = []
+        if not near.isNull():
+            inv, _ok = to_device.inverted()
+            scene_near = inv.mapRect(near.adjusted(-120, -80, 120, 80))
+            obstacles = [to_device.mapRect(_rect(ng)).adjusted(-3, -3, 3, 3)
+                         for ng in self.geom.nodes_in(scene_near, limit)]
+        placed: list = []
         # .grad of leaves: the one accumulated at this step gets the big before -> after box;
         # the others a quiet line under their node, only when there is room to read it
-        leaf_grads = (getattr(frame, "leaf_grads", None) or {}) if frame is not None else {}
         current = getattr(frame, "accumulated", None) if frame is not None else None
         quiet = []
         for tid, pair in leaf_grads.items():
@@ -525,10 +543,26 @@ class ScenePainter:
             dr = to_device.mapRect(_rect(ng))
             if current is None or tid == current or len(leaf_grads) == 1:
                 text = f".grad: {_short(before)} → {_short(after)}"
-                self._label_box(p, QPointF(dr.center().x(), dr.bottom() + 8), text,
-                                t.grad_label_border, anchor_top=True, bounds=bounds)
+                cands = [QPointF(dr.center().x(), dr.bottom() + 8),
+                         QPointF(dr.center().x(), dr.top() - 8),
+                         QPointF(dr.right() + 8, dr.center().y()),
+                         QPointF(dr.left() - 8, dr.center().y())]
+                self._place_label(p, cands * 2, ("below", "above", "right", "left", "below2",
+                                                 "above2", "below3", "above3"), text,
+                                  obstacles, placed, bounds, scale)
             elif lod == "full":
                 quiet.append((dr, f".grad {_short(after)}"))
+        for path, text in labels:
+            cands, sides = [], []
+            for tpos in (0.5, 0.3, 0.7):
+                pt = path.pointAtPercent(tpos)
+                cands += [pt] * 5
+                sides += ["centre", "above", "below", "above2", "below2"]
+            for tpos in (0.5, 0.3, 0.7):
+                pt = path.pointAtPercent(tpos)
+                cands += [pt] * 2
+                sides += ["above3", "below3"]
+            self._place_label(p, cands, sides, text, obstacles, placed, bounds, scale)
         if quiet:
             f = font(11 * self.text_scale)
             fm = QFontMetricsF(f)
@@ -548,6 +582,70 @@ class ScenePainter:
             r = dr.adjusted(-grow, -grow, grow, grow)
             rad = r.height() / 2 if pill else 14
             p.drawRoundedRect(r, rad, rad)
+
+    def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale) -> QRectF:
+        """Draw ``text`` in a box at the first candidate spot that covers no node and
+        no label placed before (NOTE [label placement]); the least covered one when
+        none is free. Long texts are elided, and the font shrinks a little when the
+        view is zoomed out, so a label never dwarfs the nodes it explains."""
+        t = self.theme
+        px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
+        f = font(px, True)
+        fm = QFontMetricsF(f)
+        text = fm.elidedText(text, Qt.ElideMiddle, max(160.0, 320.0 * self.text_scale))
+        w = fm.horizontalAdvance(text) + 16
+        h = fm.height() + 8
+        best, best_cost, best_i = None, None, None
+        for i, (pt, side) in enumerate(zip(cands, sides)):
+            if side.startswith("below"):
+                k = int(side[5:] or 1) - 1
+                box = QRectF(pt.x() - w / 2, pt.y() + 4 + k * (h + 8), w, h)
+            elif side.startswith("above"):
+                k = int(side[5:] or 1) - 1
+                box = QRectF(pt.x() - w / 2, pt.y() - h - 4 - k * (h + 8), w, h)
+            elif side == "right":
+                box = QRectF(pt.x(), pt.y() - h / 2, w, h)
+            elif side == "left":
+                box = QRectF(pt.x() - w, pt.y() - h / 2, w, h)
+            else:
+                box = QRectF(pt.x() - w / 2, pt.y() - h / 2, w, h)
+            if bounds is not None:
+                # keep the whole label on screen: a cut-off number is worse than a shift
+                dx = max(0.0, bounds.left() + 4 - box.left()) - max(0.0, box.right() - bounds.right() + 4)
+                dy = max(0.0, bounds.top() + 4 - box.top()) - max(0.0, box.bottom() - bounds.bottom() + 4)
+                box.translate(dx, dy)
+            cost = i * 0.5          # earlier candidates (the middle of the edge) first
+            for r in obstacles:
+                if r.intersects(box):
+                    ov = r.intersected(box)
+                    cost += 3.0 * ov.width() * ov.height()
+            for r in placed:
+                if r.intersects(box):
+                    ov = r.intersected(box)
+                    cost += 5.0 * ov.width() * ov.height()
+            if best_cost is None or cost < best_cost:
+                best, best_cost, best_i = box, cost, i
+            if cost <= i * 0.5:
+                break              # a free spot: take it
+        box = best
+        placed.append(box.adjusted(-3, -3, 3, 3))
+        anchor = cands[0] if best_i is None else cands[best_i]
+        gap_y = max(box.top() - anchor.y(), anchor.y() - box.bottom(), 0.0)
+        gap_x = max(box.left() - anchor.x(), anchor.x() - box.right(), 0.0)
+        if gap_y > 6 or gap_x > 6:
+            # moved away from what it labels: a thin leader says which edge or leaf
+            end = QPointF(min(max(anchor.x(), box.left() + 6), box.right() - 6),
+                          box.bottom() if anchor.y() > box.bottom() else
+                          box.top() if anchor.y() < box.top() else box.center().y())
+            p.setPen(QPen(qcolor(t.grad_label_border), 1.6, Qt.DotLine))
+            p.drawLine(anchor, end)
+        p.setPen(QPen(qcolor(t.grad_label_border), 2.0))
+        p.setBrush(qcolor(t.grad_label_bg))
+        p.drawRoundedRect(box, 6, 6)
+        p.setFont(f)
+        p.setPen(qcolor(t.grad_label_text))
+        p.drawText(box, Qt.AlignCenter, text)
+        return box
 
     def _label_box(self, p, pt: QPointF, text: str, border: str, anchor_top=False,
                    bounds: QRectF | None = None) -> None:
