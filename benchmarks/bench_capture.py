@@ -4,8 +4,11 @@ Each workload runs as a snippet; "plain" execs the same code object in a fresh
 module dict without any recorder, "capture" goes through
 graphscope.capture.session.run_snippet with a list as emit (so the cost of
 JSON and the pipe is not included: that is the worker's). Medians of N runs,
-each in fresh state (new namespace, gc.collect before). Also: memory held by
-the recorded messages of the 20,000-op chain (tracemalloc peak delta).
+each in fresh state (new namespace, gc.collect before), plain and capture
+interleaved so machine load hits both. Besides wall time the CPU time of this
+process is compared ("cpu ratio"): on a shared, loaded machine it is the
+steadier number. Also: memory held by the recorded messages of the 20,000-op
+chain (tracemalloc, current size after the run).
 
     .venv/bin/python benchmarks/bench_capture.py [--repeat 5]
 """
@@ -65,23 +68,25 @@ WORKLOADS = [("chain 20,000 ops + backward", CHAIN),
              ("2-layer TransformerEncoder fwd+bwd", TRANSFORMER)]
 
 
-def plain(source: str) -> float:
+def plain(source: str) -> tuple[float, float]:
+    """(wall, cpu) seconds of the snippet under plain Python."""
     code = compile(source, "<snippet>", "exec")
     g = {"__name__": "__main__"}
     gc.collect()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     exec(code, g)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def captured(source: str) -> tuple[float, int]:
+def captured(source: str) -> tuple[float, float, int]:
+    """(wall, cpu, number of messages) of the snippet under run_snippet."""
     msgs: list = []
     gc.collect()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     end = run_snippet(P.Run(source=source, max_ops=10_000_000), msgs.append)
-    dt = time.perf_counter() - t0
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
     assert end.status == "ok", end
-    return dt, len(msgs)
+    return dt, dc, len(msgs)
 
 
 def trace_memory(source: str) -> tuple[float, int]:
@@ -104,15 +109,20 @@ def main() -> None:
         captured(src)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"medians of {a.repeat}")
-    print(f"{'workload':38} {'plain ms':>9} {'capture ms':>11} {'ratio':>6} {'messages':>9}")
+    print(f"{'workload':38} {'plain ms':>9} {'capture ms':>11} {'ratio':>6} "
+          f"{'cpu ratio':>9} {'messages':>9}")
     for name, src in WORKLOADS:
-        p, c, n = [], [], 0
+        p, c, pc, cc, n = [], [], [], [], 0
         for _ in range(a.repeat):
-            p.append(plain(src))
-            dt, n = captured(src)
+            dt, dc = plain(src)
+            p.append(dt)
+            pc.append(dc)
+            dt, dc, n = captured(src)
             c.append(dt)
+            cc.append(dc)
         mp, mc = statistics.median(p), statistics.median(c)
-        print(f"{name:38} {mp*1e3:9.1f} {mc*1e3:11.1f} {mc/mp:6.2f} {n:9,}")
+        cpu = statistics.median(cc) / statistics.median(pc)
+        print(f"{name:38} {mp*1e3:9.1f} {mc*1e3:11.1f} {mc/mp:6.2f} {cpu:9.2f} {n:9,}")
     mb, n = trace_memory(CHAIN)
     print(f"\nmemory held by the recorded messages of the 20,000-op chain: {mb:.1f} MB "
           f"({n:,} messages, tracemalloc)")
