@@ -188,9 +188,12 @@ def test_installed_in_the_main_window_after_a_run(qtbot, tmp_path, shots):
         w.ask_unsaved = lambda *_: "discard"
         qtbot.addWidget(w)
         panels = install_passes_views(w)
+        assert install_passes_views(w) is panels          # installed once (the window did)
         w.resize(1600, 1000)
         w.show()
         w.set_speed(0)
+        assert not panels["docks"]["passes"].isVisible()  # the View menu opens it
+        panels["docks"]["passes"].toggleViewAction().trigger()
         w.load_snippet(DEPTH, "depth.py")
         with qtbot.waitSignal(w.run_finished, timeout=60_000):
             w.run()
@@ -199,9 +202,31 @@ def test_installed_in_the_main_window_after_a_run(qtbot, tmp_path, shots):
         assert len(passes.diff.only_b) == 8
         assert [panels["static"].target.itemText(i)
                 for i in range(panels["static"].target.count())] == ["layer", "model"]
-        assert all(d.isVisible() or d.isHidden() is False for d in [panels["docks"]["passes"]])
+        assert panels["docks"]["passes"].isVisible()
         assert w.grab().save(os.path.join(shots, "window_with_passes.png"))
         panels["capture"].shutdown()
     finally:
         w.controller.shutdown()
         runner.close()
+
+
+def test_a_scenario_focus_fills_the_static_request(qtbot):
+    """``focus`` names the function or module; the inputs are read from the snippet
+    (what torch.jit.trace was given, then a later call's different input)."""
+    from graphscope import scenarios
+    from graphscope.ui.static_view import DEFAULT_INPUT, infer_request
+    sc = scenarios.find("static-jit-trace-branch")
+    assert infer_request(sc.focus, sc.snippet) == ("f", ["torch.ones(2)"], ["neg"])
+    sc = scenarios.find("static-jit-trace-rnn")       # a class: its instance in the snippet
+    assert infer_request(sc.focus, sc.snippet) == ("enc", ["torch.randn(2, 2)"], ["five"])
+    sc = scenarios.find("static-jit-trace-loop")      # a tuple of example inputs
+    assert infer_request(sc.focus, sc.snippet) == (
+        "repeat", ["torch.ones(1)", "torch.tensor(3)"], ["torch.ones(1)", "torch.tensor(1)"])
+    sc = scenarios.find("static-fx-rnn")              # Encoder()(x): a fresh instance
+    assert infer_request(sc.focus, sc.snippet) == ("Encoder()", ["torch.randn(5, 2)"], [])
+    sc = scenarios.find("static-fx-branch")           # nothing to read: the panel's default
+    assert infer_request(sc.focus, sc.snippet) == ("f", [], [])
+    panel = StaticPanel()
+    qtbot.addWidget(panel)
+    panel.set_focus(sc.focus, sc.snippet)
+    assert panel.request()["target"] == "f" and panel.request()["inputs"] == [DEFAULT_INPUT]

@@ -5,8 +5,10 @@ scenarios, lesson, presentation, theme, screenshot, step; missing ones count
 as unset) and returns the process exit code.
 
 Headless: with ``--screenshot`` the window is drawn offscreen (the platform is
-switched to ``offscreen`` when there is no display), the snippet runs, the
-cursor goes to the end (or step N) and a picture of the whole window is saved.
+switched to ``offscreen`` when there is no display), the snippet (or the
+scenario's snippet, its quiz left unrevealed) runs, the cursor goes to the end
+(or step N) and a picture of the whole window is saved, at 1600x1000, or at a
+projector's 1920x1080 with ``--presentation``.
 Exit 0 on success, 1 (message on stderr) when the window could not be produced.
 """
 from __future__ import annotations
@@ -79,6 +81,9 @@ def main(args=None) -> int:
     if classroom is not None and hasattr(classroom, "install"):
         # the classroom layer handles --scenario/--scenarios/--lesson/--presentation
         handled = bool(classroom.install(window, args))
+        # a headless picture of a scenario shows its graph: run the snippet (the quiz
+        # stays unrevealed, and hidden output stays hidden)
+        run_now = run_now or (handled and bool(screenshot))
     if not file and not handled:
         sc = _load_scenario(scenario_id or "welcome")
         if sc is None and scenario_id:

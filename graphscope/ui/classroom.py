@@ -7,20 +7,22 @@ export, added to the main window through its public seams only (``add_side_panel
 file) and ``presentation`` (bool). It returns True when it opened a scenario, so
 the app does not also open the welcome scenario.
 
-NOTE [hidden output]: a scenario with ``reveal_hides_output`` asks that printed
-output not give the answer away before Reveal. The window has no "hide output"
-seam, so the console and the inspector (which shows values) are covered by a
-sheet saying why, until Reveal; the run itself is never held back.
+A scenario with ``reveal_hides_output`` asks that printed output not give the
+answer away before Reveal: the quiz's ``output_hidden_changed`` drives the
+window's ``set_output_hidden`` (main_window.py NOTE [hidden output]); the run
+and the graph are never held back.
+
+The quiz sits in the window's right column as a tab beside the inspector
+(``add_side_tab``), so at a projector the graph keeps most of the screen.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import (QApplication, QFileDialog, QLabel, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from graphscope import scenarios as _scn
 from graphscope.ui import clipboard_export
@@ -33,31 +35,6 @@ from graphscope.ui.scenario_browser import ScenarioBrowser
 
 def _arg(args, name, default=None):
     return getattr(args, name, default) if args is not None else default
-
-
-class _Cover(QLabel):
-    """A sheet over a widget (NOTE [hidden output]); follows the widget's size."""
-
-    def __init__(self, target: QWidget, text: str):
-        super().__init__(text, target)
-        self.setObjectName("HiddenOutputCover")
-        self.setAlignment(Qt.AlignCenter)
-        self.setWordWrap(True)
-        self.setAutoFillBackground(True)
-        self.setAttribute(Qt.WA_StyledBackground, True)
-        self.hide()
-        target.installEventFilter(self)
-
-    def eventFilter(self, obj, ev):
-        if obj is self.parent() and ev.type() == QEvent.Resize:
-            self.setGeometry(0, 0, ev.size().width(), ev.size().height())
-        return False
-
-    def set_covered(self, on: bool):
-        if on:
-            self.setGeometry(self.parent().rect())
-            self.raise_()
-        self.setVisible(on)
 
 
 class Classroom(QObject):
@@ -73,10 +50,6 @@ class Classroom(QObject):
         self.walker = LessonWalker(parent=self)
         self.lesson_bar = LessonBar(self.walker)
         self.presentation = PresentationController(window)
-        self.covers = [
-            _Cover(window.console, "Output is hidden until Reveal (R):\nit would give the answer away."),
-            _Cover(window.inspector, "Values are hidden until Reveal (R)."),
-        ]
         self._load_bundled()
         self._build_docks()
         self._build_actions()
@@ -102,10 +75,11 @@ class Classroom(QObject):
         col.addWidget(self.lesson_bar)
         col.addWidget(self.quiz, 1)
         self.lesson_bar.hide()
-        self.quiz_dock = w.add_side_panel(quiz_box, "Quiz", Qt.DockWidgetArea.RightDockWidgetArea)
+        # a tab beside the inspector, added when the first scenario opens (a plain
+        # file needs no quiz and keeps the tab bar hidden)
+        self.quiz_dock = quiz_box
         self.browser_dock = w.add_side_panel(self.browser, "Scenarios",
                                              Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.quiz_dock.hide()
         self.browser_dock.hide()
         # the one text-size control, always in reach (status bar, right)
         self.scale_slider = ScaleSlider(self.presentation)
@@ -211,7 +185,7 @@ class Classroom(QObject):
         p, w = self.presentation, self.window
         p.scale_targets += [lambda f, m: w.set_text_scale(f),
                             self.quiz.set_text_scale, self.browser.set_text_scale,
-                            self.lesson_bar.set_text_scale, self._scale_covers]
+                            self.lesson_bar.set_text_scale]
         p.theme_targets += [w.set_theme, self.apply_theme]
         p.spotlight_targets.append(self._spotlight_for_presentation)
         p.step_forward, p.step_back = w.step_forward, w.step_back
@@ -220,7 +194,7 @@ class Classroom(QObject):
         self.browser.scenario_activated.connect(self.open_scenario)
         self.walker.scenario_changed.connect(self._on_lesson_moved)
         self.quiz.reveal_requested.connect(self._on_reveal)
-        self.quiz.output_hidden_changed.connect(self._set_output_hidden)
+        self.quiz.output_hidden_changed.connect(w.set_output_hidden)
         w.destroyed.connect(lambda *_: p.shutdown())
 
     # -- scenarios ---------------------------------------------------------------
@@ -235,12 +209,12 @@ class Classroom(QObject):
         self.scenario = scenario
         self.window.load_snippet(scenario.snippet, scenario.snippet_filename)
         self.quiz.set_scenario(scenario)
-        self.quiz_dock.setWindowTitle(f"Quiz \u2014 {scenario.title}")
-        if not self.quiz_dock.isVisible():
-            self.quiz_dock.show()
-            self.size_docks()
+        w = self.window
+        if w.side_tabs.indexOf(self.quiz_dock) < 0:
+            w.add_side_tab(self.quiz_dock, "Quiz")
             QTimer.singleShot(0, self.size_docks)   # again once the window is laid out
-        self.quiz_dock.raise_()
+        w.show_side_tab(self.quiz_dock)
+        self._fill_static_request(scenario)
         if scenario in self.walker.scenarios and self.walker.current is not scenario:
             self.walker.index = self.walker.scenarios.index(scenario)
             self.lesson_bar.refresh()
@@ -250,24 +224,21 @@ class Classroom(QObject):
         return True
 
     def size_docks(self):
-        """Give the quiz about 30% of the window (questions and options wrap less),
-        the browser about 18%."""
+        """The window shares its width (``arrange``: the graph gets the most); the
+        browser, when open, gets about 18%."""
         w = self.window
-        docks, sizes = [], []
-        if self.quiz_dock.isVisible():
-            docks.append(self.quiz_dock)
-            sizes.append(max(380, round(w.width() * 0.25)))
         if self.browser_dock.isVisible():
-            docks.append(self.browser_dock)
-            sizes.append(max(260, round(w.width() * 0.18)))
-        if docks:
-            w.resizeDocks(docks, sizes, Qt.Orientation.Horizontal)
-        split = getattr(w, "main_split", None)
-        if self.quiz_dock.isVisible() and split is not None and split.count() == 3:
-            # Beside a quiz the code and the graph matter most; the inspector shows
-            # one node and can be narrow (its text is scaled like the rest).
-            total = sum(split.sizes())
-            split.setSizes([round(total * 0.31), round(total * 0.47), round(total * 0.22)])
+            w.resizeDocks([self.browser_dock], [max(260, round(w.width() * 0.18))],
+                          Qt.Orientation.Horizontal)
+        w.arrange()
+
+    def _fill_static_request(self, scenario):
+        """A scenario that names a function or module (``focus``) fills the static
+        panel's request: target and example inputs read from the snippet."""
+        views = getattr(self.window, "_passes_views", None)
+        focus = getattr(scenario, "focus", None)
+        if views and focus:
+            views["static"].set_focus(focus, scenario.snippet)
 
     def _folders(self):
         return [*self.browser.folders, _scn.bundled_dir()]
@@ -314,12 +285,8 @@ class Classroom(QObject):
         self._update_quiz_actions()
         self.window.run()      # the live run is the proof: graph, output, error
 
-    def _set_output_hidden(self, hidden: bool):
-        for c in self.covers:
-            c.set_covered(hidden)
-
     def output_hidden(self) -> bool:
-        return all(c.isVisible() for c in self.covers)
+        return self.window.output_hidden
 
     def _update_quiz_actions(self):
         has = self.quiz.scenario is not None
@@ -344,17 +311,9 @@ class Classroom(QObject):
         self.spotlight_action.setChecked(on)
         if on:
             self.browser_dock.setVisible(False)
+        w.set_presentation(on)
         self.size_docks()
         QTimer.singleShot(0, self.size_docks)
-        if QApplication.platformName() == "offscreen":
-            # NOTE: window.screenshot() resizes a window that is not full screen to
-            # its default size; pin the projector size so a headless presentation
-            # screenshot is 1920x1080 like the real thing.
-            if on:
-                w.setFixedSize(w.size())
-            else:
-                w.setMinimumSize(0, 0)
-                w.setMaximumSize(16777215, 16777215)
         w.set_status("Presentation mode: PageDown/PageUp step, B blanks the screen, "
                      "Ctrl+= / Ctrl+- text size, Ctrl+Shift+P leaves." if on else "Presentation mode off.")
 
@@ -367,19 +326,8 @@ class Classroom(QObject):
             canvas.set_spotlight(bool(on))
         self.spotlight_action.setChecked(bool(on))
 
-    def _scale_covers(self, factor, min_px):
-        px = max(min_px, round(16 * factor))
-        for c in self.covers:
-            f = c.font()
-            f.setPixelSize(px)
-            c.setFont(f)
-
     def apply_theme(self, name: str):
         self.quiz.set_theme(name)
-        t = _theme.get_theme(name)
-        for c in self.covers:
-            c.setStyleSheet(f"#HiddenOutputCover {{ background: {t.panel_bg}; color: {t.text_muted};"
-                            f" border: 2px dashed {t.border}; font-style: italic; }}")
         for n, act in self.theme_actions.items():
             act.setChecked(n == name)
         self.presentation.theme = name

@@ -26,6 +26,7 @@ class Console(QPlainTextEdit):
         self._outputs: Sequence = ()
         self._shown = 0              # how many chunks of _outputs are on screen
         self._note: Optional[str] = None
+        self._hidden_note: Optional[str] = None   # shown instead of the output (a quiz)
         self._stdout_fmt = QTextCharFormat()
         self._stderr_fmt = QTextCharFormat()
         self._note_fmt = QTextCharFormat()
@@ -49,7 +50,7 @@ class Console(QPlainTextEdit):
         ended) in grey."""
         n = len(outputs) if count is None else max(0, min(count, len(outputs)))
         same_prefix = outputs is self._outputs and n >= self._shown and note == self._note
-        if same_prefix:
+        if same_prefix and self._hidden_note is None:
             cur = self._end_cursor()
             for o in outputs[self._shown:n]:
                 cur.insertText(o.text, self._fmt(o))
@@ -57,6 +58,16 @@ class Console(QPlainTextEdit):
             return
         self._outputs, self._shown, self._note = outputs, n, note
         self._rebuild()
+
+    def set_hidden_note(self, note: Optional[str]) -> None:
+        """Show ``note`` instead of the output (None shows the output again): a quiz
+        keeps what the snippet prints hidden until Reveal."""
+        if note != self._hidden_note:
+            self._hidden_note = note
+            self._rebuild()
+
+    def is_hidden(self) -> bool:
+        return self._hidden_note is not None
 
     def text(self) -> str:
         return self.toPlainText()
@@ -75,6 +86,9 @@ class Console(QPlainTextEdit):
     def _rebuild(self) -> None:
         self.clear()
         cur = self._end_cursor()
+        if self._hidden_note is not None:
+            cur.insertText(self._hidden_note, self._note_fmt)
+            return
         for o in self._outputs[:self._shown]:
             cur.insertText(o.text, self._fmt(o))
         if self._note:

@@ -56,6 +56,8 @@ class Inspector(QWidget):
         super().__init__(parent)
         self._scale = 1.0
         self._rows: dict[str, str] = {}
+        self.values_hidden = False     # a quiz hides values until Reveal (main_window NOTE [hidden output])
+        self._last = None              # (node, trace, frame, caption) shown, to redraw on unhide
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         scroll = QScrollArea(self)
@@ -169,6 +171,7 @@ class Inspector(QWidget):
         return dict(self._rows)
 
     def clear_node(self) -> None:
+        self._last = None
         self.caption_label.setText("")
         self.caption_label.hide()
         self.title_label.setText("Nothing selected")
@@ -178,9 +181,16 @@ class Inspector(QWidget):
         for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
             w.hide()
 
+    def set_values_hidden(self, hidden: bool) -> None:
+        """Hide tensor values, gradients and branch outcomes (a quiz before Reveal)."""
+        self.values_hidden = bool(hidden)
+        if self._last is not None:
+            self.show_node(*self._last)
+
     def show_node(self, node, trace, frame=None, caption: str = "") -> None:
         """Show ``node`` (a model.graph.Node) as it is at ``frame`` (a FrameState).
         ``caption``: a small line above the title ("At this step", "Selected")."""
+        self._last = (node, trace, frame, caption)
         self.caption_label.setText(caption)
         self.caption_label.setVisible(bool(caption))
         op = _lookup_op(node, trace)
@@ -217,7 +227,7 @@ class Inspector(QWidget):
                                          for k, (a, b) in op.versions.items())
         self._rows = rows
         self._refill_grid()
-        grads = self._backward_grads_for(op, trace, frame)
+        grads = None if self.values_hidden else self._backward_grads_for(op, trace, frame)
         self.value_caption.hide()
         self.value_text.hide()
         self.plot.hide()
@@ -261,10 +271,22 @@ class Inspector(QWidget):
             else:
                 rows["note"] = ("a later backward needed this tensor, but it was created "
                                 "without requires_grad=True")
+        if self.values_hidden and "decided" in rows:
+            rows["decided"] = "hidden until Reveal"
         self._rows = rows
         self._refill_grid()
         summary = tensor_summary(t)
         self.value_caption.setText("Value when created")
+        if self.values_hidden:
+            self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
+                                         "the answer away.")
+            _fit_height(self.value_text, 3)
+            self.value_caption.show()
+            self.value_text.show()
+            self.grad_caption.hide()
+            self.grad_text.hide()
+            self.plot.hide()
+            return
         self.value_text.setPlainText(format_summary(summary, VALUE_CHARS))
         _fit_height(self.value_text, 8)
         self.value_caption.show()

@@ -16,6 +16,7 @@ from graphscope.model.layout import LayeredLayout
 from graphscope.model.timeline import Timeline
 from graphscope.model.trace import Trace
 from graphscope.model.diagnostics import explain, flags
+from graphscope.model.passes import passes_of
 from graphscope.ui.problems import ProblemRow, row_from
 
 
@@ -52,6 +53,38 @@ class LiveRun:
 
     def step_kinds(self) -> list[str]:
         return [s.kind for s in self.timeline.steps]
+
+    def pass_bands(self) -> list[tuple[int, int, str]]:
+        """The run's passes (model/passes.py) as timeline step ranges
+        ``(first_step, last_step, label)`` for the timeline bar; none for a run of
+        one pass (one band over everything says nothing)."""
+        try:
+            passes = passes_of(self.trace)
+        except Exception:          # the bands are a bonus: the timeline still works
+            return []
+        if len(passes) < 2:
+            return []
+        if not any(p.kind == "backward" for p in passes) and min(len(p.ops) for p in passes) < 3:
+            # without backward a pass is a separate computation; a tiny one (the
+            # condition of an `if`) would read as a pass of its own, which confuses
+            return []
+        op_step, bw_step, call_step = {}, {}, {}
+        for i, st in enumerate(self.timeline.steps):
+            if st.kind == "op":
+                op_step.setdefault(st.op, i)
+            elif st.kind == "backward":
+                bw_step.setdefault(st.backward, i)
+            elif st.kind == "backward_call":
+                call_step.setdefault(st.call, i)
+        bands = []
+        for p in passes:
+            idx = [op_step[o] for o in p.ops if o in op_step]
+            idx += [bw_step[b] for b in p.backward if b in bw_step]
+            if p.call in call_step:
+                idx.append(call_step[p.call])
+            if idx:
+                bands.append((min(idx), max(idx), f"Pass {p.index + 1}"))
+        return bands
 
     def diagnosis(self):
         """diagnostics.explain() of how the run ended (None when it ended without an error)."""

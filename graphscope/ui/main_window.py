@@ -6,11 +6,19 @@ and timeline growing together as messages stream in) and shows the state at the
 timeline's cursor everywhere: canvas, editor marker, inspector, console.
 
 Seams for the classroom features (quiz panel, scenario browser, presentation
-mode): ``load_snippet``, ``add_side_panel``, ``set_text_scale``, ``set_theme``,
-``toggle_fullscreen``, and the ``run_finished`` / ``cursor_changed`` signals.
+mode): ``load_snippet``, ``add_side_panel``, ``add_side_tab``, ``set_text_scale``,
+``set_theme``, ``set_presentation``, ``set_output_hidden``, ``toggle_fullscreen``,
+and the ``run_finished`` / ``cursor_changed`` signals.
+
+NOTE [hidden output]: a quiz that asks "what does this print?" must not show the
+answer before Reveal, yet the graph may build. ``set_output_hidden(True)`` keeps
+the run going and the graph growing, but shows no printed output, no values or
+gradients (inspector, gradient labels on the canvas), no error banner or error
+line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Callable, Optional
@@ -18,8 +26,8 @@ from typing import Callable, Optional
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow,
-                               QMessageBox, QSplitter, QTabWidget, QToolBar, QVBoxLayout,
-                               QWidget)
+                               QMessageBox, QPlainTextEdit, QSplitter, QTabWidget, QToolBar,
+                               QVBoxLayout, QWidget)
 
 from graphscope import protocol as P
 from graphscope.model.trace import Trace
@@ -42,6 +50,9 @@ NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=T
 PYTHON_ERRORS = {"SyntaxError", "IndentationError", "TabError", "NameError", "ImportError",
                  "ModuleNotFoundError", "AttributeError", "KeyboardInterrupt", "ZeroDivisionError",
                  "EOFError", "SystemExit", "KeyError", "IndexError"}
+
+HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
+                  "what the snippet prints would give the answer away.")
 
 END_STATUS = {
     "ok": "Finished",
@@ -74,6 +85,9 @@ class MainWindow(QMainWindow):
         self.last_message: Optional[tuple[str, str]] = None   # (title, text) of the last message box
         # (title, text) -> "save" | "discard" | "cancel"; tests replace it
         self.ask_unsaved: Callable[[str, str], str] = self._ask_unsaved_dialog
+        self.output_hidden = False            # NOTE [hidden output]
+        self.presenting = False               # presentation layout (set_presentation)
+        self._end_text: Optional[tuple[str, bool, str]] = None   # (status, error, run label)
         self.setWindowTitle("GraphScope")
         self.setAcceptDrops(True)
         self.resize(1600, 1000)
@@ -92,6 +106,9 @@ class MainWindow(QMainWindow):
         self.editor.setPlainText(NEW_SNIPPET)
         self.editor.document().setModified(False)
         self.editor.document().modificationChanged.connect(self._update_title)
+        # each pass's graph, static capture and rebuild cost (issue 5): View menu docks
+        from graphscope.ui.passes_view import install_passes_views
+        install_passes_views(self)
         self.set_theme(self.theme.name)
         self._update_title()
         self._update_run_actions()
@@ -104,7 +121,7 @@ class MainWindow(QMainWindow):
         self.editor = CodeEditor(self)
         self.editor.line_clicked.connect(self._on_line_clicked)
         self.canvas = GraphCanvas(self)
-        self.canvas.node_clicked.connect(self.select_node)
+        self.canvas.node_clicked.connect(self._on_canvas_clicked)
         self.banner = ErrorBanner(self)
         self.banner.line_requested.connect(self.editor.go_to_line)
         self.banner.closed.connect(self._on_banner_closed)
@@ -144,10 +161,18 @@ class MainWindow(QMainWindow):
         self.centre_split.setStretchFactor(1, 1)
         self.centre_split.setSizes([760, 200])
 
+        # The inspector shares the right column with panels such as the quiz (tabs),
+        # so a quiz never squeezes the graph into a third column of its own.
+        self.side_tabs = QTabWidget(self)
+        self.side_tabs.setObjectName("SideTabs")
+        self.side_tabs.setTabBarAutoHide(True)
+        self.side_tabs.setDocumentMode(True)
+        self.side_tabs.addTab(self.inspector, "Inspector")
+
         self.main_split = QSplitter(Qt.Orientation.Horizontal, self)
         self.main_split.addWidget(self.editor)
         self.main_split.addWidget(self.centre_split)
-        self.main_split.addWidget(self.inspector)
+        self.main_split.addWidget(self.side_tabs)
         self.main_split.setStretchFactor(0, 2)
         self.main_split.setStretchFactor(1, 5)
         self.main_split.setStretchFactor(2, 2)
@@ -283,8 +308,16 @@ class MainWindow(QMainWindow):
         self._fit_editor_width()
 
     def _fit_editor_width(self) -> None:
-        """Give the editor the width of the snippet's longest line (within limits),
-        so code is not cut off on a projector; the canvas keeps the rest."""
+        self.arrange()
+
+    def arrange(self) -> None:
+        """Share the window between editor, graph and the side column (and, in
+        presentation mode, between graph and console). The graph gets the most.
+
+        Alone, the editor gets the width of the snippet's longest line (within
+        limits) so code is not cut off. Beside a quiz or at a projector the side
+        column is wide enough for a question and the editor is narrower; there
+        long lines wrap (set_presentation) rather than being cut off."""
         # the window's width, not the splitter's: before the first layout the
         # splitter still has Qt's default size and would squeeze the editor
         total = max(self.width(), 800)
@@ -293,9 +326,32 @@ class MainWindow(QMainWindow):
                       default=0)
         want = longest + self.editor.gutter_width() + 40
         f = self.text_scale
-        editor = int(max(0.22 * total, min(want, min(0.36, 0.30 * f ** 0.5) * total)))
-        inspector = int(min(0.28, 0.19 * f ** 0.7) * total)
-        self.main_split.setSizes([editor, max(200, total - editor - inspector), inspector])
+        if self.presenting or self.side_tabs.count() > 1:
+            side = int(min(max(0.24 * total, 380), 0.30 * total))
+            editor = int(max(0.17 * total, min(want, 0.24 * total)))
+        else:
+            editor = int(max(0.22 * total, min(want, min(0.36, 0.30 * f ** 0.5) * total)))
+            side = int(min(0.28, 0.19 * f ** 0.7) * total)
+        self.main_split.setSizes([editor, max(200, total - editor - side), side])
+        # a line longer than the editor wraps rather than hiding its end (often the
+        # comment that explains it) behind a scroll bar
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth if want > editor
+                                    else QPlainTextEdit.LineWrapMode.NoWrap)
+        if self.presenting:
+            # the console holds a line or two of output: the graph needs the height
+            height = max(sum(self.centre_split.sizes()), self.height() - 120, 400)
+            console = max(int(0.17 * height), 4 * self.console.fontMetrics().height())
+            self.centre_split.setSizes([height - console, console])
+
+    def set_presentation(self, on: bool) -> None:
+        """Lay the window out for a projector: the graph big, the side column wide
+        enough for a question, a short console. Full screen and the text
+        scale are the presentation controller's (ui/presentation.py)."""
+        self.presenting = bool(on)
+        if not on:
+            total = max(sum(self.centre_split.sizes()), 400)
+            self.centre_split.setSizes([int(total * 0.79), total - int(total * 0.79)])
+        self.arrange()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -317,6 +373,34 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         self.view_menu.addAction(dock.toggleViewAction())
         return dock
+
+    def add_side_tab(self, widget: QWidget, title: str) -> None:
+        """Put a panel (the quiz) in the right column, as a tab beside the inspector."""
+        self.side_tabs.addTab(widget, title)
+        self.arrange()
+
+    def show_side_tab(self, widget: QWidget) -> None:
+        self.side_tabs.setCurrentWidget(widget)
+
+    # ------------------------------------------------------------ hidden output
+    def set_output_hidden(self, hidden: bool) -> None:
+        """Hide (or show again) everything that would give a quiz's answer away:
+        NOTE [hidden output]. The run and the graph are never held back."""
+        hidden = bool(hidden)
+        if hidden == self.output_hidden:
+            return
+        self.output_hidden = hidden
+        self.console.set_hidden_note(HIDDEN_CONSOLE if hidden else None)
+        self.inspector.set_values_hidden(hidden)
+        live = self.live
+        if live is not None and live.finished:
+            if hidden:
+                self.banner.hide()
+                self._banner_ready = False
+                self.editor.set_error_line(None)
+            self._show_end(live.trace.end)
+        self._refresh_problems()
+        self._show_cursor()
 
     # ------------------------------------------------------------------ files
     def load_snippet(self, source: str, name: str = "<snippet>", run: bool = False,
@@ -461,6 +545,9 @@ class MainWindow(QMainWindow):
             return
         self._play_timer.stop()
         self.controller.shutdown()
+        views = getattr(self, "_passes_views", None)
+        if views:
+            views["capture"].shutdown()
         super().closeEvent(event)
 
     def _update_title(self, *_) -> None:
@@ -499,6 +586,7 @@ class MainWindow(QMainWindow):
         self.timeline_bar.set_playing(False)
         self._following = False
         self.live = None
+        self._end_text = None
         self._selected = None
         self.banner.hide()
         self._banner_ready = self._banner_dismissed = False
@@ -570,16 +658,31 @@ class MainWindow(QMainWindow):
                         "(explained at the last step, above the graph).")
         if live.trace.truncated and live.trace.truncation is not None:
             text += f" Recording was cut short: {live.trace.truncation.message}"
-        self.set_status(text, error=end.status not in ("ok", "exit"))
-        self.run_label.setText({"ok": "\u2714 finished", "exit": "\u2714 exited",
-                                "error": "\u2716 exception", "crash": "\u2716 crashed",
-                                "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}
-                               .get(end.status, end.status))
-        self._show_end_problem(end)
+        label = {"ok": "\u2714 finished", "exit": "\u2714 exited",
+                 "error": "\u2716 exception", "crash": "\u2716 crashed",
+                 "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
+        self._end_text = (text, end.status not in ("ok", "exit"), label)
+        self._show_end(end)
+        self.timeline_bar.set_passes(live.pass_bands())
         self._refresh_problems()
         self._show_cursor()
         self.fit_when_done()
         self.run_finished.emit(end)
+
+    def _show_end(self, end: P.End) -> None:
+        """Status line, run label, banner and error marks for how the run ended;
+        while output is hidden only that it ended (NOTE [hidden output])."""
+        if self._end_text is None:
+            return
+        text, error, label = self._end_text
+        if self.output_hidden and end.status != "stopped":
+            self.set_status(f"The run is over: {len(self.live.trace.ops)} ops recorded. "
+                            "What it printed, its values and any error stay hidden until Reveal.")
+            self.run_label.setText("\u2714 ran")
+            return
+        self.set_status(text, error=error)
+        self.run_label.setText(label)
+        self._show_end_problem(end)
 
     def fit_when_done(self) -> None:
         self.canvas.fit()
@@ -733,7 +836,7 @@ class MainWindow(QMainWindow):
         if live is None:
             return
         tl = live.timeline
-        frame = tl.state()
+        frame = self._frame()
         self.canvas.set_frame(frame)
         if self._following:
             # live building: the view grows with the graph (unless the user zoomed);
@@ -753,6 +856,16 @@ class MainWindow(QMainWindow):
             self.banner.setVisible(at_end and not self._banner_dismissed)
         self._show_inspector(frame)
         self.cursor_changed.emit(tl.cursor)
+
+    def _frame(self):
+        """The timeline's state at the cursor, as it may be shown: while output is
+        hidden without gradients (labels on edges and leaves would say what
+        ``print(x.grad)`` prints)."""
+        frame = self.live.timeline.state()
+        if self.output_hidden:
+            frame = dataclasses.replace(frame, edge_grads={}, leaf_grads={}, grad_of={},
+                                        retained_grads={}, error=None)
+        return frame
 
     def _console_note(self) -> Optional[str]:
         live = self.live
@@ -798,20 +911,25 @@ class MainWindow(QMainWindow):
         hl = [i for i in sorted(frame.highlight or ()) if i in g.nodes]
         return hl[0] if hl else None
 
+    def _on_canvas_clicked(self, node_id: str) -> None:
+        self.select_node(node_id)
+        if node_id and self.live is not None and node_id in self.live.graph.nodes:
+            self.side_tabs.setCurrentWidget(self.inspector)   # a click asks about that node
+
     def select_node(self, node_id: str) -> None:
         """Select a node (canvas click, problem click); "" clears the selection."""
         live = self.live
         if live is not None and not node_id:
             self._selected = None
             self.canvas.select(None)
-            self._show_inspector(live.timeline.state())
+            self._show_inspector(self._frame())
             return
         if live is None or node_id not in live.graph.nodes:
             return
         self._selected = node_id
         node = live.graph.nodes[node_id]
         self.canvas.select(node_id)
-        self.inspector.show_node(node, live.trace, live.timeline.state(), "Selected")
+        self.inspector.show_node(node, live.trace, self._frame(), "Selected")
         if node.line:
             self.editor.go_to_line(node.line)
 
@@ -832,7 +950,7 @@ class MainWindow(QMainWindow):
         if hasattr(self.canvas, "select_many"):
             self.canvas.select_many(ids)
         self.inspector.show_node(self.live.graph.nodes[first], self.live.trace,
-                                 self.live.timeline.state(), f"Made by line {line}")
+                                 self._frame(), f"Made by line {line}")
 
     def _on_problem_activated(self, line, node_ids: list) -> None:
         if line:
@@ -841,8 +959,9 @@ class MainWindow(QMainWindow):
             self.select_node(node_ids[0])
 
     def _refresh_problems(self) -> None:
-        if self.live is None:
+        if self.live is None or self.output_hidden:
             self.problems.set_problems([])
+            self.bottom_tabs.setTabText(1, "Problems")
             return
         rows = self.live.problem_rows()
         self.problems.set_problems(rows)
@@ -851,8 +970,10 @@ class MainWindow(QMainWindow):
 
     # -------------------------------------------------------------- headless
     def screenshot(self, path, size: Optional[QSize] = None) -> bool:
-        """Save a picture of the whole window (resized to ``size`` first, if given)."""
-        if size is not None and self.size() != size and not self.isFullScreen():
+        """Save a picture of the whole window (resized to ``size`` first, if given;
+        a full-screen or presenting window keeps its projector size)."""
+        if size is not None and self.size() != size and not self.isFullScreen() \
+                and not self.presenting:
             self.resize(size)
         QApplication.processEvents()
         return self.grab().save(str(path))

@@ -275,7 +275,14 @@ class PassesPanel(QWidget):
 
 def install_passes_views(window) -> dict:
     """Dock the passes panel, the static-capture panel and the timing plot into the
-    main window, using only its public seams. Returns the panels by name."""
+    main window, using only its public seams. Returns the panels by name.
+
+    The docks start hidden (the View menu opens them), so the default window is
+    editor, graph and inspector; a hidden panel is filled when it is opened, so a
+    big run costs nothing here until someone looks. Installing twice returns the
+    first installation."""
+    if getattr(window, "_passes_views", None):
+        return window._passes_views
     from graphscope.ui.static_view import StaticPanel, StaticCaptureController
     from graphscope.ui.timing_view import TimingPanel
 
@@ -290,17 +297,29 @@ def install_passes_views(window) -> dict:
     window.tabifyDockWidget(docks["passes"], docks["static"])
     window.tabifyDockWidget(docks["static"], docks["timing"])
     docks["passes"].raise_()
+    for d in docks.values():
+        d.hide()
     capture = StaticCaptureController(window)
+    shown = {"trace": None}     # the trace the panels show
 
-    def on_run_finished(_end):
+    def refresh(*_):
         live = getattr(window, "live", None)
-        if live is None:
+        if live is None or not live.finished or shown["trace"] is live.trace:
             return
+        if not any(d.isVisible() for d in docks.values()):
+            return
+        shown["trace"] = live.trace
         passes.set_trace(live.trace, live.graph)
         static.set_source(live.trace.source)
         if live.trace.static:
             static.set_results(live.trace.static, live.trace.source)
             timing.set_result((live.trace.static or {}).get("timing"))
+
+    def on_run_finished(_end):
+        refresh()
+
+    for d in docks.values():
+        d.visibilityChanged.connect(refresh)
 
     def on_capture_requested(request: dict):
         static.set_busy(True)

@@ -98,6 +98,67 @@ def candidate_targets(source: str) -> list:
     return instances + funcs
 
 
+DEFAULT_INPUT = "torch.randn(3)"
+
+
+def infer_request(focus: str, source: str) -> tuple[str, list, list]:
+    """``(target, inputs, second_inputs)`` for capturing ``focus`` (a scenario's
+    function or nn.Module class), read from the snippet without running it.
+
+    The target: ``focus`` itself for a function; for a class, the variable the
+    snippet binds an instance to (``enc = Encoder()``), else ``Encoder()``.
+    The inputs: what the snippet itself passes, all evaluated later in the
+    snippet's namespace after it ran (capture/static.py), so a module-level name
+    like ``neg`` is fine: first the example ``torch.jit.trace`` was given, else
+    the first call's arguments; the second input is a later call's different
+    arguments (the input that may take another branch). Anything not found is
+    left empty (the panel offers a default)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return focus, [], []
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    target = focus
+    names = {focus}
+    if focus in classes:
+        bound = [n.targets[0].id for n in tree.body
+                 if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call)
+                 and getattr(n.value.func, "id", None) == focus]
+        target = bound[0] if bound else f"{focus}()"
+        names = set(bound) or {focus}
+
+    def is_target(func) -> bool:
+        if isinstance(func, ast.Name):
+            return func.id in names
+        # Encoder()(x): a call on a fresh instance of the class
+        return (isinstance(func, ast.Call) and isinstance(func.func, ast.Name)
+                and func.func.id == focus and focus in classes)
+
+    def args_of(call) -> list:
+        return [ast.get_source_segment(source, a) or "" for a in call.args]
+
+    traced, calls = None, []
+    # only module-level code: a call inside a function names that function's locals
+    top = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    for stmt in top:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            is_trace = isinstance(fn, ast.Attribute) and fn.attr == "trace" and len(node.args) >= 2
+            if is_trace and is_target(node.args[0]):
+                ex = node.args[1]
+                traced = [ast.get_source_segment(source, e) or "" for e in ex.elts] \
+                    if isinstance(ex, ast.Tuple) else [ast.get_source_segment(source, ex) or ""]
+            elif is_target(fn) and node.args:
+                calls.append(args_of(node))
+    calls = [c for c in calls if all(c)]
+    inputs = traced or (calls[0] if calls else [])
+    second = next((c for c in calls if c != inputs and len(c) == len(inputs)), [])
+    return target, [i for i in inputs if i], second
+
+
 class StaticResultView(QWidget):
     """One tool's result: verdict, explanation, warnings, graph, node list, text."""
 
@@ -254,6 +315,14 @@ class StaticPanel(QWidget):
         self.target.addItems(candidate_targets(source))
         if current:
             self.target.setCurrentText(current)
+
+    def set_focus(self, focus: str, source: str) -> None:
+        """Fill the request for a scenario's ``focus`` (see ``infer_request``);
+        without inputs to read, a default the learner can edit."""
+        target, inputs, second = infer_request(focus, source)
+        self.set_request(target, inputs or [DEFAULT_INPUT], second)
+        self.status.setText(f"Ready to capture {target} statically: check the example input "
+                            "and press \u201cCapture statically\u201d.")
 
     def set_request(self, target: str, inputs=(), second_inputs=()) -> None:
         self.target.setCurrentText(target)

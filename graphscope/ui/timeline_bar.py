@@ -3,7 +3,9 @@
 The bar only moves a cursor; the model (``model.timeline.Timeline``) owns it
 and the window listens (STYLE.md: the model owns time). The strip paints the
 forward steps and the backward steps in different colours so a learner sees
-where backward begins, and can be dragged to scrub.
+where backward begins, and can be dragged to scrub. With ``set_passes`` it also
+names the run's passes (model/passes.py: each forward pass builds its own
+graph) in bands above the track: "Pass 1", "Pass 2", ...
 """
 from __future__ import annotations
 
@@ -80,18 +82,35 @@ class ScrubStrip(QWidget):
         super().__init__(parent)
         self._kinds: list[str] = []     # per step: "op" | "backward" | "backward_call"
         self._segments: list[tuple[int, int, str]] = []
+        self._passes: list[tuple[int, int, str]] = []   # (first step, last step, label)
         self._value = 0
         self._available = 0             # steps received so far while a run streams
         self.colors = {"op": QColor("#0072B2"), "backward": QColor("#D55E00"),
                        "track": QColor("#d1d5db"), "handle": QColor("#111827"),
-                       "marker": QColor("#6b7280")}
+                       "marker": QColor("#6b7280"), "text": QColor("#111827")}
         self.setMinimumHeight(26)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
+    def _band_height(self) -> int:
+        return self.fontMetrics().height() + 4 if self._passes else 0
+
     def sizeHint(self) -> QSize:
-        return QSize(400, max(26, int(self.fontMetrics().height() * 1.6)))
+        return QSize(400, max(26, int(self.fontMetrics().height() * 1.6)) + self._band_height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(100, self.minimumHeight() + self._band_height())
+
+    def set_passes(self, passes: Sequence[tuple[int, int, str]]) -> None:
+        """Bands above the track, one per pass: ``(first_step, last_step, label)``
+        with steps as timeline indices (the cursor's values)."""
+        self._passes = [(int(a), int(b), str(label)) for a, b, label in passes]
+        self.updateGeometry()
+        self.update()
+
+    def passes(self) -> list[tuple[int, int, str]]:
+        return list(self._passes)
 
     def set_kinds(self, kinds: Sequence[str]) -> None:
         self._kinds = list(kinds)
@@ -120,9 +139,10 @@ class ScrubStrip(QWidget):
 
     # -- painting ---------------------------------------------------------------
     def _track_rect(self) -> QRectF:
-        h = self.height()
+        top = self._band_height()
+        h = self.height() - top
         pad = 10
-        return QRectF(pad, h * 0.3, max(1, self.width() - 2 * pad), h * 0.4)
+        return QRectF(pad, top + h * 0.3, max(1, self.width() - 2 * pad), h * 0.4)
 
     def _x_of(self, v: int) -> float:
         r = self._track_rect()
@@ -152,12 +172,45 @@ class ScrubStrip(QWidget):
             if k == "backward_call":
                 x = self._x_of(i)
                 p.drawLine(int(x), int(r.top() - 4), int(x), int(r.bottom() + 4))
+        self._paint_passes(p, r)
         x = self._x_of(self._value)
-        rad = self.height() * 0.32
+        rad = (self.height() - self._band_height()) * 0.32
         p.setPen(QPen(QColor("#ffffff"), 2))
         p.setBrush(self.colors["handle"])
-        p.drawEllipse(QRectF(x - rad, self.height() / 2 - rad, 2 * rad, 2 * rad))
+        p.drawEllipse(QRectF(x - rad, r.center().y() - rad, 2 * rad, 2 * rad))
         p.end()
+
+    def _paint_passes(self, p: QPainter, track: QRectF) -> None:
+        """A bracket and a label per pass above the track; the pass the cursor is in
+        in bold. Steps i..j of a pass cover the track from x(i) to x(j + 1)
+        (the cursor value v is "v steps shown": step i is shown from v = i + 1)."""
+        if not self._passes:
+            return
+        fm = self.fontMetrics()
+        band_h = self._band_height()
+        current = self._value - 1
+        for k, (a, b, label) in enumerate(self._passes):
+            x0, x1 = self._x_of(a) + 2, self._x_of(b + 1) - 2
+            if x1 - x0 < 4:
+                continue
+            inside = a <= current <= b
+            shade = QColor(self.colors["marker"])
+            shade.setAlpha(60 if inside else 28)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(shade)
+            p.drawRoundedRect(QRectF(x0, 1, x1 - x0, band_h - 2), 4, 4)
+            pen = QPen(self.colors["marker"], 2)
+            p.setPen(pen)
+            p.drawLine(QPointF(x0, band_h - 1), QPointF(x0, track.top()))
+            p.drawLine(QPointF(x1, band_h - 1), QPointF(x1, track.top()))
+            f = QFont(self.font())
+            f.setBold(inside)
+            p.setFont(f)
+            text = fm.elidedText(label, Qt.TextElideMode.ElideRight, int(x1 - x0 - 6))
+            if len(text) <= 2:              # too narrow for a word: the pass number
+                text = label.split()[-1] if fm.horizontalAdvance(label.split()[-1]) < x1 - x0 else ""
+            p.setPen(self.colors["text"])
+            p.drawText(QRectF(x0, 0, x1 - x0, band_h), Qt.AlignmentFlag.AlignCenter, text)
 
     # -- scrubbing --------------------------------------------------------------
     def _value_at(self, x: float) -> int:
@@ -258,7 +311,13 @@ class TimelineBar(QWidget):
         self.play_toggled.emit(playing)
 
     def set_steps(self, kinds: Sequence[str]) -> None:
+        if len(kinds) < self.strip.maximum() or not kinds:
+            self.strip.set_passes([])    # a new run: the old passes no longer apply
         self.strip.set_kinds(kinds)
+
+    def set_passes(self, passes: Sequence[tuple[int, int, str]]) -> None:
+        """Name the run's passes on the scrub strip: ``[(first_step, last_step, label)]``."""
+        self.strip.set_passes(passes)
 
     def set_cursor(self, value: int, total: int, phase: str = "") -> None:
         self.strip.set_value(value)
@@ -271,7 +330,7 @@ class TimelineBar(QWidget):
 
     def set_colors(self, forward: str, backward: str, track: str, handle: str) -> None:
         self.strip.colors.update(op=QColor(forward), backward=QColor(backward),
-                                 track=QColor(track), handle=QColor(handle))
+                                 track=QColor(track), handle=QColor(handle), text=QColor(handle))
         self.strip.update()
         self._icon_color = handle
         for b, kind in ((self.first_button, "first"), (self.back_button, "back"),
@@ -291,3 +350,5 @@ class TimelineBar(QWidget):
             b.setIconSize(QSize(int(24 * f), int(24 * f)))
             b.setMinimumSize(int(40 * f), int(36 * f))
         self.strip.setMinimumHeight(int(26 * f))
+        self.strip.setFont(font)
+        self.strip.updateGeometry()

@@ -1,0 +1,191 @@
+"""The window's seams for the classroom and issue 5, with real runs offscreen:
+hidden output (a quiz before Reveal), the presentation layout beside a quiz,
+pass bands on the timeline, the passes / static / timing docks in the View menu,
+and `graphscope --scenario ID --presentation --screenshot` showing a graph."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from PySide6.QtCore import QSettings, QSize
+from PySide6.QtGui import QImage
+
+from graphscope.runner import Runner
+from graphscope.ui.main_window import MainWindow
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+RUN_TIMEOUT = 60_000
+
+BASIC = textwrap.dedent("""\
+    import torch
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 3).sum()
+    y.backward()
+    print("grad is", x.grad)
+""")
+
+NO_GRAD_DEBUG = textwrap.dedent("""\
+    import torch
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.no_grad():
+        y = x * 2
+    z = y.sum()
+    z.backward()
+""")
+
+TWO_PASSES = textwrap.dedent("""\
+    import torch
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    for n in (1, 3):
+        h = w
+        for _ in range(n):
+            h = h * 2
+        h.sum().backward()
+""")
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = Runner(warm=True)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, runner):
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
+                   runner=runner)
+    w.ask_unsaved = lambda *_: "discard"
+    qtbot.addWidget(w)
+    w.resize(1600, 1000)
+    w.show()
+    w.set_speed(0)
+    yield w
+    w.controller.shutdown()
+
+
+def run(qtbot, w, source):
+    w.load_snippet(source, "snippet.py")
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT) as sig:
+        w.run()
+    return sig.args[0]
+
+
+def test_hidden_output_keeps_the_graph_but_not_the_answer(qtbot, window):
+    w = window
+    w.set_output_hidden(True)
+    end = run(qtbot, w, BASIC)
+    assert end.status == "ok"
+    assert len(w.live.graph.nodes) >= 4                      # the graph is built
+    assert "grad is" not in w.console.text() and "Reveal" in w.console.text()
+    # at the last step x has its .grad: neither the inspector nor the canvas says it
+    xid = next(n for n, node in w.live.graph.nodes.items() if node.label == "x")
+    w.select_node(xid)
+    assert "Hidden until Reveal" in w.inspector.value_text.toPlainText()
+    assert w.inspector.grad_text.isHidden()
+    assert not w.canvas._frame.leaf_grads and not w.canvas._frame.grad_of
+    w.set_output_hidden(False)
+    assert "grad is tensor([3., 3.])" in w.console.text()
+    assert "3." in w.inspector.grad_text.toPlainText() and not w.inspector.grad_text.isHidden()
+    assert w.canvas._frame.leaf_grads
+
+
+def test_hidden_output_hides_the_error_until_reveal(qtbot, window):
+    w = window
+    w.set_output_hidden(True)
+    end = run(qtbot, w, NO_GRAD_DEBUG)
+    assert end.status == "error"
+    assert not w.banner.isVisible() and w.editor.error_line() is None
+    assert "RuntimeError" not in w.status_text() and w.problems.rows() == []
+    w.set_output_hidden(False)
+    assert w.banner.isVisible() and w.editor.error_line() == 6
+    assert "RuntimeError" in w.status_text() and len(w.problems.rows()) >= 1
+
+
+def test_pass_bands_on_the_timeline(qtbot, window):
+    w = window
+    run(qtbot, w, TWO_PASSES)
+    bands = w.timeline_bar.strip.passes()
+    assert [b[2] for b in bands] == ["Pass 1", "Pass 2"]
+    (a0, a1, _), (b0, b1, _) = bands
+    assert 0 <= a0 <= a1 < b0 <= b1 < len(w.timeline)
+    # the second pass ran three multiplications, the first one
+    kinds = [s.kind for s in w.timeline.steps]
+    assert kinds[b0:b1 + 1].count("op") > kinds[a0:a1 + 1].count("op")
+    # the strip makes room for the labels
+    strip = w.timeline_bar.strip
+    qtbot.waitUntil(lambda: strip.height() >= strip.fontMetrics().height() + 20, timeout=3000)
+    run(qtbot, w, BASIC)                                     # one pass: no bands
+    assert w.timeline_bar.strip.passes() == []
+
+
+def test_issue5_docks_start_hidden_and_open_from_the_view_menu(qtbot, window):
+    w = window
+    docks = w._passes_views["docks"]
+    assert all(not d.isVisible() for d in docks.values())
+    titles = [a.text() for a in w.view_menu.actions()]
+    for title in ("Passes", "Static capture", "Rebuild cost"):
+        assert title in titles
+    run(qtbot, w, TWO_PASSES)
+    next(a for a in w.view_menu.actions() if a.text() == "Passes").trigger()
+    qtbot.waitUntil(lambda: docks["passes"].isVisible(), timeout=3000)
+    passes = w._passes_views["passes"]
+    qtbot.waitUntil(lambda: passes.combo_a.count() == 2, timeout=3000)   # filled on opening
+
+
+def test_presentation_layout_beside_a_quiz_gives_the_graph_the_most(qtbot, window, tmp_path):
+    from PySide6.QtWidgets import QLabel
+    w = window
+    w.resize(1920, 1080)
+    quiz = QLabel("A question")
+    w.add_side_tab(quiz, "Quiz")
+    w.show_side_tab(quiz)
+    w.set_presentation(True)
+    qtbot.waitUntil(lambda: w.main_split.sizes()[1] > 0, timeout=3000)
+    editor, centre, side = w.main_split.sizes()
+    assert centre > editor and centre > side and centre >= 0.45 * sum((editor, centre, side))
+    assert side >= 380                                       # a question fits without squeezing
+    graph, console = w.centre_split.sizes()
+    assert graph > 3 * console
+    assert w.side_tabs.tabBar().isVisible() and w.side_tabs.currentWidget() is quiz
+    # a presenting window keeps the projector size in screenshots
+    shot = tmp_path / "p.png"
+    assert w.screenshot(shot, QSize(1600, 1000))
+    assert QImage(str(shot)).size() == QSize(1920, 1080)
+    w.set_presentation(False)
+    assert w.screenshot(shot, QSize(1600, 1000))
+    assert QImage(str(shot)).size() == QSize(1600, 1000)
+
+
+def test_clicking_a_node_shows_the_inspector_tab(qtbot, window):
+    from PySide6.QtWidgets import QLabel
+    w = window
+    quiz = QLabel("A question")
+    w.add_side_tab(quiz, "Quiz")
+    run(qtbot, w, BASIC)
+    w.show_side_tab(quiz)
+    nid = next(iter(w.live.graph.nodes))
+    w.canvas.node_clicked.emit(nid)
+    assert w.side_tabs.currentWidget() is w.inspector and w.selected_node() == nid
+
+
+def test_scenario_presentation_screenshot_runs_the_snippet(tmp_path):
+    """The headless picture shows the graph (the run happened) and keeps the quiz
+    unrevealed with the output hidden."""
+    out = tmp_path / "shot.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    r = subprocess.run([sys.executable, "-m", "graphscope", "--scenario", "welcome",
+                        "--presentation", "--screenshot", str(out)],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "Error" not in r.stderr, r.stderr
+    img = QImage(str(out))
+    assert img.size() == QSize(1920, 1080)
+    # the canvas (centre of the window) holds drawn nodes: many pixels that are not
+    # the plain background
+    bg = img.pixelColor(960, 150)
+    changed = sum(1 for x in range(500, 1400, 6) for y in range(200, 700, 6)
+                  if img.pixelColor(x, y) != bg)
+    assert changed > 150, changed
