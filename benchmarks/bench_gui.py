@@ -130,6 +130,7 @@ def bench(n_ops: int, real: bool, naive: bool, w=1600, h=900) -> dict:
     canvas = GraphCanvas()
     canvas.resize(w, h)
     canvas.set_animated(False)
+    canvas.set_follow(False)   # the fitted view for drawn / repaint / step; follow is timed apart
     canvas.show()            # offscreen, but shown and exposed: repaint() really paints
     from PySide6.QtTest import QTest
     QTest.qWaitForWindowExposed(canvas)
@@ -179,6 +180,17 @@ def bench(n_ops: int, real: bool, naive: bool, w=1600, h=900) -> dict:
         canvas.set_frame(tl.state(c))
         canvas.repaint()
         back.append(time.perf_counter() - t)
+    # the same steps with the auto view following the current node (NOTE [auto view])
+    canvas.set_follow(True)
+    canvas.fit()
+    follow = []
+    c = n // 3
+    for i in range(60):
+        c += 1
+        t = time.perf_counter()
+        canvas.set_frame(tl.state(c))
+        canvas.repaint()
+        follow.append(time.perf_counter() - t)
     out = {
         "ops": len(tr.ops), "nodes": len(graph.nodes),
         "graph_ms": (t_graph - t0) * 1000, "layout_ms": (t_layout - t_graph) * 1000,
@@ -186,7 +198,8 @@ def bench(n_ops: int, real: bool, naive: bool, w=1600, h=900) -> dict:
         "set_graph_ms": (t_set - t_timeline) * 1000, "first_paint_ms": (t_drawn - t_set) * 1000, "repaint_ms": statistics.median(reps) * 1000,
         "step_ms": statistics.median(steps) * 1000, "paint_ms": statistics.median(paints) * 1000, "step_max_ms": max(steps) * 1000,
         "back_ms": statistics.median(back) * 1000, "back_max_ms": max(back) * 1000,
-        "lod": canvas.lod,
+        "lod": canvas.lod, "follow_ms": statistics.median(follow) * 1000,
+        "follow_max_ms": max(follow) * 1000,
     }
     out["naive_ms"] = naive_repaint_ms(graph, layout, w, h) if naive else float("nan")
     canvas.deleteLater()
@@ -208,7 +221,8 @@ def main(argv=None) -> int:
     rows = [bench(int(s), a.real, not a.no_naive) for s in a.sizes.split(",")]
     head = (f"{'ops':>6} {'nodes':>6} {'graph':>7} {'layout':>7} {'tline':>6} {'canvas':>7} "
             f"{'paint1':>7} {'drawn':>7} {'repaint':>8} "
-            f"{'step':>6} {'paint':>6} {'step max':>8} {'back':>6} {'back max':>8} {'lod':>6} {'naive':>7}")
+            f"{'step':>6} {'paint':>6} {'step max':>8} {'back':>6} {'back max':>8} {'follow':>6} "
+            f"{'fol max':>7} {'lod':>6} {'naive':>7}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -216,9 +230,11 @@ def main(argv=None) -> int:
               f"{r['timeline_ms']:>6.0f} {r['set_graph_ms']:>7.0f} {r['first_paint_ms']:>7.0f} "
               f"{r['drawn_ms']:>7.0f} {r['repaint_ms']:>8.1f} {r['step_ms']:>6.1f} {r['paint_ms']:>6.1f} "
               f"{r['step_max_ms']:>8.1f} {r['back_ms']:>6.1f} {r['back_max_ms']:>8.1f} "
+              f"{r['follow_ms']:>6.1f} {r['follow_max_ms']:>7.1f} "
               f"{r['lod']:>6} {r['naive_ms']:>7.1f}")
     print("(ms; drawn = trace complete -> graph, layout, timeline and first paint;")
     print(" repaint = whole graph fitted, full redraw; step = one cursor move (Timeline.state) and repaint, paint = the repaint alone;")
+    print(" follow = one step forward with the view following the current node (readable zoom);")
     print(" back = stepping backwards through the forward build; naive = QGraphicsScene, one item per node/edge)")
     print("targets at 20,000 ops: drawn < 2000 ms, repaint < 50 ms, step < 16 ms")
     return 0

@@ -523,7 +523,9 @@ class ScenePainter:
             if ng is not None:
                 near = near.united(to_device.mapRect(_rect(ng)))
         obstacles = []
-        if not near.isNull():
+        if not near.isNull() and lod != "tiny":
+            # (at the tiniest level nodes are dots a label may cover; and a margin of
+            # 120 px would take in thousands of them)
             inv, _ok = to_device.inverted()
             scene_near = inv.mapRect(near.adjusted(-120, -80, 120, 80))
             obstacles = [to_device.mapRect(_rect(ng)).adjusted(-3, -3, 3, 3)
