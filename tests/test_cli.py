@@ -161,7 +161,9 @@ def test_window_with_a_missing_file_exits_2(tmp_path, capsys):
 def test_scenarios_check_hands_over_the_folder(tmp_path, monkeypatch):
     import graphscope.scenarios as sc
     calls = []
-    monkeypatch.setattr(sc, "check_main", lambda d: calls.append(d) or 3)
+    monkeypatch.setattr(sc, "check_main", lambda d, **kw: calls.append((d, kw)) or 3)
     assert cli.main(["scenarios", "check", str(tmp_path)]) == 3
-    assert cli.main(["scenarios", "check"]) == 3
-    assert calls == [str(tmp_path), None]
+    assert cli.main(["scenarios", "check", "--no-run", "--plain", "-j", "1"]) == 3
+    assert calls == [(str(tmp_path), {"run_snippets": True, "plain": False, "jobs": 2}),
+                     (None, {"run_snippets": False, "plain": True, "jobs": 1})]
+    assert cli.main(["scenarios", "check", str(tmp_path / "missing")]) == 2
