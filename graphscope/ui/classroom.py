@@ -225,10 +225,10 @@ class Classroom(QObject):
 
     def size_docks(self):
         """The window shares its width (``arrange``: the graph gets the most); the
-        browser, when open, gets about 18%."""
+        browser, when open, gets about 22%."""
         w = self.window
         if self.browser_dock.isVisible():
-            w.resizeDocks([self.browser_dock], [max(260, round(w.width() * 0.18))],
+            w.resizeDocks([self.browser_dock], [max(300, round(w.width() * 0.22))],
                           Qt.Orientation.Horizontal)
         w.arrange()
 

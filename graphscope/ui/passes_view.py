@@ -41,6 +41,12 @@ class MarkedCanvas(GraphCanvas):
         super().__init__(parent)
         self.marks: dict[str, str] = {}      # node id -> colour
         self.caption = ""
+        self.empty_message: Optional[str] = None   # what an empty canvas says instead
+
+    def empty_text(self) -> str:
+        if self.empty_message is not None:
+            return self.empty_message
+        return super().empty_text()
 
     def set_marks(self, marks: dict) -> None:
         self.marks = dict(marks)
@@ -109,6 +115,7 @@ class PassesPanel(QWidget):
         self.canvas_b = MarkedCanvas(self)
         for c in (self.canvas_a, self.canvas_b):
             c.set_animated(False)
+            c.empty_message = "Run a snippet: each pass's graph is drawn here"
             c.node_clicked.connect(self.node_clicked)
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
         self.split.addWidget(self.canvas_a)
@@ -209,10 +216,29 @@ class PassesPanel(QWidget):
             f"({len(p.ops)} ops{', ' + str(len(p.backward)) + ' backward steps' if p.backward else ''})."
             + fate)
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._orient()
+
+    def _orient(self) -> None:
+        """Side by side in a tall panel; one above the other in a wide, short one
+        (a docked panel at the bottom): graphs are wider than tall, and each then
+        gets the whole width, so its labels stay readable."""
+        wide = self.width() > 2.2 * max(1, self.height())
+        want = Qt.Orientation.Vertical if wide else Qt.Orientation.Horizontal
+        if self.split.orientation() != want:
+            self.split.setOrientation(want)
+            if self.canvas_b.isVisible():
+                n = self.split.width() if want == Qt.Orientation.Horizontal else self.split.height()
+                self.split.setSizes([max(1, n // 2), max(1, n // 2)])
+
     def _show_side_by_side(self, a: int, b: int) -> None:
         d = self.diff
         self.canvas_b.show()
-        half = max(1, self.split.width() // 2)
+        self._orient()
+        n = self.split.width() if self.split.orientation() == Qt.Orientation.Horizontal \
+            else self.split.height()
+        half = max(1, n // 2)
         self.split.setSizes([half, half])
         sa = pass_subgraph(self.graph, d.nodes_a)
         sb = pass_subgraph(self.graph, d.nodes_b)
@@ -231,7 +257,7 @@ class PassesPanel(QWidget):
 
     def _one_canvas(self) -> None:
         self.canvas_b.hide()
-        self.split.setSizes([max(1, self.split.width()), 0])
+        self.split.setSizes([max(1, self.split.width(), self.split.height()), 0])
 
     def _put(self, canvas: MarkedCanvas, sub, marks: dict, caption: str) -> None:
         layout = LayeredLayout(sub)
@@ -318,8 +344,14 @@ def install_passes_views(window) -> dict:
     def on_run_finished(_end):
         refresh()
 
+    def on_visibility(visible: bool, dock):
+        if visible and not dock.isFloating():
+            # a graph needs height: the dock takes nearly half the window
+            window.resizeDocks([dock], [int(window.height() * 0.46)], Qt.Orientation.Vertical)
+        refresh()
+
     for d in docks.values():
-        d.visibilityChanged.connect(refresh)
+        d.visibilityChanged.connect(lambda v, d=d: on_visibility(v, d))
 
     def on_capture_requested(request: dict):
         static.set_busy(True)

@@ -49,8 +49,14 @@ def matches(scenario, text: str) -> bool:
 
 
 class _Tree(QTreeWidget):
-    """Enter opens the current scenario (double-click does too)."""
+    """Enter opens the current scenario (double-click does too). Long titles wrap
+    onto a second line rather than being cut to "Static capture of…"."""
     enter_pressed = Signal(object)
+
+    def resizeEvent(self, e):
+        super().resizeEvent(e)
+        # row heights were measured for the old column width: measure again
+        self.scheduleDelayedItemsLayout()
 
     def keyPressEvent(self, e: QKeyEvent):
         if e.key() in (Qt.Key_Return, Qt.Key_Enter) and self.currentItem() is not None:
@@ -93,7 +99,8 @@ class ScenarioBrowser(QWidget):
         head.setSectionResizeMode(0, QHeaderView.Stretch)
         head.setSectionResizeMode(1, QHeaderView.ResizeToContents)
         self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.tree.setTextElideMode(Qt.ElideRight)
+        self.tree.setTextElideMode(Qt.ElideNone)
+        head.sectionResized.connect(lambda *_: self.tree.scheduleDelayedItemsLayout())
         lay.addWidget(self.tree, 1)
         self.count_label = QLabel(objectName="ScenarioCount")
         lay.addWidget(self.count_label)

@@ -21,9 +21,9 @@ from typing import Optional
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel,
                                QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QTabWidget,
-                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+                               QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from graphscope.model.layout import LayeredLayout
 from graphscope.model.trace import Trace
@@ -60,6 +60,12 @@ def static_graph(result: dict):
             names[part.strip()] = nid
         for ref in _refs(str(row.get("args", ""))):
             src = names.get(ref) or names.get("%" + ref)
+            if src is None and ref.startswith("%") and not ref[1:].isdigit():
+                # a jit graph's input (%x) has no row of its own: draw it as one
+                src = f"s{i}{ref}"
+                g._add_node(Node(id=src, kind="tensor", label=ref[1:], detail="input", step=i,
+                                 flags=frozenset({"leaf"})))
+                names[ref] = src
             if src is not None and src != nid and nid not in g.succs[src]:
                 g._add_edge(Edge(src, nid, "data", i))
     return g
@@ -165,12 +171,14 @@ class StaticResultView(QWidget):
     def __init__(self, kind: str, parent=None):
         super().__init__(parent)
         self.kind = kind
-        self.verdict = QLabel(self)
-        self.verdict.setWordWrap(True)
-        self.verdict.setTextFormat(Qt.TextFormat.RichText)
-        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # the verdict can be long (a warning, the second input compared): it
+        # scrolls in its own column rather than pushing the graph off the panel
+        self.verdict = QTextBrowser(self)
+        self.verdict.setOpenLinks(False)
+        self.verdict.setFrameShape(QFrame.Shape.NoFrame)
         self.canvas = MarkedCanvas(self)
         self.canvas.set_animated(False)
+        self.canvas.empty_message = "Not captured yet"
         self.nodes = QTreeWidget(self)
         self.nodes.setHeaderLabels(["name", "op", "target", "args", "line"])
         self.nodes.setRootIsDecorated(False)
@@ -182,12 +190,16 @@ class StaticResultView(QWidget):
         right.addTab(self.nodes, "Nodes")
         right.addTab(self.text, "As printed")
         split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.addWidget(self.verdict)
         split.addWidget(self.canvas)
         split.addWidget(right)
-        split.setSizes([600, 400])
+        split.setStretchFactor(0, 4)
+        split.setStretchFactor(1, 4)
+        split.setStretchFactor(2, 3)
+        split.setSizes([400, 400, 300])
+        self.split = split
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
-        col.addWidget(self.verdict)
         col.addWidget(split, 1)
         self.result: Optional[dict] = None
 
@@ -197,6 +209,7 @@ class StaticResultView(QWidget):
         if not r:
             self.verdict.setText("Not captured yet.")
             self.canvas.clear()
+            self.canvas.empty_message = "Not captured yet"
             self.text.setPlainText("")
             return
         parts = [f"<p style='font-size:larger'><b>{'Captured' if r.get('ok') else 'Not captured'}"
@@ -204,8 +217,10 @@ class StaticResultView(QWidget):
         err = r.get("error")
         if err and not r.get("ok"):
             line = f" (line {err['line']})" if err.get("line") else ""
-            parts.append(f"<p><b>Why{line}:</b> {html.escape(err.get('explanation') or '')}</p>"
-                         f"<p><i>PyTorch says:</i> <code>{html.escape(err.get('type', ''))}: "
+            why = err.get("explanation") or ""
+            if why and why not in (r.get("summary") or ""):    # said once is enough
+                parts.append(f"<p><b>Why{line}:</b> {html.escape(why)}</p>")
+            parts.append(f"<p><i>PyTorch says:</i> <code>{html.escape(err.get('type', ''))}: "
                          f"{html.escape(_first_line(err.get('message', '')))}</code></p>")
         for w in r.get("warnings") or []:
             line = f" (line {w['line']})" if w.get("line") else ""
@@ -239,6 +254,7 @@ class StaticResultView(QWidget):
             self.canvas.fit()
         else:
             self.canvas.clear()
+            self.canvas.empty_message = "No graph: this tool did not capture the code"
 
 
 def _comparison_html(det: dict) -> str:
@@ -286,13 +302,20 @@ class StaticPanel(QWidget):
         self.button.clicked.connect(self.request_capture)
         self.status = QLabel(self)
         self.status.setWordWrap(True)
-        form = QFormLayout()
-        form.addRow("Function or module:", self.target)
-        form.addRow("Example input:", self.inputs)
-        form.addRow("Second input:", self.second)
+        # one row for the request, one for the action: the results get the height
+        form = QGridLayout()
+        form.addWidget(QLabel("Function or module:", self), 0, 0)
+        form.addWidget(self.target, 0, 1)
+        form.addWidget(QLabel("Example input:", self), 0, 2)
+        form.addWidget(self.inputs, 0, 3)
+        form.addWidget(QLabel("Second input:", self), 0, 4)
+        form.addWidget(self.second, 0, 5)
+        form.setColumnStretch(1, 1)
+        form.setColumnStretch(3, 2)
+        form.setColumnStretch(5, 2)
         row = QHBoxLayout()
         row.addWidget(self.with_timing)
-        row.addStretch(1)
+        row.addWidget(self.status, 1)
         row.addWidget(self.button)
         self.tabs = QTabWidget(self)
         self.views = {}
@@ -305,7 +328,6 @@ class StaticPanel(QWidget):
         col.setContentsMargins(6, 6, 6, 6)
         col.addLayout(form)
         col.addLayout(row)
-        col.addWidget(self.status)
         col.addWidget(self.tabs, 1)
 
     def set_source(self, source: str) -> None:
@@ -367,7 +389,12 @@ class StaticPanel(QWidget):
             ok = [title for k, title in TOOLS if (static.get(k) or {}).get("ok")]
             self.status.setText(f"Captured by: {', '.join(ok) or 'none of the tools'}. "
                                 "Eager PyTorch needs none of this: it builds the graph anew on every call.")
-        # open the most telling tab: the first tool that refused, else fx
+        # open the most telling tab: a trace that silently answers differently from
+        # eager PyTorch, else the first tool that refused, else fx
+        jit = static.get("jit") or {}
+        if jit.get("ok") and (jit.get("details") or {}).get("same") is False:
+            self.tabs.setCurrentWidget(self.views["jit"])
+            return
         for kind, _ in TOOLS:
             r = static.get(kind)
             if r and not r.get("ok"):
