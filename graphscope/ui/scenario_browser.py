@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent
+from PySide6.QtGui import QFont, QFontMetrics, QKeyEvent
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
@@ -53,10 +53,28 @@ class _Tree(QTreeWidget):
     onto a second line rather than being cut to "Static capture of…"."""
     enter_pressed = Signal(object)
 
+    resized = Signal()
+
     def resizeEvent(self, e):
         super().resizeEvent(e)
-        # row heights were measured for the old column width: measure again
-        self.scheduleDelayedItemsLayout()
+        self.resized.emit()
+
+
+def wrap_text(text: str, fm: QFontMetrics, width: int) -> str:
+    """``text`` broken into lines at spaces so each fits ``width`` pixels.
+    (A tree view measures its rows before it knows the column's width, so Qt's
+    own word wrap leaves long titles cut off; explicit line breaks are measured.)"""
+    lines, cur = [], ""
+    for word in text.split():
+        trial = f"{cur} {word}" if cur else word
+        if cur and fm.horizontalAdvance(trial) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = trial
+    if cur:
+        lines.append(cur)
+    return "\n".join(lines)
 
     def keyPressEvent(self, e: QKeyEvent):
         if e.key() in (Qt.Key_Return, Qt.Key_Enter) and self.currentItem() is not None:
@@ -100,7 +118,8 @@ class ScenarioBrowser(QWidget):
         head.setSectionResizeMode(1, QHeaderView.ResizeToContents)
         self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.tree.setTextElideMode(Qt.ElideNone)
-        head.sectionResized.connect(lambda *_: self.tree.scheduleDelayedItemsLayout())
+        self.tree.resized.connect(self._rewrap)
+        head.sectionResized.connect(lambda i, *_: i == 0 and self._rewrap())
         lay.addWidget(self.tree, 1)
         self.count_label = QLabel(objectName="ScenarioCount")
         lay.addWidget(self.count_label)
@@ -213,14 +232,31 @@ class ScenarioBrowser(QWidget):
                 self.tree.addTopLevelItem(top)
             item = QTreeWidgetItem([s.title, s.difficulty])
             item.setData(0, _ROLE, s)
+            item.setData(1, Qt.TextAlignmentRole, int(Qt.AlignLeft | Qt.AlignTop))
             item.setToolTip(0, f"{s.id}\n{s.question}")
             top.addChild(item)
         self.tree.expandAll()
+        self._rewrap()
         n, total = len(shown), len(self.scenarios)
         self.count_label.setText(f"{n} of {total} scenarios" if n != total else f"{total} scenarios")
         first = self.tree.topLevelItem(0)
         if first is not None and first.childCount():
             self.tree.setCurrentItem(first.child(0))
+
+    def _rewrap(self):
+        """Titles wrapped to the title column's width (see ``wrap_text``)."""
+        width = self.tree.header().sectionSize(0) - 2 * self.tree.indentation() - 12
+        if width < 60:
+            return
+        fm = QFontMetrics(self.tree.font())
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            for j in range(top.childCount()):
+                item = top.child(j)
+                s = item.data(0, _ROLE)
+                text = wrap_text(s.title, fm, width)
+                if item.text(0) != text:
+                    item.setText(0, text)
 
     # -- opening ----------------------------------------------------------------
     def _on_item_activated(self, item, *_):
@@ -242,3 +278,5 @@ class ScenarioBrowser(QWidget):
         self.setFont(f)
         self.setStyleSheet(f"#ScenarioBrowser, #ScenarioBrowser * {{ font-size: {px}px; }}"
                            f" #ScenarioProblems {{ color: #D55E00; }}")
+        self.tree.ensurePolished()
+        self._rewrap()
