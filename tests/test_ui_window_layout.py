@@ -133,6 +133,12 @@ def test_issue5_docks_start_hidden_and_open_from_the_view_menu(qtbot, window):
     qtbot.waitUntil(lambda: docks["passes"].isVisible(), timeout=3000)
     passes = w._passes_views["passes"]
     qtbot.waitUntil(lambda: passes.combo_a.count() == 2, timeout=3000)   # filled on opening
+    # the panels' canvases follow the window's theme and text scale
+    w.set_theme("dark")
+    w.set_text_scale(1.5)
+    assert passes.canvas_a.theme().name == "dark"
+    assert w._passes_views["static"].views["jit"].canvas.theme().name == "dark"
+    assert passes.canvas_b._text_scale == pytest.approx(1.5)
 
 
 def test_presentation_layout_beside_a_quiz_gives_the_graph_the_most(qtbot, window, tmp_path):

@@ -272,6 +272,8 @@ class MainWindow(QMainWindow):
         self.theme = t = themes.get_theme(name)
         self.setStyleSheet(themes.stylesheet(t, self.text_scale))
         self.canvas.set_theme(t)
+        for c in self._panel_canvases():
+            c.set_theme(t)
         self.editor.set_pygments_style(t.pygments_style)
         region = QColor(t.region_border)
         region_bg = QColor(t.region_border)
@@ -302,10 +304,19 @@ class MainWindow(QMainWindow):
         self.text_scale = f
         self.setStyleSheet(themes.stylesheet(self.theme, f))
         for w in (self.editor, self.console, self.problems, self.inspector, self.banner,
-                  self.timeline_bar, self.canvas):
+                  self.timeline_bar, self.canvas, *self._panel_canvases()):
             w.set_text_scale(f)
         self.toolbar.setIconSize(QSize(int(24 * f), int(24 * f)))
         self._fit_editor_width()
+
+    def _panel_canvases(self) -> list:
+        """The graph canvases of the passes and static-capture panels (themed and
+        scaled with the window's own)."""
+        views = getattr(self, "_passes_views", None)
+        if not views:
+            return []
+        return [views["passes"].canvas_a, views["passes"].canvas_b,
+                *(v.canvas for v in views["static"].views.values())]
 
     def _fit_editor_width(self) -> None:
         self.arrange()
