@@ -81,9 +81,26 @@ def _height(kind: str, detail_lines: int, f: float) -> float:
     return 6 + 32 * f
 
 
+_SIZES: dict = {}      # (kind, label length, detail, scale) -> (w, h)
+
+
 def node_size(node, text_scale: float = 1.0) -> tuple:
     """(width, height) of a node's box in scene units; fits within the grid's pitch
     at the same text scale (NOTE [node text metrics])."""
+    # a box depends only on the label's length and the detail text: 60,000 nodes have
+    # a few hundred different boxes, so the arithmetic runs once per kind of box
+    detail = node.detail
+    key = (node.kind, len(node.label or ""),
+           tuple(detail) if isinstance(detail, list) else detail, text_scale)
+    wh = _SIZES.get(key)
+    if wh is None:
+        if len(_SIZES) > 100_000:
+            _SIZES.clear()
+        wh = _SIZES[key] = _node_size(node, text_scale)
+    return wh
+
+
+def _node_size(node, text_scale: float) -> tuple:
     f = _box_scale(text_scale)
     label = node.label or ""
     detail = node.detail or ""

@@ -11,6 +11,7 @@ cache the picture up to one step and draw only the few newer items on top.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ DEFAULT_TENSOR_SIZE = (132.0, 52.0)
 DEFAULT_OP_SIZE = (104.0, 36.0)
 NEVER = math.inf          # step of items that are always visible
 GRID_CELL = 240.0         # hit-grid cell, scene units (about two nodes)
+EDGE_CELLS_MAX = 256      # an edge spanning more grid cells than this is kept in a list
 
 
 def node_style(node) -> str:
@@ -48,7 +50,7 @@ def _step(value) -> float:
     return -1.0 if value is None else float(value)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeGeom:
     id: str
     node: object
@@ -64,12 +66,13 @@ class NodeGeom:
         return QRectF(self.x - self.w / 2, self.y - self.h / 2, self.w, self.h)
 
 
-@dataclass
+@dataclass(eq=False, slots=True)
 class EdgeGeom:
     src: str
     dst: str
     kind: str
     step: float       # effective: when the edge and both ends are visible
+    seq: int = 0      # insertion order (dedupes edges filed under several grid cells)
 
 
 @dataclass
@@ -90,6 +93,19 @@ class SceneGeometry:
     _routes: dict = field(default_factory=dict)    # (src, dst) -> lane points or None
     _routes_version: int = -1
     _columns: tuple = (None, -1)                   # ({column centre x: half width}, version)
+    # NOTE [edge grid]: edges are filed, like nodes, under the grid cells their centre
+    # to centre box covers (long ones in _long_edges), so a zoomed-in paint culls
+    # before it touches the tens of thousands of edges up to the cursor.
+    _edge_grid: dict = field(default_factory=dict)
+    _long_edges: list = field(default_factory=list)
+    _prefix: tuple = (-1, None)                    # (version, prefix boxes in step order)
+    _sizes: dict = field(default_factory=dict)     # (kind, label, detail) -> (w, h)
+    _size_fn: object = None
+    _grid_ready: bool = False
+    _edge_grid_ready: bool = False
+    _edges_of: object = None                       # the graph whose edges were scanned
+    _edges_scanned: int = 0
+    _pending: list = field(default_factory=list)   # edges waiting for an end to be placed
 
     # -- building -------------------------------------------------------------
     @classmethod
@@ -103,43 +119,90 @@ class SceneGeometry:
         not yet known whose ends are both known. Returns the ids actually added (a node
         without a position yet is skipped; call again once the layout has placed it)."""
         added = []
+        nodes = self.nodes
+        gnodes = graph.nodes
+        order, steps = self._order, self._steps
+        last = steps[-1] if steps else -math.inf
+        sorted_ = self._sorted
+        grid_ready = self._grid_ready
+        size_key = self._size_of
         for nid in node_ids:
-            if nid in self.nodes:
+            if nid in nodes:
                 continue
-            node = graph.nodes.get(nid)
+            node = gnodes.get(nid)
             pos = positions.get(nid)
             if node is None or pos is None:
                 continue
-            w, h = _size(node, size_of)
-            ng = NodeGeom(nid, node, float(pos[0]), float(pos[1]), w, h, _step(node.step),
-                          node_style(node))
-            self.nodes[nid] = ng
-            if self._steps and ng.step < self._steps[-1]:
-                self._sorted = False
-            self._order.append(nid)
-            self._steps.append(ng.step)
-            self._grid_insert(ng)
+            w, h = size_key(node, size_of)
+            st = node.step
+            st = -1.0 if st is None else float(st)
+            ng = NodeGeom(nid, node, float(pos[0]), float(pos[1]), w, h, st, node_style(node))
+            nodes[nid] = ng
+            if st < last:
+                sorted_ = False
+            else:
+                last = st
+            order.append(nid)
+            steps.append(st)
+            if grid_ready:
+                self._grid_insert(ng)
             added.append(nid)
-        new_edges = []
-        for e in graph.edges:
+        self._sorted = sorted_
+        # graph.edges only grows: scan what is new since the last call, plus the edges
+        # that were waiting for an end to be placed (O(new) per live batch, not O(E))
+        if graph is not self._edges_of:
+            self._edges_of, self._edges_scanned, self._pending = graph, 0, []
+        fresh = graph.edges[self._edges_scanned:]
+        self._edges_scanned = len(graph.edges)
+        todo = self._pending + fresh if self._pending else fresh
+        self._pending = []
+        keys = self._edge_keys
+        edge_grid = self._edge_grid_ready
+        n0 = len(self.edges)
+        estep = self._edge_steps[-1] if self._edge_steps else -math.inf
+        for e in todo:
             key = (e.src, e.dst, e.kind)
-            if key in self._edge_keys:
+            if key in keys:
                 continue
-            s, d = self.nodes.get(e.src), self.nodes.get(e.dst)
-            if s is None or d is None:
+            sg, dg = nodes.get(e.src), nodes.get(e.dst)
+            if sg is None or dg is None:
+                self._pending.append(e)
                 continue
-            self._edge_keys.add(key)
-            new_edges.append(EdgeGeom(e.src, e.dst, e.kind, max(_step(e.step), s.step, d.step)))
-        for eg in new_edges:
-            if self._edge_steps and eg.step < self._edge_steps[-1]:
+            keys.add(key)
+            st = -1.0 if e.step is None else float(e.step)
+            if sg.step > st:
+                st = sg.step
+            if dg.step > st:
+                st = dg.step
+            eg = EdgeGeom(e.src, e.dst, e.kind, st, len(self.edges))
+            if st < estep:
                 self._sorted = False
+            else:
+                estep = st
+            if edge_grid:
+                self._edge_grid_insert(eg)
             self.edges.append(eg)
             self._edge_order.append(eg)
-            self._edge_steps.append(eg.step)
-        if added or new_edges:
+            self._edge_steps.append(st)
+        if added or len(self.edges) != n0:
             self.version += 1
             self._bounds = None
         return added
+
+    def ensure_index(self) -> None:
+        """Build the hit grid and the edge grid (NOTE [edge grid]) if not built yet.
+        They are built lazily: a fitted first paint of a huge graph needs neither, so
+        the canvas builds them once it is drawn."""
+        if not self._grid_ready:
+            self._grid = {}
+            for ng in self.nodes.values():
+                self._grid_insert(ng)
+            self._grid_ready = True
+        if not self._edge_grid_ready:
+            self._edge_grid, self._long_edges = {}, []
+            for eg in self.edges:
+                self._edge_grid_insert(eg)
+            self._edge_grid_ready = True
 
     def move(self, positions) -> None:
         """Move nodes to new centres (the tidy pass); keeps everything else."""
@@ -147,11 +210,20 @@ class SceneGeometry:
             ng = self.nodes.get(nid)
             if ng is not None:
                 ng.x, ng.y = float(x), float(y)
-        self._grid = {}
-        for ng in self.nodes.values():
-            self._grid_insert(ng)
+        self._grid_ready = self._edge_grid_ready = False   # rebuilt when next asked
         self._bounds = None
         self.version += 1
+
+    def _size_of(self, node, size_of) -> tuple:
+        # a box's size depends only on its texts: 60,000 nodes have a few hundred kinds
+        if size_of != self._size_fn:
+            self._sizes, self._size_fn = {}, size_of
+        detail = node.detail
+        key = (node.kind, node.label, tuple(detail) if isinstance(detail, list) else detail)
+        wh = self._sizes.get(key)
+        if wh is None:
+            wh = self._sizes[key] = _size(node, size_of)
+        return wh
 
     def _ensure_sorted(self) -> None:
         if self._sorted:
@@ -195,17 +267,46 @@ class SceneGeometry:
         """Bounding box of the nodes visible at ``limit`` (all nodes by default)."""
         if limit == NEVER and self._bounds is not None:
             return QRectF(self._bounds)
-        xs0 = ys0 = math.inf
-        xs1 = ys1 = -math.inf
-        for ng in (self.nodes.values() if limit == NEVER else self.nodes_upto(limit)):
-            xs0 = min(xs0, ng.x - ng.w / 2)
-            xs1 = max(xs1, ng.x + ng.w / 2)
-            ys0 = min(ys0, ng.y - ng.h / 2)
-            ys1 = max(ys1, ng.y + ng.h / 2)
-        r = QRectF() if xs0 == math.inf else QRectF(xs0, ys0, xs1 - xs0, ys1 - ys0)
+        if limit == NEVER:
+            hi = len(self._order)
+        else:
+            self._ensure_sorted()
+            hi = bisect_right(self._steps, limit)
+        if hi == 0:
+            return QRectF()
+        # the box of every prefix of the step order, once per version: following the
+        # current node asks for the box at each step (O(log n) instead of O(n))
+        ver, boxes = self._prefix
+        if ver != self.version or boxes is None:
+            self._ensure_sorted()
+            boxes = []
+            x0 = y0 = math.inf
+            x1 = y1 = -math.inf
+            nodes = self.nodes
+            for nid in self._order:
+                ng = nodes[nid]
+                hw, hh = ng.w / 2, ng.h / 2
+                if ng.x - hw < x0:
+                    x0 = ng.x - hw
+                if ng.x + hw > x1:
+                    x1 = ng.x + hw
+                if ng.y - hh < y0:
+                    y0 = ng.y - hh
+                if ng.y + hh > y1:
+                    y1 = ng.y + hh
+                boxes.append((x0, y0, x1, y1))
+            self._prefix = (self.version, boxes)
+        x0, y0, x1, y1 = boxes[hi - 1]
+        r = QRectF(x0, y0, x1 - x0, y1 - y0)
         if limit == NEVER:
             self._bounds = QRectF(r)
         return r
+
+    def last_upto(self, limit: float):
+        """The newest node visible at ``limit`` (None when there is none)."""
+        self._ensure_sorted()
+        hi = bisect_right(self._steps, limit)
+        return self.nodes[self._order[hi - 1]] if hi else None
 
     def typical_height(self) -> float:
         if not self.nodes:
@@ -267,8 +368,66 @@ class SceneGeometry:
         for c in self._cells(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.x + ng.w / 2, ng.y + ng.h / 2):
             self._grid.setdefault(c, []).append(ng.id)
 
+    def _edge_grid_insert(self, eg: EdgeGeom) -> None:
+        s, d = self.nodes[eg.src], self.nodes[eg.dst]
+        c = (int(s.x // GRID_CELL), int(s.y // GRID_CELL))
+        if c == (int(d.x // GRID_CELL), int(d.y // GRID_CELL)):   # the common short edge
+            cell = self._edge_grid.get(c)
+            if cell is None:
+                self._edge_grid[c] = [eg]
+            else:
+                cell.append(eg)
+            return
+        cx0, cx1 = int(math.floor(min(s.x, d.x) / GRID_CELL)), int(math.floor(max(s.x, d.x) / GRID_CELL))
+        cy0, cy1 = int(math.floor(min(s.y, d.y) / GRID_CELL)), int(math.floor(max(s.y, d.y) / GRID_CELL))
+        if (cx1 - cx0 + 1) * (cy1 - cy0 + 1) > EDGE_CELLS_MAX:
+            self._long_edges.append(eg)
+            return
+        grid = self._edge_grid
+        for cx in range(cx0, cx1 + 1):
+            for cy in range(cy0, cy1 + 1):
+                cell = grid.get((cx, cy))
+                if cell is None:
+                    grid[(cx, cy)] = [eg]
+                else:
+                    cell.append(eg)
+
+    def edges_in(self, rect: QRectF, limit: float = NEVER, start: float = -math.inf) -> list:
+        """Edges visible at ``limit`` (and not at ``start``) whose centre-to-centre box
+        meets ``rect`` (NOTE [edge grid]), in insertion order."""
+        if not self._edge_grid_ready:
+            self.ensure_index()
+        x0, y0, x1, y1 = rect.left(), rect.top(), rect.right(), rect.bottom()
+        seen: set = set()
+        out = []
+        grid = self._edge_grid
+        nodes = self.nodes
+        cands = [eg for cx in range(int(math.floor(x0 / GRID_CELL)), int(math.floor(x1 / GRID_CELL)) + 1)
+                 for cy in range(int(math.floor(y0 / GRID_CELL)), int(math.floor(y1 / GRID_CELL)) + 1)
+                 for eg in grid.get((cx, cy), ())]
+        for eg in itertools.chain(cands, self._long_edges):
+            if eg.seq in seen or not (start < eg.step <= limit):
+                continue
+            seen.add(eg.seq)
+            s, d = nodes[eg.src], nodes[eg.dst]
+            if s.x < d.x:
+                if d.x < x0 or s.x > x1:
+                    continue
+            elif s.x < x0 or d.x > x1:
+                continue
+            if s.y < d.y:
+                if d.y < y0 or s.y > y1:
+                    continue
+            elif s.y < y0 or d.y > y1:
+                continue
+            out.append(eg)
+        out.sort(key=lambda e: e.seq)
+        return out
+
     def node_at(self, x: float, y: float, limit: float = NEVER, slack: float = 0.0):
         """Id of the topmost visible node whose box (grown by ``slack``) holds (x, y)."""
+        if not self._grid_ready:
+            self.ensure_index()
         best, best_order = None, -1
         order = {}
         for c in self._cells(x - GRID_CELL, y - GRID_CELL, x + GRID_CELL, y + GRID_CELL):
@@ -290,6 +449,8 @@ class SceneGeometry:
 
     def nodes_in(self, rect: QRectF, limit: float = NEVER) -> list:
         """Visible nodes whose boxes meet ``rect`` (scene units), via the grid."""
+        if not self._grid_ready:
+            self.ensure_index()
         seen, out = set(), []
         for c in self._cells(rect.left() - GRID_CELL, rect.top() - GRID_CELL,
                              rect.right() + GRID_CELL, rect.bottom() + GRID_CELL):

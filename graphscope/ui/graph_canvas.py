@@ -84,6 +84,10 @@ class GraphCanvas(QWidget):
         self._pan_anim.setDuration(PAN_MS)
         self._pan_anim.setEasingCurve(QEasingCurve.OutCubic)
         self._pan_anim.valueChanged.connect(self._on_pan_step)
+        self._index_timer = QTimer(self)
+        self._index_timer.setSingleShot(True)
+        self._index_timer.setInterval(0)
+        self._index_timer.timeout.connect(self._on_index_idle)
         self._cache: QPixmap | None = None
         self._cache_key = None
         self._cache_base = -math.inf
@@ -124,8 +128,15 @@ class GraphCanvas(QWidget):
         self._geom = SceneGeometry.build(graph, layout.positions, _size_fn(layout))
         self._geom.row_pitch = float(getattr(layout, "row_pitch", self._geom.row_pitch))
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
+        self._painter.sprites = True
         self._selected = self._selected if self._selected in self._geom.nodes else None
         self._invalidate()
+        # the hit and edge grids are not needed for the first (fitted) paint of a big
+        # graph: build them once the event loop is idle (NOTE [edge grid])
+        self._index_timer.start()
+
+    def _on_index_idle(self) -> None:
+        self._geom.ensure_index()
 
     def set_trace(self, trace) -> None:
         self._trace = trace
@@ -327,8 +338,8 @@ class GraphCanvas(QWidget):
         ids = [i if isinstance(i, str) else f"t{i}" for i in (hl or ())]
         ngs = [nodes[i] for i in ids if i in nodes and nodes[i].step <= self._limit]
         if not ngs:
-            newest = self._geom.nodes_upto(self._limit)
-            ngs = newest[-1:]
+            newest = self._geom.last_upto(self._limit)
+            ngs = [newest] if newest is not None else []
         if not ngs:
             return None
         r = QRectF(ngs[0].rect)

@@ -84,6 +84,7 @@ class Theme:
     grad_label_border: str
     spotlight_dim: str       # overlay colour (with alpha) outside the spotlight
     selection: str           # selected node ring
+    warning_text: str = "#000000"   # the "?" on a warning triangle
 
     def color(self, role: str) -> str:
         """The colour of ``role`` (a field name)."""
