@@ -31,10 +31,6 @@ step (the error message names it). Everything a step says about its node is
 read once, in the walk; the hook only summarises gradients, through the
 recorder's SummaryMemo (a gradient a node sends on is the one the next node
 receives, summarised once).
-
-Known cost: a post hook on an AccumulateGrad node makes the engine keep the
-incoming gradient until the hooks ran, so AccumulateGrad copies it into
-``.grad`` instead of stealing it (same values, one copy per leaf per pass).
 """
 from __future__ import annotations
 
