@@ -356,8 +356,8 @@ class ScenePainter:
             fm = QFontMetricsF(f)
             tags_w = sum(fm.horizontalAdvance(tg) + 14 for tg in tags)
             d = 26.0 * min(ts, 1.4)
-            ext = QRectF(r.left() - 4, r.top() - d, max(r.width() + d, 10 + tags_w) + 8,
-                         r.height() + d + fm.height() + 8)
+            ext = QRectF(r.left() - 4, r.top() - d * 1.2, max(r.width() + d, 10 + tags_w) + 8,
+                         r.height() + d * 1.2 + fm.height() + 8)
         w = max(1, int(math.ceil(ext.width() * sc * dpr)) + 2)
         h = max(1, int(math.ceil(ext.height() * sc * dpr)) + 2)
         pm = QPixmap(w, h)
@@ -548,7 +548,8 @@ class ScenePainter:
             return
         d = min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
         x = r.right() - d * 0.55
-        y = r.top() - d * 0.45
+        # mostly above the box: a short name ("t2") in a narrow box stays readable
+        y = r.top() - d * 0.72
         for text, bg, fg, *shape in badges:
             box = QRectF(x - d / 2, y, d, d)
             p.setPen(QPen(qcolor(self.theme.canvas_bg), 2.0))
@@ -629,6 +630,14 @@ class ScenePainter:
             near = near.united(path.boundingRect())
         for ng in highlight:
             self._glow(p, to_device.mapRect(_rect(ng)), t.current, ng.node.kind == "op")
+        if highlight and lod != "tiny":
+            # the glow covers the badges and tags of the current node: draw them again
+            p.save()
+            p.setTransform(to_device)
+            for ng in highlight:
+                draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
+                draw(p, ng, _rect(ng), ng.node.flags or (), lod, "decor")
+            p.restore()
         if selected and selected in nodes and nodes[selected].step <= limit:
             dr = to_device.mapRect(_rect(nodes[selected]))
             p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))

@@ -11,6 +11,11 @@ palette (blue #0072B2 / sky #56B4E9 for "tracked by autograd", orange #E69F00 fo
 current node), which stays distinct under the common colour-vision deficiencies.
 Colour is never the only cue: the canvas also dashes no-grad edges, hatches and
 tags no-grad tensors, badges requires_grad leaves and marks errors with "!".
+
+In the dark themes the "missing requires_grad" warning is a pale amber, clearly
+lighter than the orange of every untracked tensor (it was the same orange, so a
+flagged leaf looked like any other tensor outside the graph), and the tracked and
+untracked fills are saturated enough to tell apart as plain swatches (legend).
 """
 from __future__ import annotations
 
@@ -97,7 +102,7 @@ LIGHT = Theme(
     border="#C9CED6", accent=OI_BLUE, selection_bg="#CFE3F3", selection_text="#0B1F33",
     canvas_bg="#FFFFFF", grid="#EEF0F3",
     tracked_fill="#DCEBF7", tracked_border=OI_BLUE,
-    untracked_fill="#FBEBD0", untracked_border="#A86F00", hatch="#E0B870",
+    untracked_fill="#FBEBD0", untracked_border="#8A5A00", hatch="#D2A456",
     leaf_border="#004A75", badge_bg=OI_BLUE, badge_text="#FFFFFF", param_badge_bg=OI_GREEN,
     op_fill="#F1F3F6", op_nograd_fill="#FBF3E6", op_border="#6B7480",
     node_text="#111418", node_detail="#4A525C",
@@ -115,13 +120,13 @@ DARK = Theme(
     window_bg="#1E2127", panel_bg="#24282F", text="#E6E8EB", text_muted="#9AA3AE",
     border="#3A404A", accent=OI_SKY, selection_bg="#2F4A63", selection_text="#FFFFFF",
     canvas_bg="#1A1D22", grid="#23272E",
-    tracked_fill="#163A57", tracked_border=OI_SKY,
-    untracked_fill="#3D2F14", untracked_border=OI_ORANGE, hatch="#7A5A1C",
+    tracked_fill="#1C4B75", tracked_border=OI_SKY,
+    untracked_fill="#4E3A10", untracked_border="#D08A00", hatch="#9C7428",
     leaf_border="#A9DBFA", badge_bg=OI_SKY, badge_text="#0B1620", param_badge_bg="#35C29A",
     op_fill="#2A2F37", op_nograd_fill="#332B1E", op_border="#8C96A3",
     node_text="#F2F4F6", node_detail="#B4BDC8",
     edge="#6FA8D6", edge_nograd="#D19A2A", edge_detach="#FF7A3D",
-    error="#FF6A2B", error_text="#140800", error_fill="#5A2410", warning=OI_ORANGE, branch="#E59CC6",
+    error="#FF6A2B", error_text="#140800", error_fill="#5A2410", warning="#FFD27F", branch="#E59CC6",
     region_fill="#E69F0030", region_border="#C9962E", region_text="#F2C46A",
     inference_fill="#CC79A733",
     current=OI_YELLOW, highlight="#E59CC6",
@@ -136,13 +141,13 @@ HIGH_CONTRAST = Theme(
     window_bg="#000000", panel_bg="#000000", text="#FFFFFF", text_muted="#E0E0E0",
     border="#FFFFFF", accent=OI_YELLOW, selection_bg="#FFFFFF", selection_text="#000000",
     canvas_bg="#000000", grid="#1A1A1A",
-    tracked_fill="#00253D", tracked_border="#7CC8FF",
-    untracked_fill="#2E1F00", untracked_border="#FFB000", hatch="#805800",
+    tracked_fill="#004777", tracked_border="#7CC8FF",
+    untracked_fill="#4D3300", untracked_border="#F29A00", hatch="#A87400",
     leaf_border="#FFFFFF", badge_bg="#7CC8FF", badge_text="#000000", param_badge_bg="#3DE0B0",
     op_fill="#000000", op_nograd_fill="#1F1500", op_border="#FFFFFF",
     node_text="#FFFFFF", node_detail="#E8E8E8",
     edge="#7CC8FF", edge_nograd="#FFB000", edge_detach="#FF5C1A",
-    error="#FF5C1A", error_text="#000000", error_fill="#4A1500", warning="#FFB000", branch="#FF9AD5",
+    error="#FF5C1A", error_text="#000000", error_fill="#4A1500", warning="#FFE2A6", branch="#FF9AD5",
     region_fill="#FFB00038", region_border="#FFB000", region_text="#FFD266",
     inference_fill="#FF9AD538",
     current="#FFFF00", highlight="#FF9AD5",
