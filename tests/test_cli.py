@@ -10,28 +10,16 @@ import pytest
 
 from graphscope import cli
 from graphscope.model.trace import Trace
+from process_helpers import children
 
 
-def _children() -> set:
-    me, kids = os.getpid(), set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(rest[1]) == me and rest[0] != "Z":
-            kids.add(int(d))
-    return kids
 
 
 @pytest.fixture(autouse=True)
 def no_leaked_workers():
-    before = _children()
+    before = children()
     yield
-    assert not (_children() - before), "the command left processes behind"
+    assert not (children() - before), "the command left processes behind"
 
 
 def _one_line(err: str) -> str:

@@ -10,39 +10,26 @@ import pytest
 import graphscope
 from graphscope import protocol as P
 from graphscope.runner import Runner, run_to_trace, shared_runner
+from process_helpers import children
 
 
-def _children() -> set:
-    """Live (non-zombie) child processes of this test process, from /proc."""
-    me, kids = os.getpid(), set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(rest[1]) == me and rest[0] != "Z":
-            kids.add(int(d))
-    return kids
 
 
 @pytest.fixture(autouse=True)
 def no_leaked_workers():
-    before = _children()
+    before = children()
     yield
     allowed = shared_runner().worker_pids()
-    leaked = _children() - before - allowed
+    leaked = children() - before - allowed
     assert not leaked, f"worker processes left behind: {leaked}"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def all_workers_gone_at_the_end():
-    before = _children()
+    before = children()
     yield
     shared_runner().close()
-    assert not (_children() - before)
+    assert not (children() - before)
 
 
 class Collector:
@@ -215,7 +202,7 @@ def test_start_while_running_is_refused_and_close_ends_everything():
     pids = r.worker_pids()
     assert len(pids) == 1
     r.close()
-    assert not (pids & _children())
+    assert not (pids & children())
     assert not r.running
 
 

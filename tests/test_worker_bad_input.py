@@ -6,37 +6,25 @@ import pytest
 
 from graphscope.cli import CommandError, read_snippet
 from graphscope.runner import run_to_trace, shared_runner
+from process_helpers import children
 
 
-def _children() -> set:
-    me, kids = os.getpid(), set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(rest[1]) == me and rest[0] != "Z":
-            kids.add(int(d))
-    return kids
 
 
 @pytest.fixture(autouse=True)
 def no_leaked_workers():
-    before = _children()
+    before = children()
     yield
-    leaked = _children() - before - shared_runner().worker_pids()
+    leaked = children() - before - shared_runner().worker_pids()
     assert not leaked, f"worker processes left behind: {leaked}"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def all_workers_gone_at_the_end():
-    before = _children()
+    before = children()
     yield
     shared_runner().close()
-    assert not (_children() - before)
+    assert not (children() - before)
 
 
 def _no_graphscope_frames(error):
