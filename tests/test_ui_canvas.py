@@ -389,3 +389,101 @@ def test_empty_canvas_invites_a_run_then_says_nothing_was_made(canvas, traces):
     tr.apply(P.End(status="error"))
     assert canvas.empty_text() == "No tensors were created"
     canvas.grab()
+
+
+# -- the canvas at scale (NOTE [edge grid], NOTE [node sprites]) ----------------------------
+def test_edge_grid_and_step_bounds_agree_with_a_full_scan(qapp):
+    from graphscope.ui.canvas_paint import _segment_meets
+    from graphscope.ui.canvas_scene import SceneGeometry
+    from graphscope.ui.graph_canvas import _size_fn
+    tr = synthetic_trace(1500)
+    graph = build_graph(tr)
+    layout = LayeredLayout(graph)
+    layout.positions = dict(layout.tidy())
+    geom = SceneGeometry.build(graph, layout.positions, _size_fn(layout))
+    assert len(geom.edges) > 2000
+    everything = geom.bounds()
+    found = 0
+    for limit in (3.0, 400.0, 1200.0):
+        for rect in (QRectF(everything.center(), everything.center() + QPointF(900, 500)),
+                     QRectF(everything.left() - 50, everything.top() - 50, 700, 400)):
+            want = {(e.src, e.dst) for e in geom.edges_upto(limit)
+                    if _segment_meets(rect, geom.nodes[e.src], geom.nodes[e.dst])}
+            got = {(e.src, e.dst) for e in geom.edges_in(rect, limit)}
+            assert got == want, (limit, len(got), len(want))
+            found += len(want)
+        shown = geom.nodes_upto(limit)
+        x0 = min(ng.x - ng.w / 2 for ng in shown)
+        y1 = max(ng.y + ng.h / 2 for ng in shown)
+        b = geom.bounds(limit)
+        assert b.left() == pytest.approx(x0) and b.bottom() == pytest.approx(y1)
+        assert geom.last_upto(limit) is shown[-1]
+    assert found > 50
+    # a tidy pass moves nodes: the grids follow
+    moved = {nid: (x + 5000.0, y) for nid, (x, y) in layout.positions.items()}
+    geom.move(moved)
+    r = geom.bounds()
+    assert r.left() == pytest.approx(everything.left() + 5000.0)
+    assert len(geom.edges_in(r)) == len(geom.edges)
+
+
+def test_zoomed_in_paint_builds_paths_only_for_edges_in_view(canvas, qtbot, monkeypatch):
+    from graphscope.ui.canvas_paint import ScenePainter
+    tr = synthetic_trace(3000)
+    graph = build_graph(tr)
+    layout = LayeredLayout(graph)
+    tl = Timeline(tr, graph)
+    canvas.set_animated(False)
+    canvas.set_graph(graph, layout)
+    seen = []
+    real = ScenePainter._paint_edges
+
+    def spy(self, p, edges, cull, lod, exclude):
+        seen.append(len(edges))
+        return real(self, p, edges, cull, lod, exclude)
+    monkeypatch.setattr(ScenePainter, "_paint_edges", spy)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    assert canvas.following()
+    canvas._invalidate()
+    canvas.repaint()
+    assert canvas.lod == "full" and seen
+    assert 0 < max(seen) < len(canvas.geometry_model().edges) / 20
+
+
+@pytest.mark.parametrize("theme", sorted(THEMES))
+def test_sprite_painted_nodes_look_like_the_vector_export(canvas, qtbot, traces, theme):
+    """The canvas blits node boxes from a pixmap cache; exports draw them as vectors.
+    Both pictures of the same view must agree nearly pixel for pixel."""
+    from PySide6.QtGui import QImage, QPainter
+    graph, layout, tl = scene(traces["no_grad"])
+    canvas.set_animated(False)
+    canvas.set_theme(theme)
+    canvas.set_graph(graph, layout)
+    canvas.set_frame(None)
+    img = canvas.grab().toImage().convertToFormat(QImage.Format_RGB32)
+    vec = QImage(img.size(), QImage.Format_RGB32)
+    p = QPainter(vec)
+    painter = canvas._painter
+    painter.sprites = False
+    canvas._invalidate()                           # not the cached (sprite) layer
+    try:
+        canvas.paint_to(p, canvas.rect())
+    finally:
+        painter.sprites = True
+        p.end()
+    assert canvas._painter._sprite_cache          # the canvas really used sprites
+    differ = total = 0
+    geom = canvas.geometry_model()
+    for nid in graph.nodes:
+        if geom.nodes[nid].style == "untracked":
+            continue    # hatching: its phase follows the pixmap it is drawn into
+        r = canvas.node_view_rect(nid).adjusted(-4, -14, 4, 4).toRect()
+        for y in range(max(1, r.top()), min(img.height() - 1, r.bottom())):
+            for x in range(max(1, r.left()), min(img.width() - 1, r.right()), 2):
+                total += 1
+                c = img.pixelColor(x, y)
+                # sprites sit on whole pixels: allow a sub-pixel shift, nothing more
+                if not any(close(c, vec.pixelColor(x + dx, y + dy), tol=72)
+                           for dx in (0, -1, 1) for dy in (0, -1, 1)):
+                    differ += 1
+    assert total > 1000 and differ / total < 0.018, differ / total

@@ -71,3 +71,24 @@ def test_tracked_and_untracked_stay_apart_for_colour_blind_viewers():
         assert sum(abs(x - y) for x, y in zip(a, b)) > 120, t.name
         a, b = sim(t.edge), sim(t.edge_nograd)
         assert sum(abs(x - y) for x, y in zip(a, b)) > 100, t.name
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_flags_keep_their_own_colours(name):
+    """A leaf that needed requires_grad is an untracked tensor with a warning: the warning
+    must not be the untracked orange itself (it was, in dark and high contrast), and the
+    tracked and untracked fills must tell apart as plain swatches (the legend)."""
+    t = get_theme(name)
+    assert contrast(t.warning, t.untracked_border) >= 1.4
+    assert contrast(t.untracked_border, t.error) >= 1.2 or name != "light"
+    assert contrast(t.warning_text, t.warning) >= 4.5
+    assert contrast(t.node_detail, t.tracked_fill) >= 4.5
+    assert contrast(t.node_detail, t.untracked_fill) >= 4.5
+    m = [[0.367, 0.861, -0.228], [0.280, 0.673, 0.047], [-0.012, 0.043, 0.969]]
+
+    def sim(hex_colour):
+        h = hex_colour.lstrip("#")[:6]
+        rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+        return [max(0, min(255, sum(m[r][c] * rgb[c] for c in range(3)))) for r in range(3)]
+    a, b = sim(t.tracked_fill), sim(t.untracked_fill)
+    assert sum(abs(x - y) for x, y in zip(a, b)) > 60
