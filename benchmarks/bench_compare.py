@@ -19,8 +19,9 @@ Columns (all seconds or milliseconds of wall time):
   python x.py   the same script as a fresh interpreter (imports torch)
   GS capture    graphscope.capture.session.run_snippet with a list as emit
   GS graph+lay  build_graph, LayeredLayout and tidy() on the captured trace
-  GS render     graphscope.ui.render.render_file(trace, path, "png"), offscreen:
+  GS render png graphscope.ui.render.render_file(trace, path, "png"), offscreen:
                 graph, layout, timeline, painting and PNG encoding
+  GS render svg the same to SVG, the like-for-like counterpart of `dot -Tsvg`
   GS export     `graphscope export x.py --format png`, a fresh process
                 (CLI, worker, capture, pipe, layout, render)
   tv make_dot   torchviz.make_dot(loss, params) after the run
@@ -58,7 +59,7 @@ import workloads as W  # noqa: E402
 # Parts of each in-process cell, in the order the cell runs them.
 TOOLS = {
     "plain": ["plain"],
-    "graphscope": ["capture", "graph_layout", "render_png"],
+    "graphscope": ["capture", "graph_layout", "render_png", "render_svg"],
     "torchviz": ["make_dot", "dot_svg"],
     "torchlens": ["tl_trace", "tl_draw"],
 }
@@ -143,6 +144,9 @@ class Cell:
         report("render_png", time.perf_counter() - t0)
         if not out.stat().st_size:
             raise RuntimeError("empty PNG")
+        t0 = time.perf_counter()
+        render_file(tr, out.with_suffix(".svg"), "svg")
+        report("render_svg", time.perf_counter() - t0)
 
     def _torchviz(self, w, report):
         g = {"__name__": "__main__"}
@@ -353,9 +357,9 @@ def available() -> dict:
 # ----------------------------------------------------------------------------
 # The table
 # ----------------------------------------------------------------------------
-def fmt(r: Result | None, part: str, limit: float) -> str:
+def fmt(r: Result | None, part: str, limit: float, repeat: int) -> str:
     if r is None:
-        return "-"
+        return "n/a"     # tool not installed or not asked for (--tools)
     if r.error and part not in r.samples:
         return "error"
     if part in r.timeout and part not in r.samples:
@@ -363,7 +367,7 @@ def fmt(r: Result | None, part: str, limit: float) -> str:
     v = r.median(part)
     if v is None:
         return "-"       # an earlier part of the cell timed out
-    return fmt_s(v) + ("" if r.n(part) >= 3 else f" ({r.n(part)}x)")
+    return fmt_s(v) + ("" if r.n(part) >= repeat else f" ({r.n(part)}x)")
 
 
 def fmt_s(v: float) -> str:
@@ -378,11 +382,11 @@ def ratio(a, b) -> str:
     return "-" if a is None or b is None or b <= 0 else f"{a / b:.1f}x"
 
 
-def render_ratio(gs: Result | None, tv: Result | None, limit: float) -> str:
+def render_ratio(gs: Result | None, tv: Result | None, limit: float, part: str) -> str:
     """How much faster GraphScope's picture is than torchviz's dot (>1: GraphScope faster)."""
     if gs is None or tv is None:
         return "-"
-    g = gs.median("render_png")
+    g = gs.median(part)
     if g is None:
         return "-"
     if "dot_svg" in tv.timeout and not tv.samples.get("dot_svg"):
@@ -393,19 +397,21 @@ def render_ratio(gs: Result | None, tv: Result | None, limit: float) -> str:
 
 COLUMNS = [("plain", "plain", "plain"), ("python x.py", "py", "run"),
            ("GS capture", "graphscope", "capture"), ("GS graph+layout", "graphscope", "graph_layout"),
-           ("GS render png", "graphscope", "render_png"), ("GS export png", "export", "run"),
+           ("GS render png", "graphscope", "render_png"), ("GS render svg", "graphscope", "render_svg"),
+           ("GS export png", "export", "run"),
            ("tv make_dot", "torchviz", "make_dot"), ("tv dot -Tsvg", "torchviz", "dot_svg"),
            ("TL trace", "torchlens", "tl_trace"), ("TL draw svg", "torchlens", "tl_draw")]
 
 
-def print_table(rows, limit, markdown: bool) -> None:
-    heads = ["workload"] + [c[0] for c in COLUMNS] + ["capture/plain", "dot/GS render"]
+def print_table(rows, limit, repeat: int, markdown: bool) -> None:
+    heads = ["workload"] + [c[0] for c in COLUMNS] + ["capture/plain", "dot/GS png", "dot/GS svg"]
     table = []
     for w, res in rows:
-        cells = [w.title] + [fmt(res.get(tool), part, limit) for _, tool, part in COLUMNS]
+        cells = [w.title] + [fmt(res.get(tool), part, limit, repeat) for _, tool, part in COLUMNS]
         gs, pl = res.get("graphscope"), res.get("plain")
         cells.append(ratio(gs and gs.median("capture"), pl and pl.median("plain")))
-        cells.append(render_ratio(gs, res.get("torchviz"), limit))
+        cells.append(render_ratio(gs, res.get("torchviz"), limit, "render_png"))
+        cells.append(render_ratio(gs, res.get("torchviz"), limit, "render_svg"))
         table.append(cells)
     if markdown:
         print("| " + " | ".join(heads) + " |")
@@ -476,10 +482,11 @@ def main(argv=None) -> int:
                       file=sys.stderr, flush=True)
             rows.append((w, res))
     print()
-    print_table(rows, a.limit, a.markdown)
+    print_table(rows, a.limit, a.repeat, a.markdown)
     print()
-    print("capture/plain = GS capture / plain (in-process, both warm); dot/GS render = "
-          "torchviz's `dot -Tsvg` time / GraphScope's render_file png time (>1: GraphScope faster).")
+    print("capture/plain = GS capture / plain (in-process, both warm); dot/GS png and dot/GS svg = "
+          "torchviz's `dot -Tsvg` time / GraphScope's render_file time (>1: GraphScope faster); "
+          "n/a = tool not installed or not in --tools.")
     for n in notes:
         print("note: " + n)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
