@@ -100,6 +100,9 @@ def node_size(node, text_scale: float = 1.0) -> tuple:
     return wh
 
 
+node_size.by_length = True   # a box depends on len(label), not the letters (views may memo by it)
+
+
 def _node_size(node, text_scale: float) -> tuple:
     f = _box_scale(text_scale)
     label = node.label or ""
@@ -145,6 +148,8 @@ class LayeredLayout:
     def node_size(self, node) -> tuple:
         """(width, height) of ``node``'s box at this layout's text scale."""
         return node_size(node, self.text_scale)
+
+    node_size.by_length = True
 
     def set_text_scale(self, factor: float) -> bool:
         """Size boxes and the grid for text scaled by ``factor`` (presentation mode).
@@ -332,19 +337,30 @@ class LayeredLayout:
         self._occ, self._col_end = {}, {}
         self._max_row = -1
         positions = {}
+        rows = self.row
+        one_page = len(self._pages) == 1
+        pitch = self.row_pitch
+        col_end = self._col_end
+        max_row = -1
         for L in range(nlayers):
             b = band_of[L]
             col = L % wrap
             occ = self._occ.setdefault(col, set())
+            start, rm = starts[b], remap[b]
+            x = self._xy(L, 0)[0] if one_page else None
+            end = 0
             for nid in by_layer[L]:
-                r = starts[b] + remap[b][rel[nid]]
-                self.row[nid] = r
+                r = start + rm[rel[nid]]
+                rows[nid] = r
                 occ.add(r)
-                if r + 1 > self._col_end.get(col, 0):
-                    self._col_end[col] = r + 1
-                if r > self._max_row:
-                    self._max_row = r
-                positions[nid] = self._xy(L, r)
+                if r + 1 > end:
+                    end = r + 1
+                positions[nid] = (x, r * pitch) if one_page else self._xy(L, r)
+            if end > col_end.get(col, 0):
+                col_end[col] = end
+            if end - 1 > max_row:
+                max_row = end - 1
+        self._max_row = max_row
         self.positions = positions
         last = next(reversed(g.nodes)) if g.nodes else None
         if last in self.row:
@@ -356,19 +372,27 @@ class LayeredLayout:
         """One barycentre sweep: within each layer, hand the rows that layer already
         uses to its nodes in the order of their neighbours' mean row. The set of rows
         is kept, so nothing drifts and nothing overlaps; crossings go away."""
+        get = neigh.get
         for L in order:
             nodes = by_layer[L]
             if len(nodes) < 2:
                 continue
             band = band_of[L]
-
-            def key(nid):
-                vals = [rel[q] for q in neigh.get(nid, ()) if band_of[layer[q]] == band]
-                return (sum(vals) / len(vals) if vals else rel[nid], rel[nid])
-
-            rows = sorted(rel[n] for n in nodes)
-            for nid, r in zip(sorted(nodes, key=key), rows):
-                rel[nid] = r
+            # (mean row of the neighbours in this band, own row): rows are distinct
+            # within a layer, so the sort never reaches the id and equals a stable sort
+            keyed = []
+            for nid in nodes:
+                total = count = 0
+                for q in get(nid, ()):
+                    if band_of[layer[q]] == band:
+                        total += rel[q]
+                        count += 1
+                r = rel[nid]
+                keyed.append((total / count if count else r, r, nid))
+            keyed.sort()
+            rows = sorted(k[1] for k in keyed)
+            for k, r in zip(keyed, rows):
+                rel[k[2]] = r
 
     def _xy(self, lay: int, row: int) -> tuple:
         col = lay % self.wrap

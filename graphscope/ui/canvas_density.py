@@ -25,20 +25,31 @@ def _arrays(geom):
     cached = getattr(geom, "_density", None)
     if cached is not None and cached[0] == geom.version:
         return cached[1]
-    nodes = list(geom.nodes.values())
-    n = np.array([(ng.x, ng.y, ng.w, ng.h, ng.step, _STYLES.index(ng.style)
-                   if ng.style in _STYLES else 4) for ng in nodes], dtype=np.float64).reshape(-1, 6)
-    e = []
+    # one flat list per array, filled in a single pass (no tuple per node): this runs
+    # in the first paint of a 60,000-node graph
+    nodes = geom.nodes
+    style_ix = {s: i for i, s in enumerate(_STYLES)}
+    flat: list = []
+    add = flat.extend
+    for ng in nodes.values():
+        add((ng.x, ng.y, ng.w, ng.h, ng.step, style_ix.get(ng.style, 4)))
+    n = np.array(flat, dtype=np.float64).reshape(-1, 6)
+    kind_ix = {k: i for i, k in enumerate(_KINDS)}
+    flat = []
+    add = flat.extend
     for eg in geom.edges:
-        s, d = geom.nodes[eg.src], geom.nodes[eg.dst]
-        k = _KINDS.index(eg.kind) if eg.kind in _KINDS else 0
-        route = edge_route(geom, s, d, check=False) if d.x < s.x else None
+        s, d = nodes[eg.src], nodes[eg.dst]
+        k = kind_ix.get(eg.kind, 0)
+        if d.x >= s.x:
+            add((s.x, s.y, d.x, d.y, eg.step, k))
+            continue
+        route = edge_route(geom, s, d, check=False)
         if route is None:
-            e.append((s.x, s.y, d.x, d.y, eg.step, k))
+            add((s.x, s.y, d.x, d.y, eg.step, k))
         else:   # NOTE [edge lanes]: a wrapped chain's jump back follows its lane
             for a, b in zip(route, route[1:]):
-                e.append((a.x(), a.y(), b.x(), b.y(), eg.step, k))
-    e = np.array(e, dtype=np.float64).reshape(-1, 6)
+                add((a.x(), a.y(), b.x(), b.y(), eg.step, k))
+    e = np.array(flat, dtype=np.float64).reshape(-1, 6)
     geom._density = (geom.version, (n, e))
     return n, e
 

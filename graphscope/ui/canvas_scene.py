@@ -125,7 +125,11 @@ class SceneGeometry:
         last = steps[-1] if steps else -math.inf
         sorted_ = self._sorted
         grid_ready = self._grid_ready
-        size_key = self._size_of
+        if size_of != self._size_fn:
+            self._sizes, self._size_fn = {}, size_of
+        sizes = self._sizes
+        # a layout whose boxes depend only on the label's length says so (layout.py)
+        by_len = bool(getattr(size_of, "by_length", False))
         for nid in node_ids:
             if nid in nodes:
                 continue
@@ -133,7 +137,14 @@ class SceneGeometry:
             pos = positions.get(nid)
             if node is None or pos is None:
                 continue
-            w, h = size_key(node, size_of)
+            detail = node.detail
+            label = node.label
+            key = (node.kind, (len(label) if label else 0) if by_len else label,
+                   tuple(detail) if isinstance(detail, list) else detail)
+            wh = sizes.get(key)
+            if wh is None:
+                wh = sizes[key] = _size(node, size_of)
+            w, h = wh
             st = node.step
             st = -1.0 if st is None else float(st)
             ng = NodeGeom(nid, node, float(pos[0]), float(pos[1]), w, h, st, node_style(node))
@@ -189,16 +200,16 @@ class SceneGeometry:
             self._bounds = None
         return added
 
-    def ensure_index(self) -> None:
-        """Build the hit grid and the edge grid (NOTE [edge grid]) if not built yet.
-        They are built lazily: a fitted first paint of a huge graph needs neither, so
-        the canvas builds them once it is drawn."""
+    def ensure_index(self, edges: bool = True) -> None:
+        """Build the hit grid and (``edges``) the edge grid (NOTE [edge grid]) if not
+        built yet. They are built lazily: a fitted first paint of a huge graph needs
+        neither, so the canvas builds them once it is drawn."""
         if not self._grid_ready:
             self._grid = {}
             for ng in self.nodes.values():
                 self._grid_insert(ng)
             self._grid_ready = True
-        if not self._edge_grid_ready:
+        if edges and not self._edge_grid_ready:
             self._edge_grid, self._long_edges = {}, []
             for eg in self.edges:
                 self._edge_grid_insert(eg)
@@ -213,17 +224,6 @@ class SceneGeometry:
         self._grid_ready = self._edge_grid_ready = False   # rebuilt when next asked
         self._bounds = None
         self.version += 1
-
-    def _size_of(self, node, size_of) -> tuple:
-        # a box's size depends only on its texts: 60,000 nodes have a few hundred kinds
-        if size_of != self._size_fn:
-            self._sizes, self._size_fn = {}, size_of
-        detail = node.detail
-        key = (node.kind, node.label, tuple(detail) if isinstance(detail, list) else detail)
-        wh = self._sizes.get(key)
-        if wh is None:
-            wh = self._sizes[key] = _size(node, size_of)
-        return wh
 
     def _ensure_sorted(self) -> None:
         if self._sorted:
@@ -427,7 +427,7 @@ class SceneGeometry:
     def node_at(self, x: float, y: float, limit: float = NEVER, slack: float = 0.0):
         """Id of the topmost visible node whose box (grown by ``slack``) holds (x, y)."""
         if not self._grid_ready:
-            self.ensure_index()
+            self.ensure_index(edges=False)
         best, best_order = None, -1
         order = {}
         for c in self._cells(x - GRID_CELL, y - GRID_CELL, x + GRID_CELL, y + GRID_CELL):
@@ -450,7 +450,7 @@ class SceneGeometry:
     def nodes_in(self, rect: QRectF, limit: float = NEVER) -> list:
         """Visible nodes whose boxes meet ``rect`` (scene units), via the grid."""
         if not self._grid_ready:
-            self.ensure_index()
+            self.ensure_index(edges=False)
         seen, out = set(), []
         for c in self._cells(rect.left() - GRID_CELL, rect.top() - GRID_CELL,
                              rect.right() + GRID_CELL, rect.bottom() + GRID_CELL):
