@@ -26,3 +26,26 @@ def plain_stdout(source: str) -> str:
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True,
                        timeout=120, env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
     return r.stdout.decode("utf-8")
+
+
+def plain_run(source: str, filename: str = "snippet.py") -> tuple[str, str]:
+    """(stdout, stderr) of ``python FILENAME`` run in a fresh temporary folder, as a
+    learner's terminal shows them (a warning names the file as ``FILENAME:line``)."""
+    import os
+    import tempfile
+    source = textwrap.dedent(source)
+    with tempfile.TemporaryDirectory(prefix="graphscope-test-") as d:
+        with open(os.path.join(d, filename), "w", encoding="utf-8") as f:
+            f.write(source)
+        r = subprocess.run([sys.executable, filename], capture_output=True, timeout=120, cwd=d,
+                           env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
+        # python makes a script's path absolute; the worker names it as given
+        strip = lambda b: b.decode("utf-8").replace(d + os.sep, "")  # noqa: E731
+        return strip(r.stdout), strip(r.stderr)
+
+
+def worker_trace(source: str, filename: str = "snippet.py") -> Trace:
+    """The snippet through a real worker process (``graphscope.trace``): warnings are
+    printed there as a learner's terminal would, not caught by pytest."""
+    import graphscope
+    return graphscope.trace(textwrap.dedent(source), filename, timeout=120)

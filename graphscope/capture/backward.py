@@ -84,8 +84,10 @@ class BackwardTracer:
         if not r.recording:
             return func(*args, **kwargs)
 
+        frame, opaque = r.where(2)
+        if opaque:   # NOTE [static tracers] in recorder.py
+            return call_as_caller(func, args, kwargs)
         seq = next(r.seq)
-        frame = r.snippet_frame()
         if frame is not None:
             r.names.scan(frame)
         call_id = self.n_calls

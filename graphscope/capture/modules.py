@@ -46,6 +46,9 @@ class ModuleHooks:
         r = self.r
         if not r.recording:
             return None
+        frame, opaque = r.where(2)
+        if opaque:
+            return None     # a tracer runs it (NOTE [static tracers] in recorder.py)
         stack = self.stack
         if not stack:
             self.paths = {id(m): name for name, m in module.named_modules()}
@@ -58,7 +61,6 @@ class ModuleHooks:
         r.recording = False
         try:
             seq = next(r.seq)
-            frame = r.snippet_frame()
             ins = [r.tensor_id(a, seq) for a in args if isinstance(a, Tensor)]
         finally:
             r.recording = True

@@ -18,6 +18,17 @@ What is recorded (docs/trace-format.md):
   would bury the graph in noise. ``.data``, ``.T``/``.mT``/``.H``/``.mH``,
   ``.real``/``.imag`` make tensors and are recorded (``.data`` as a detach).
 
+NOTE [static tracers]: ``torch.jit.trace`` (with its trace check) and
+``torch.fx`` symbolic tracing run the snippet's code on tracer tensors or
+Proxy objects, and the trace check re-runs it eagerly and compares results
+(``isclose``, ``all``, ...). None of that is the snippet's own computation, and
+reading a tracer tensor's value (a summary's ``tolist``) would itself raise a
+TracerWarning. So every call made while one of those tools is on the stack is
+passed through unrecorded, without touching any value: ``_locate`` notices
+their frames between the op and the snippet frame, ``Recorder._above_opaque``
+(cached per snippet frame) those above it (a snippet function being traced).
+Costs one set lookup per frame already walked, and one identity check per op.
+
 NOTE [threads]: a TorchFunctionMode is thread-local, so ops another thread
 runs are not recorded, and that thread runs exactly as under plain Python.
 
@@ -142,6 +153,32 @@ _code_kinds: dict = {}      # id(code) -> (code, _CAPTURE | _DISPATCH | _OTHER),
 _CAPTURE, _DISPATCH, _OTHER = 0, 1, 2
 
 
+def _opaque_codes() -> dict:
+    """id(code) -> code of the tracers' entry points (NOTE [static tracers])."""
+    import inspect
+
+    codes = {}
+    fns = []
+    try:
+        import torch.jit._trace as jt
+        fns += [jt.trace, jt.trace_module, jt._check_trace]
+    except Exception:
+        pass
+    try:
+        import torch.fx._symbolic_trace as fxt
+        fns += [fxt.Tracer.trace]
+    except Exception:
+        pass
+    for fn in fns:
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+        if code is not None:
+            codes[id(code)] = code
+    return codes
+
+
+_OPAQUE = _opaque_codes()
+
+
 def _code_kind(code) -> int:
     if code is _HANDLE_CODE:
         k = _DISPATCH
@@ -156,12 +193,13 @@ def _code_kind(code) -> int:
 
 
 def _locate(f, filename):
-    """(caller frame, innermost snippet frame) seen from frame ``f`` outwards.
+    """(caller frame, innermost snippet frame, opaque) seen from frame ``f`` outwards.
 
     The caller is the first frame outside graphscope.capture (the torch
     Python function that dispatched to the mode when the call went through
     ``handle_torch_function``); the snippet frame the first whose file is the
     snippet's. One walk serves both (NOTE [warning attribution], line numbers).
+    ``opaque``: a tracer's frame lies between the two (NOTE [static tracers]).
     """
     kinds = _code_kinds
     skipped_dispatch = False
@@ -175,13 +213,19 @@ def _locate(f, filename):
             skipped_dispatch = True
         f = f.f_back
     if f is None:
-        return None, None
+        return None, None, False
     s = f if filename is not None else None
-    while s is not None and s.f_code.co_filename != filename:
+    opaque = False
+    while s is not None:
+        code = s.f_code
+        if code.co_filename == filename:
+            break
+        if id(code) in _OPAQUE:
+            opaque = True
         s = s.f_back
     if skipped_dispatch and f.f_back is not None:
         f = f.f_back   # the torch Python function that dispatched to the mode
-    return f, s
+    return f, s, opaque
 
 
 def call_as_caller(func, args, kwargs):
@@ -291,6 +335,8 @@ class Recorder(TorchFunctionMode):
         self._last_line = None
         self._scans = 0
         self._scanned_lines: set = set()
+        self._vframe = None           # snippet frame last checked by _above_opaque ...
+        self._vopaque = False         # ... and its verdict
         self._special = self._build_special()
 
     # -- dispatch ---------------------------------------------------------------
@@ -345,6 +391,40 @@ class Recorder(TorchFunctionMode):
                 return f
             f = f.f_back
         return None
+
+    def where(self, depth: int = 2):
+        """(innermost snippet frame, opaque): the frame as ``snippet_frame`` finds it
+        from ``depth`` frames up, and whether a tracer runs the call (NOTE [static tracers])."""
+        f = sys._getframe(depth)
+        fn = self.filename
+        opaque = False
+        while f is not None:
+            code = f.f_code
+            if code.co_filename == fn:
+                break
+            if id(code) in _OPAQUE:
+                opaque = True
+            f = f.f_back
+        if f is not None and not opaque:
+            opaque = self._vopaque if f is self._vframe else self._above_opaque(f)
+        return f, opaque
+
+    def _above_opaque(self, s) -> bool:
+        """Whether a tracer's frame is above snippet frame ``s`` (a snippet function
+        being traced); remembered for the last ``s`` (NOTE [static tracers])."""
+        opaque = False
+        f = s.f_back
+        while f is not None:
+            code = f.f_code
+            if id(code) in _OPAQUE:
+                opaque = True
+                break
+            if code.co_filename.startswith(_CAPTURE_DIR):
+                break   # run_snippet: the snippet's module frame was the last
+            f = f.f_back
+        self._vframe = s
+        self._vopaque = opaque
+        return opaque
 
     # -- tensors -----------------------------------------------------------------
     def tensor_id(self, t, seq, created_by=None) -> int:
@@ -409,7 +489,12 @@ class Recorder(TorchFunctionMode):
             outs_kw = []
             _flatten(kwargs["out"], outs_kw)
             before = [(t, _ver(t)) for t in outs_kw]
-        caller, frame = _locate(sys._getframe(1), self.filename)
+        caller, frame, opaque = _locate(sys._getframe(1), self.filename)
+        if opaque or (frame is not None and (
+                self._vopaque if frame is self._vframe else self._above_opaque(frame))):
+            # a tracer runs this call: not the snippet's own op (NOTE [static tracers])
+            return func(*args, **kwargs) if caller is None else _call_from(caller, func,
+                                                                          args, kwargs)
         try:
             if caller is None:
                 result = func(*args, **kwargs)
@@ -436,14 +521,16 @@ class Recorder(TorchFunctionMode):
 
         ``frame``: the snippet frame if the caller already found it (None: there
         is none), else it is looked up here."""
+        if frame is False:
+            frame, opaque = self.where(2)
+            if opaque:
+                return None     # NOTE [static tracers]
         op_id = self.n_ops
         if op_id >= self.max_ops:
             self._truncate()
             return None
         self.n_ops = op_id + 1
         seq = next(self.seq)
-        if frame is False:
-            frame = self.snippet_frame()
         line = frame.f_lineno if frame is not None else None
         if frame is not None and (line != self._last_line or frame is not self._last_frame):
             self._last_frame = frame
