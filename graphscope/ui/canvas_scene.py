@@ -130,6 +130,7 @@ class SceneGeometry:
         sizes = self._sizes
         # a layout whose boxes depend only on the label's length says so (layout.py)
         by_len = bool(getattr(size_of, "by_length", False))
+        styles: dict = {}      # (kind, flags) -> style: flags are shared frozensets
         for nid in node_ids:
             if nid in nodes:
                 continue
@@ -147,7 +148,11 @@ class SceneGeometry:
             w, h = wh
             st = node.step
             st = -1.0 if st is None else float(st)
-            ng = NodeGeom(nid, node, float(pos[0]), float(pos[1]), w, h, st, node_style(node))
+            skey = (node.kind, node.flags)
+            style = styles.get(skey)
+            if style is None:
+                style = styles[skey] = node_style(node)
+            ng = NodeGeom(nid, node, float(pos[0]), float(pos[1]), w, h, st, style)
             nodes[nid] = ng
             if st < last:
                 sorted_ = False
