@@ -313,26 +313,19 @@ class GraphBuilder:
         name = info.name if info and info.name else None
         label = name or f"t{tid}"
         detail = tensor_detail(info)
-        flags = set(node.flags & _KEPT_FLAGS)
+        kept = node.flags & _KEPT_FLAGS if node.flags else _NO_FLAGS
         if info is not None:
-            if info.requires_grad:
-                flags.add("requires_grad")
-            if info.is_leaf:
-                flags.add("leaf")
-            if info.is_param:
-                flags.add("param")
-            if info.grad_fn:
-                flags.add("grad_fn")
-            if info.retains_grad:
-                flags.add("retains_grad")
-        if tid in self._branch_tensors:
-            flags.add("branch")
-        if tid in self._missing and node.ghost_of is None:
-            flags.add("missing_requires_grad")
-        if "~" in node.id:
-            # a later version: is_leaf/grad_fn of the TensorInfo describe the first sight
-            flags.add("inplace")
-        return label, detail, frozenset(flags)
+            facts = (info.requires_grad, info.is_leaf, info.is_param, bool(info.grad_fn),
+                     info.retains_grad)
+        else:
+            facts = None
+        key = (kept, facts, tid in self._branch_tensors,
+               tid in self._missing and node.ghost_of is None, "~" in node.id)
+        # a few dozen combinations over a whole run: one shared frozenset each
+        flags = _FLAG_SETS.get(key)
+        if flags is None:
+            flags = _FLAG_SETS[key] = _tensor_flags(*key)
+        return label, detail, flags
 
     def _new_tensor_node(self, nid: str, tid: int, step: int, op: Optional[P.Op],
                          extra=(), ghost_of=None) -> Node:
@@ -679,6 +672,34 @@ class GraphBuilder:
                 node.flags = node.flags | {"missing_requires_grad"}
                 d.changed.append(node)
         return d
+
+
+_NO_FLAGS: frozenset = frozenset()
+_FLAG_SETS: dict = {}
+
+
+def _tensor_flags(kept, facts, branch, missing, version) -> frozenset:
+    flags = set(kept)
+    if facts is not None:
+        requires_grad, is_leaf, is_param, grad_fn, retains_grad = facts
+        if requires_grad:
+            flags.add("requires_grad")
+        if is_leaf:
+            flags.add("leaf")
+        if is_param:
+            flags.add("param")
+        if grad_fn:
+            flags.add("grad_fn")
+        if retains_grad:
+            flags.add("retains_grad")
+    if branch:
+        flags.add("branch")
+    if missing:
+        flags.add("missing_requires_grad")
+    if version:
+        # a later version: is_leaf/grad_fn of the TensorInfo describe the first sight
+        flags.add("inplace")
+    return frozenset(flags)
 
 
 @functools.lru_cache(maxsize=256)
