@@ -53,6 +53,8 @@ class ModuleHooks:
         if not stack:
             self.paths = {id(m): name for name, m in module.named_modules()}
             path = ""
+            if r.names is not None:   # NOTE [parameter names] in names.py
+                r.names.root_called(module, frame, len(self.paths))
         else:
             path = self.paths.get(id(module))
             if path is None:

@@ -443,10 +443,19 @@ class Recorder(TorchFunctionMode):
         rg = t.requires_grad
         leaf = t.is_leaf
         self.state[tid] = (rg, leaf, gname)
+        isp = _is_param(t)
+        name = None
+        names = self.names
+        if leaf and names is not None and (isp or names.params):
+            # NOTE [parameter names] in names.py: a dict lookup per new leaf
+            name = names.param_name(t, tid)
+            if name is None and isp:   # seen before its module was called
+                names.map_modules(self.snippet_frame())
+                name = names.param_name(t, tid)
         self.emit(P.TensorInfo(
             tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
             rg, leaf, gname,
-            None, value, stats, None, None, created_by, _is_param(t),
+            name, value, stats, None, None, created_by, isp,
             bool(t.retains_grad) if not leaf else False, _ver(t), seq))
 
     def update_state(self, t, tid, extra=None) -> None:
