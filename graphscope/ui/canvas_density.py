@@ -63,7 +63,8 @@ def _argb(hex_colour: str) -> int:
 def density_image(geom, painter, scale: float, origin_x: float, origin_y: float,
                   width: int, height: int, limit: float, start: float) -> QImage:
     """An ARGB image (transparent background) of the nodes and edges visible at ``limit``
-    and not at ``start``; device pixel (0, 0) is scene point (origin_x, origin_y)."""
+    and not at ``start``; device pixel (0, 0) is scene point (origin_x, origin_y). The
+    image is valid until the next call for the same geometry: draw it, don't keep it."""
     width, height = max(1, int(width)), max(1, int(height))
     buf = np.zeros((height, width), dtype=np.uint32)
     nodes, edges = _arrays(geom)
@@ -101,4 +102,7 @@ def density_image(geom, painter, scale: float, origin_x: float, origin_y: float,
                     ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
                     buf[py[ok], px[ok]] = col[sel][ok]
     img = QImage(buf.data, width, height, width * 4, QImage.Format_ARGB32)
-    return img.copy()          # own the pixels: buf dies with this frame
+    # the image borrows buf's pixels (no 10 ms copy of a full-window image): the
+    # geometry keeps buf alive until the next picture, and callers draw it at once
+    geom._density_buf = buf
+    return img
