@@ -232,29 +232,38 @@ class LayeredLayout:
         return placed
 
     def _barycentre(self, preds, lay: int) -> int:
-        band = lay // self.wrap
-        self._ensure_band(band)
+        wrap = self.wrap
+        band = lay // wrap
+        starts = self._band_start
+        if band >= len(starts):
+            self._ensure_band(band)
+        row, layer = self.row, self.layer
         s = 0
         for p in preds:
-            s += self.row[p] - self._band_start[self.layer[p] // self.wrap]
-        return self._band_start[band] + int(round(s / len(preds)))
+            s += row[p] - starts[layer[p] // wrap]
+        return starts[band] + int(round(s / len(preds)))
 
     def _ensure_band(self, band: int) -> None:
         while len(self._band_start) <= band:
             self._band_start.append(self._max_row + 1 + BAND_GAP)
 
     def _place(self, nid: str, lay: int, target: int) -> tuple:
-        lay = max(0, lay)
-        band = lay // self.wrap
-        self._ensure_band(band)
+        if lay < 0:
+            lay = 0
+        wrap = self.wrap
+        band = lay // wrap
+        if band >= len(self._band_start):
+            self._ensure_band(band)
         lo = self._band_start[band]
         # a source dropped at the frontier may come from an older band's row
         if target < lo:
             target = lo
         # occupancy per screen column: layers of different bands share one, and a
         # late node of an early band may reach into the rows of a later band
-        col = lay % self.wrap
-        occ = self._occ.setdefault(col, set())
+        col = lay % wrap
+        occ = self._occ.get(col)
+        if occ is None:
+            occ = self._occ[col] = set()
         row = None
         if target not in occ:
             row = target
@@ -273,8 +282,9 @@ class LayeredLayout:
                 while row in occ:
                     row += 1
         occ.add(row)
-        if row + 1 > self._col_end.get(col, 0):
-            self._col_end[col] = row + 1
+        col_end = self._col_end
+        if row + 1 > col_end.get(col, 0):
+            col_end[col] = row + 1
         if row > self._max_row:
             self._max_row = row
         self.layer[nid] = lay
@@ -282,7 +292,10 @@ class LayeredLayout:
         if lay > self._frontier:
             self._frontier = lay
         self._last_row = row
-        pos = self._xy(lay, row)
+        if self._col_x is None and len(self._pages) == 1:
+            pos = (col * self.col_pitch, row * self.row_pitch)     # _xy before any tidy
+        else:
+            pos = self._xy(lay, row)
         self.positions[nid] = pos
         return pos
 
