@@ -630,19 +630,22 @@ class ScenePainter:
             near = near.united(path.boundingRect())
         for ng in highlight:
             self._glow(p, to_device.mapRect(_rect(ng)), t.current, ng.node.kind == "op")
-        if highlight and lod != "tiny":
-            # the glow covers the badges and tags of the current node: draw them again
-            p.save()
-            p.setTransform(to_device)
-            for ng in highlight:
-                draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
-                draw(p, ng, _rect(ng), ng.node.flags or (), lod, "decor")
-            p.restore()
+        ringed = list(highlight)
         if selected and selected in nodes and nodes[selected].step <= limit:
             dr = to_device.mapRect(_rect(nodes[selected]))
             p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
             p.setBrush(Qt.NoBrush)
             p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
+            ringed.append(nodes[selected])
+        if ringed and lod != "tiny":
+            # the glow and the selection ring cover the node's badges and tags (the
+            # warning triangle, "no grad"): draw them again on top
+            p.save()
+            p.setTransform(to_device)
+            for ng in ringed:
+                draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
+                draw(p, ng, _rect(ng), ng.node.flags or (), lod, "decor")
+            p.restore()
         bounds = device_rect
         # NOTE [label placement]: labels never sit on a node when they can help it.
         # Obstacles are the visible node boxes near the labelled edges and leaves and
@@ -658,7 +661,8 @@ class ScenePainter:
             # (at the tiniest level nodes are dots a label may cover; and a margin of
             # 120 px would take in thousands of them)
             inv, _ok = to_device.inverted()
-            scene_near = inv.mapRect(near.adjusted(-120, -80, 120, 80))
+            # as far as a label can reach (a long .grad box is ~350 px wide)
+            scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
             obstacles = [to_device.mapRect(_rect(ng)).adjusted(-3, -3, 3, 3)
                          for ng in self.geom.nodes_in(scene_near, limit)]
         placed: list = []
