@@ -486,7 +486,8 @@ def main(argv=None) -> int:
     print()
     print("capture/plain = GS capture / plain (in-process, both warm); dot/GS png and dot/GS svg = "
           "torchviz's `dot -Tsvg` time / GraphScope's render_file time (>1: GraphScope faster); "
-          "n/a = tool not installed or not in --tools.")
+          "n/a = tool not installed or not in --tools; "
+          "'-' = not reached, an earlier part of the same cell timed out.")
     for n in notes:
         print("note: " + n)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
