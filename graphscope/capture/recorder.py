@@ -320,7 +320,7 @@ class Recorder(TorchFunctionMode):
         self.value_limit = run.value_limit
         self.max_ops = run.max_ops
         self.ids = TensorIds()
-        self.memo = summaries.SummaryMemo(run.value_limit)   # value summaries, shared
+        self.memo = summaries.SummaryMemo(run.value_limit, summaries.HIST_TIME)   # value summaries, shared
         self.n_ops = 0
         self.recording = True
         self.module = None            # current module path, kept by modules.py

@@ -213,7 +213,7 @@ def _finish(recorder: Recorder, g: dict) -> None:
                 if recorder.state.get(tid) != now:
                     fields.update(requires_grad=now[0], is_leaf=now[1], grad_fn=now[2])
                 if grad is not None:
-                    v, s = recorder.memo.value_of(grad)
+                    v, s = recorder.memo.value_of(grad, final=True)
                     fields.update(grad=v, grad_stats=s)
                 if not now[1] and t.retains_grad:
                     fields["retains_grad"] = True
