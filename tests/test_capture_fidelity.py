@@ -1,0 +1,67 @@
+"""Snippets that lean on torch machinery beyond plain ops print exactly what plain
+python prints (stdout and stderr, byte for byte) through a real worker: torch.func
+transforms, autograd.functional, checkpointing, forward-mode AD, module hooks,
+no_grad as a method decorator, a DataLoader, deepcopy/save/load, a tensor hook,
+anomaly mode, a thread, warnings from C++ ops and from the snippet.
+(torch.compile also matches, but compiling takes seconds: not run here.)"""
+from __future__ import annotations
+
+from capture_helpers import plain_run, worker_trace
+
+SNIPPET = """\
+import copy, io, threading, warnings
+import torch
+from torch.func import grad, vmap
+from torch.utils.checkpoint import checkpoint
+from torch.utils.data import DataLoader, TensorDataset
+import torch.autograd.forward_ad as fwAD
+torch.manual_seed(0)
+f = lambda x: (x.sin() ** 2).sum()
+x = torch.tensor([0.5, 1.0, 2.0])
+print(grad(f)(x), vmap(torch.dot)(torch.ones(3, 2), torch.arange(6.).reshape(3, 2)))
+print(torch.autograd.functional.jacobian(lambda v: v ** 2 + v.sin(), x))
+lin = torch.nn.Linear(3, 3)
+seen = []
+h = lin.register_forward_hook(lambda m, i, o: seen.append(tuple(o.shape)))
+xr = torch.randn(2, 3, requires_grad=True)
+y = checkpoint(lambda t: torch.relu(lin(t)), xr, use_reentrant=False)
+y.sum().backward()
+h.remove()
+print(seen, xr.grad.shape)
+with fwAD.dual_level():
+    d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]))
+    print(fwAD.unpack_dual(d.sin() * d).tangent)
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(2))
+    @torch.no_grad()
+    def predict(self, v):
+        return self.w * v
+n = Net()
+print(n.predict(torch.ones(2)).requires_grad, copy.deepcopy(n).w)
+buf = io.BytesIO(); torch.save(n.state_dict(), buf); buf.seek(0)
+print(torch.load(buf))
+ds = TensorDataset(torch.arange(8.).reshape(4, 2), torch.arange(4))
+for xb, yb in DataLoader(ds, batch_size=3, shuffle=True):
+    print(xb.sum().item(), yb.tolist())
+v = torch.ones(3, requires_grad=True)
+v.register_hook(lambda g: print("hook", g))
+with torch.autograd.set_detect_anomaly(True):
+    (v * 2).sum().backward()
+out = []
+th = threading.Thread(target=lambda: out.append((torch.ones(2) * 3).sum().item()))
+th.start(); th.join()
+print(out, (v * 2).grad)
+warnings.warn("mine")
+torch.nn.functional.softmax(torch.ones(2, 2))
+"""
+
+
+def test_torch_machinery_prints_the_same_through_the_worker():
+    out, err = plain_run(SNIPPET, "machinery.py")
+    assert "UserWarning: mine" in err and "hook tensor([2., 2., 2.])" in out
+    tr = worker_trace(SNIPPET, "machinery.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out
+    assert tr.stderr == err
