@@ -394,7 +394,7 @@ def test_empty_canvas_invites_a_run_then_says_nothing_was_made(canvas, traces):
 # -- the canvas at scale (NOTE [edge grid], NOTE [node sprites]) ----------------------------
 def test_edge_grid_and_step_bounds_agree_with_a_full_scan(qapp):
     from graphscope.ui.canvas_paint import _segment_meets
-    from graphscope.ui.canvas_scene import SceneGeometry
+    from graphscope.ui.canvas_scene import NEVER, SceneGeometry
     from graphscope.ui.graph_canvas import _size_fn
     tr = synthetic_trace(1500)
     graph = build_graph(tr)
@@ -419,6 +419,18 @@ def test_edge_grid_and_step_bounds_agree_with_a_full_scan(qapp):
         assert b.left() == pytest.approx(x0) and b.bottom() == pytest.approx(y1)
         assert geom.last_upto(limit) is shown[-1]
     assert found > 50
+    # grown in batches as a run streams in (bounds asked for between batches): the same
+    live = SceneGeometry()
+    ids = list(graph.nodes)
+    for k in range(0, len(ids), 700):
+        live.add(graph, ids[k:k + 700], layout.positions, _size_fn(layout))
+        assert live.bounds(float(k)).isValid() or k == 0
+        live.edges_in(everything, NEVER)
+    assert len(live.edges) == len(geom.edges)
+    for limit in (3.0, 400.0, 1200.0, NEVER):
+        assert live.bounds(limit) == geom.bounds(limit)
+        assert {(e.src, e.dst) for e in live.edges_in(everything, limit)} == \
+            {(e.src, e.dst) for e in geom.edges_upto(limit)}
     # a tidy pass moves nodes: the grids follow
     moved = {nid: (x + 5000.0, y) for nid, (x, y) in layout.positions.items()}
     geom.move(moved)

@@ -227,12 +227,14 @@ class SceneGeometry:
             if ng is not None:
                 ng.x, ng.y = float(x), float(y)
         self._grid_ready = self._edge_grid_ready = False   # rebuilt when next asked
+        self._prefix = (-1, None)
         self._bounds = None
         self.version += 1
 
     def _ensure_sorted(self) -> None:
         if self._sorted:
             return
+        self._prefix = (-1, None)
         self._order.sort(key=lambda i: self.nodes[i].step)
         self._steps = [self.nodes[i].step for i in self._order]
         self._edge_order.sort(key=lambda e: e.step)
@@ -284,11 +286,17 @@ class SceneGeometry:
         ver, boxes = self._prefix
         if ver != self.version or boxes is None:
             self._ensure_sorted()
-            boxes = []
-            x0 = y0 = math.inf
-            x1 = y1 = -math.inf
+            # nodes only ever append in step order while a run streams in: extend the
+            # boxes of the last call (move() and a re-sort drop them: _prefix = (-1, None))
+            if boxes is None or len(boxes) > len(self._order):
+                boxes = []
+            if boxes:
+                x0, y0, x1, y1 = boxes[-1]
+            else:
+                x0 = y0 = math.inf
+                x1 = y1 = -math.inf
             nodes = self.nodes
-            for nid in self._order:
+            for nid in itertools.islice(self._order, len(boxes), None):
                 ng = nodes[nid]
                 hw, hh = ng.w / 2, ng.h / 2
                 if ng.x - hw < x0:
