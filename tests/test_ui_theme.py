@@ -84,11 +84,19 @@ def test_flags_keep_their_own_colours(name):
     assert contrast(t.warning_text, t.warning) >= 4.5
     assert contrast(t.node_detail, t.tracked_fill) >= 4.5
     assert contrast(t.node_detail, t.untracked_fill) >= 4.5
-    m = [[0.367, 0.861, -0.228], [0.280, 0.673, 0.047], [-0.012, 0.043, 0.969]]
+    # Machado et al. 2009, severity 1: deuteranopia, protanopia, tritanopia
+    sims = {"deutan": [[0.367, 0.861, -0.228], [0.280, 0.673, 0.047], [-0.012, 0.043, 0.969]],
+            "protan": [[0.152, 1.053, -0.205], [0.115, 0.786, 0.099], [-0.004, -0.048, 1.052]],
+            "tritan": [[1.256, -0.077, -0.179], [-0.078, 0.931, 0.148], [0.005, 0.691, 0.304]]}
 
-    def sim(hex_colour):
-        h = hex_colour.lstrip("#")[:6]
-        rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
-        return [max(0, min(255, sum(m[r][c] * rgb[c] for c in range(3)))) for r in range(3)]
-    a, b = sim(t.tracked_fill), sim(t.untracked_fill)
-    assert sum(abs(x - y) for x, y in zip(a, b)) > 60
+    def apart(c1, c2, m):
+        def sim(hex_colour):
+            h = hex_colour.lstrip("#")[:6]
+            rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+            return [max(0, min(255, sum(m[r][c] * rgb[c] for c in range(3)))) for r in range(3)]
+        return sum(abs(x - y) for x, y in zip(sim(c1), sim(c2)))
+    for kind, m in sims.items():
+        assert apart(t.tracked_border, t.untracked_border, m) > 150, kind
+        assert apart(t.edge, t.edge_nograd, m) > 100, kind
+        assert apart(t.tracked_fill, t.untracked_fill, m) > 50, kind
+        assert apart(t.warning, t.untracked_border, m) > 90, kind
