@@ -106,7 +106,7 @@ def stats_of(t, hist: bool = False) -> dict | None:
 
 
 HIST_BINS = 20
-HIST_TIME = (0.0005, 0.02)   # (grace s, share of run time) for histograms (NOTE [histograms])
+HIST_TIME = (0.0002, 0.01)   # (grace s, share of run time) for histograms (NOTE [histograms])
 
 
 def _hist(d, lo: float, hi: float) -> dict | None:
@@ -123,7 +123,7 @@ def _hist(d, lo: float, hi: float) -> dict | None:
     tensors as first seen and final ``.grad`` (SummaryMemo.value_of), never
     for the gradients of each backward step (SummaryMemo.summary). And
     within a time budget: histograms of tensors as first seen stop while
-    their total time is above ``HIST_TIME`` (a grace of 0.5 ms plus 2% of the
+    their total time is above ``HIST_TIME`` (a grace of 0.2 ms plus 1% of the
     run so far), so they never cost more than that however many big tensors
     a run makes (a 200-step training loop makes thousands: histograms for
     all of them were a third of its capture time). Which tensors of a long
