@@ -510,7 +510,9 @@ class GraphBuilder:
                 base = g.nodes[nid]
                 ghost = Node(id=gid, kind="tensor", label=base.label, detail=base.detail,
                              op=base.op, tensor=tid, line=base.line, step=step,
-                             flags=base.flags - {"missing_requires_grad"}, ghost_of=nid)
+                             flags=(base.flags - {"missing_requires_grad"}
+                                    if "missing_requires_grad" in base.flags else base.flags),
+                             ghost_of=nid)
                 g._add_node(ghost)
                 self._ghosts.setdefault(tid, []).append(gid)
                 d.nodes.append(ghost)
