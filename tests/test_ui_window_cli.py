@@ -51,3 +51,12 @@ def test_screenshot_of_a_missing_file_fails_with_a_message(tmp_path):
     assert not out.exists()
     r = _graphscope(tmp_path, "--screenshot", out)          # a directory
     assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+def test_window_without_a_display_says_so_instead_of_aborting(tmp_path):
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text("import torch\n", encoding="utf-8")
+    out = _graphscope(snippet, timeout=60)
+    assert out.returncode == 1
+    assert "no display" in out.stderr and "--screenshot" in out.stderr
+    assert "Traceback" not in out.stderr and "Aborted" not in out.stderr

@@ -41,9 +41,22 @@ def _classroom():
     return classroom
 
 
+def _no_display() -> bool:
+    """True when Qt would have nowhere to show a window (it aborts the process then)."""
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def main(args=None) -> int:
     screenshot: Optional[str] = _arg(args, "screenshot")
     _ensure_platform(bool(screenshot))
+    if _no_display():
+        print("graphscope: no display to open the window on (DISPLAY is not set).\n"
+              "Run it in a desktop session, or save a picture instead:\n"
+              "  graphscope FILE.py --screenshot OUT.png", file=sys.stderr)
+        return 1
     from PySide6.QtWidgets import QApplication
 
     _quiet_offscreen_noise()
