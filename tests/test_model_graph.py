@@ -278,3 +278,116 @@ def test_function_called_inside_no_grad_block_belongs_to_the_region():
     assert len(muls) == 2 and all(m.line == 3 for m in muls)
     assert muls[0].id in box.node_ids and muls[1].id not in box.node_ids
     assert muls[1].region is None and "no_grad" not in muls[1].flags
+
+
+# -- branch points as decision nodes (graph.py NOTE [branch nodes]) ------------------------
+PROBLEM_BRANCH = """
+    import torch
+    x = torch.tensor({x}, requires_grad=True)
+    y = x * 2
+    if y.item() > 1.5:
+        z = y * 3
+    else:
+        z = y * 4
+    z.backward()
+    print(x.grad.item())
+"""
+
+
+def _decisions(g):
+    return [n for n in g.nodes.values() if n.kind == "op" and "branch" in n.flags]
+
+
+@pytest.mark.parametrize("x, detail", [("1.0", "2.0 \u2192 if-branch (line 5)"),
+                                       ("0.5", "1.0 \u2192 else-branch (line 7)")])
+def test_branch_point_is_a_decision_node_after_the_tensor_it_read(x, detail):
+    g = build_graph(trace_of(PROBLEM_BRANCH.format(x=x)))
+    [b] = _decisions(g)
+    assert b.label == "if y.item() > 1.5" and b.detail == detail and b.line == 4
+    y = _by_label(g, "y")
+    # control flow, not autograd: a no-grad edge from the tensor read into the decision
+    assert g.preds[b.id] == [y.id] and g.edge_kind(y.id, b.id) == "nograd"
+    assert y.step <= b.step
+    assert b.id in g.nodes_of_line(4)
+    steps = [n.step for n in g.nodes.values()]
+    assert steps == sorted(steps)
+
+
+def test_while_loop_folds_into_one_decision_with_count_and_last_value():
+    g = build_graph(trace_of("""
+        import torch
+        y = torch.tensor(1.0, requires_grad=True)
+        while y.item() < 5:
+            y = y * 2
+        y.backward()
+    """))
+    [b] = _decisions(g)
+    assert b.label == "while y.item() < 5"
+    assert b.detail == "4\u00d7, last 8.0 \u2192 loop ended"
+    assert len(g.preds[b.id]) == FANOUT_LIMIT     # the first reads, not one edge per turn
+
+
+@pytest.mark.parametrize("values, detail", [("1.0, 2.0, 3.0", "True \u2192 first value"),
+                                            ("1.0, 1.0, 1.0", "False \u2192 else value")])
+def test_ternary_decision_names_the_value_used(values, detail):
+    g = build_graph(trace_of(f"""
+        import torch
+        x = torch.tensor([{values}], requires_grad=True)
+        y = x * 2 if x.sum() > 5 else x + 2
+    """))
+    [b] = _decisions(g)
+    assert b.label == "if x.sum() > 5" and b.detail == detail
+    [src] = g.preds[b.id]
+    assert g.nodes[src].kind == "tensor" and g.edge_kind(src, b.id) == "nograd"
+
+
+def test_decision_known_only_after_the_next_op_is_updated_while_streaming():
+    source, msgs, end = run_messages("""
+        import torch
+        t = 1.5
+        x = torch.tensor(1.0, requires_grad=True)
+        y = x * 2
+        if y.item() > t:
+            z = y * 3
+        else:
+            z = y * 4
+    """)
+    b = GraphBuilder(source=source)
+    seen = {}
+    for m in msgs:
+        d = b.apply(m)
+        for n in d.nodes + d.changed:
+            if "branch" in n.flags and n.kind == "op":
+                seen.setdefault(n.id, []).append(n.detail)
+    # the value alone (``> t``) does not say the way: the multiply on line 6 does
+    assert list(seen.values()) == [["read 2.0", "2.0 \u2192 if-branch (line 6)"]]
+
+
+def test_each_pass_gets_its_own_decision_and_plain_reads_draw_none():
+    g = build_graph(trace_of("""
+        import torch
+        def f(v):
+            x = torch.tensor(v, requires_grad=True)
+            y = x * 2 if x.item() > 1 else x + 2
+            y.backward()
+            print(x.item())
+        f(3.0)
+        f(0.5)
+    """))
+    ds = _decisions(g)
+    assert [d.detail for d in ds] == ["3.0 \u2192 first value", "0.5 \u2192 else value"]
+    assert len({d.id for d in ds}) == 2
+
+
+def test_a_loop_run_again_by_a_second_call_is_a_second_decision():
+    g = build_graph(trace_of("""
+        import torch
+        def grow(y):
+            while y.item() < 5:
+                y = y * 2
+            return y
+        a = grow(torch.tensor(1.0, requires_grad=True))
+        b = grow(torch.tensor(3.0, requires_grad=True))
+    """))
+    assert [d.detail for d in _decisions(g)] == ["4\u00d7, last 8.0 \u2192 loop ended",
+                                                 "2\u00d7, last 6.0 \u2192 loop ended"]

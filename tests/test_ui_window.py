@@ -342,3 +342,22 @@ def test_matrix_value_gets_a_heat_map(qtbot, window):
     run_source(qtbot, w, "import torch\nm = torch.arange(12.0).reshape(3, 4)\n")
     w.select_node(node_by_label(w, "m").id)
     assert w.inspector.histogram_shown() and w.inspector.plot_kind == "heatmap"
+
+
+def test_branch_decision_value_hidden_until_reveal(qtbot, window):
+    w = window
+    w.set_output_hidden(True)
+    src = ("import torch\nx = torch.tensor(1.0, requires_grad=True)\ny = x * 2\n"
+           "if y.item() > 1.5:\n    z = y * 3\nelse:\n    z = y * 4\nz.backward()\n")
+    run_source(qtbot, w, src)
+    [b] = [n for n in w.live.graph.nodes.values() if n.kind == "op" and "branch" in n.flags]
+    assert b.label == "if y.item() > 1.5" and "if-branch" in b.detail
+    w.select_node(b.id)
+    assert w.inspector.rows()["went"] == "hidden until Reveal"
+    tip = w.canvas.tooltip_for(b.id)
+    assert "hidden until Reveal" in tip and "2.0" not in tip
+    img_hidden = w.canvas.grab().toImage()
+    w.set_output_hidden(False)
+    assert w.inspector.rows()["went"] == "2.0 \u2192 if-branch (line 5)"
+    assert "2.0 \u2192 if-branch" in w.canvas.tooltip_for(b.id)
+    assert w.canvas.grab().toImage() != img_hidden      # the box now shows the value

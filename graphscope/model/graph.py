@@ -19,6 +19,7 @@ consumers connect to the newest version.
 """
 from __future__ import annotations
 
+import ast
 import bisect
 import contextlib
 import functools
@@ -238,8 +239,9 @@ class GraphBuilder:
     small lookups; it never modifies a Trace.
     """
 
-    def __init__(self, fanout_limit: int = FANOUT_LIMIT):
+    def __init__(self, fanout_limit: int = FANOUT_LIMIT, source: str = ""):
         self.graph = Graph()
+        self.source = source                # the snippet: branch nodes quote its conditions
         self.fanout_limit = fanout_limit
         self.step = -1                      # index of the last step seen
         self.tensors: dict[int, P.TensorInfo] = {}
@@ -253,6 +255,10 @@ class GraphBuilder:
         self._ghosts: dict[int, list[str]] = {}  # tensor id -> ghost node ids
         self._pending: dict[int, tuple] = {}     # factory outputs not drawn yet -> (op, step)
         self._active_region: Optional[int] = None  # grad-off block the last op ran in
+        self._decisions: dict = {}          # line -> _Decision (this pass; NOTE [branch nodes])
+        self._undecided: list = []          # decisions whose direction waits for the next op
+        self._tree = None                   # the snippet's AST, parsed at the first branch
+        self._decision_count: dict = {}     # line -> decision nodes made there
 
     # -- dispatch -------------------------------------------------------------
     def apply(self, msg) -> GraphDelta:
@@ -343,6 +349,14 @@ class GraphBuilder:
         self.ops[op.id] = op
         g = self.graph
         d = GraphDelta()
+        if self._undecided:
+            self._decide_pending(op, d)
+        if self._decisions and op.line is not None:
+            # an op outside a decision's loop: the loop is over, a new evaluation of the
+            # line (the function called again) is a new decision (NOTE [branch nodes])
+            for line, dec in list(self._decisions.items()):
+                if not dec.span[0] <= op.line <= dec.span[1]:
+                    del self._decisions[line]
         created = g.op_nodes.setdefault(op.id, [])
         if op.kind in _NO_OP_NODE:
             self._on_fact_op(op, step, d, created)
@@ -601,10 +615,99 @@ class GraphBuilder:
             if "branch" not in node.flags:
                 node.flags = node.flags | {"branch"}
                 d.changed.append(node)
+        self._decision_node(msg, d)
         return d
+
+    # NOTE [branch nodes]: a Branch that decided an ``if`` / ``while`` / conditional
+    # expression / ``assert`` becomes a decision node ``b<line>.<k>`` (kind "op", flag
+    # "branch": the canvas draws a flowchart hexagon) after the tensor it read, joined
+    # by a "nograd" edge: Python control flow, not autograd. Its label is the condition
+    # as written (``if y.item() > 1.5``), its detail the value read and where it sent
+    # the program (``2.0 → if-branch (line 5)``). Reads at the same line while the
+    # program stays in its loop (a ``while``, an ``if`` in a ``for``) fold into one node
+    # that counts them and shows the last; an op outside the loop or a backward call
+    # ends that, so a function called twice, or two passes, show two decisions. Where the value alone does
+    # not tell the direction, the next op on another line does: the node is updated
+    # then (GraphDelta.changed). A value read for printing or arithmetic (no control
+    # statement at its line) is no decision and draws nothing.
+    def _decision_node(self, msg: P.Branch, d: GraphDelta) -> None:
+        from graphscope.model import diagnostics as dg   # it imports this module
+        if msg.line is None or not self.source:
+            return
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.source)
+            except (SyntaxError, ValueError):
+                self._tree = False
+        if not self._tree:
+            return
+        ctl = dg._control_at(self._tree, msg.line)
+        if ctl is None:
+            return
+        g = self.graph
+        dec = self._decisions.get(msg.line)
+        src = self._input_node_plain(msg.tensor)
+        if dec is None or dec.ctl is not ctl:
+            k = self._decision_count[msg.line] = self._decision_count.get(msg.line, -1) + 1
+            nid = f"b{msg.line}.{k}"
+            node = Node(id=nid, kind="op", label=_condition_label(self.source, ctl),
+                        detail="", op=msg.op, line=msg.line, step=self.step,
+                        flags=_BRANCH_FLAGS)
+            dec = self._decisions[msg.line] = _Decision(node, ctl, _loop_span(self._tree, ctl))
+            g._add_node(node)
+            d.nodes.append(node)
+            if msg.op is not None:
+                g.op_nodes.setdefault(msg.op, []).append(nid)
+        dec.count += 1
+        dec.last = msg
+        dec.went = dg._went(_Ops([]), ctl, msg, [])
+        if src is not None and len(dec.sources) < self.fanout_limit and src not in dec.sources:
+            dec.sources.append(src)
+            d.edges.append(g._add_edge(Edge(src, dec.node.id, "nograd", self.step)))
+        if dec.went is None:
+            if dec not in self._undecided:
+                self._undecided.append(dec)
+        elif dec in self._undecided:
+            self._undecided.remove(dec)
+        self._describe(dec, d)
+
+    def _input_node_plain(self, tid) -> Optional[str]:
+        """The newest node drawing tensor ``tid`` (drawn now if it was deferred)."""
+        if tid is None:
+            return None
+        if tid in self._pending:
+            self._materialise(tid, None, self.step, GraphDelta())
+        return self.graph.tensor_node.get(tid)
+
+    def _decide_pending(self, op: P.Op, d: GraphDelta) -> None:
+        """The first op after an undecided branch, on another line, says which way it went."""
+        from graphscope.model import diagnostics as dg
+        for dec in list(self._undecided):
+            went = dg._went(_Ops([op]), dec.ctl, dec.last, [op.seq])
+            if went is None and (op.line is None or op.line == dec.last.line):
+                continue            # still evaluating the condition's own line
+            dec.went = went
+            self._undecided.remove(dec)
+            self._describe(dec, d)
+
+    def _describe(self, dec: "_Decision", d: GraphDelta) -> None:
+        from graphscope.model import diagnostics as dg
+        b = dec.last
+        value = dg._value_text(b.value)
+        where = _direction_text(dec.ctl, dec.went)
+        text = f"{value} \u2192 {where}" if where else f"read {value}"
+        if dec.count > 1:
+            text = f"{dec.count}\u00d7, last {text}"
+        node = dec.node
+        if text != node.detail:
+            node.detail = text
+            if node not in d.nodes and node not in d.changed:
+                d.changed.append(node)
 
     def _on_backward_call(self, msg: P.BackwardCall) -> GraphDelta:
         self.step += 1
+        self._decisions.clear()      # a new pass decides afresh (NOTE [branch nodes])
+        self._undecided.clear()
         d = GraphDelta()
         roots = [r for r in msg.roots if r in self.tensors]
         culprits = set()
@@ -677,6 +780,64 @@ class GraphBuilder:
 
 
 _NO_FLAGS: frozenset = frozenset()
+_BRANCH_FLAGS = frozenset({"branch"})
+
+
+class _Decision:
+    """One decision node while its line keeps being evaluated (NOTE [branch nodes])."""
+    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources")
+
+    def __init__(self, node: Node, ctl, span: tuple):
+        self.node, self.ctl, self.span = node, ctl, span
+        self.count, self.last, self.went, self.sources = 0, None, None, []
+
+
+class _Ops:
+    """The few ops ``diagnostics._went`` looks at, in a trace's shape."""
+    __slots__ = ("ops",)
+
+    def __init__(self, ops):
+        self.ops = ops
+
+
+def _loop_span(tree, ctl) -> tuple:
+    """Lines of the innermost loop around (or being) ``ctl``: while ops run there, new
+    evaluations of ``ctl`` are the same decision repeated."""
+    best = ctl if isinstance(ctl, ast.While) else None
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and n is not ctl \
+                and n.lineno <= ctl.lineno <= (n.end_lineno or n.lineno) \
+                and (best is None or n.lineno > best.lineno):
+            if best is ctl:
+                break      # ctl is itself the loop
+            best = n
+    best = best or ctl
+    return (best.lineno, best.end_lineno or best.lineno)
+
+
+def _condition_label(source: str, ctl) -> str:
+    test = ctl.ifs[0] if isinstance(ctl, ast.comprehension) else ctl.test
+    text = " ".join((ast.get_source_segment(source, test) or "condition").split())
+    kw = {ast.While: "while", ast.Assert: "assert"}.get(type(ctl), "if")
+    label = f"{kw} {text}"
+    return label if len(label) <= 40 else label[:39] + "\u2026"
+
+
+def _direction_text(ctl, went) -> str:
+    """Where the program went: ``if-branch (line 5)``, ``loop ended``; '' if unknown."""
+    if went is None:
+        return ""
+    if isinstance(ctl, ast.If):
+        if went:
+            return f"if-branch (line {ctl.body[0].lineno})"
+        return f"else-branch (line {ctl.orelse[0].lineno})" if ctl.orelse else "if skipped"
+    if isinstance(ctl, ast.While):
+        return f"loop body (line {ctl.body[0].lineno})" if went else "loop ended"
+    if isinstance(ctl, ast.IfExp):
+        return "first value" if went else "else value"
+    if isinstance(ctl, ast.Assert):
+        return "assert passed" if went else "assert failed"
+    return "kept" if went else "skipped"
 _FLAG_SETS: dict = {}
 
 
@@ -743,7 +904,7 @@ def build_graph(trace) -> Graph:
 
 
 def _build_graph(trace) -> Graph:
-    b = GraphBuilder()
+    b = GraphBuilder(source=getattr(trace, "source", "") or "")
     # tensors first: their final facts (names, flags) label the nodes from the start
     for info in trace.tensors.values():
         b.tensors[info.id] = info

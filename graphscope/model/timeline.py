@@ -56,6 +56,7 @@ class FrameState:
     accumulated: Optional[int] = None  # tensor id whose .grad changed at this step
     backward_call: Optional[int] = None  # the backward pass the cursor is in
     error: object = None           # ErrorInfo when the cursor is on the step that raised (the last)
+    values_hidden: bool = False    # a quiz before Reveal: views hide values read (branch nodes)
 
 
 class Timeline:

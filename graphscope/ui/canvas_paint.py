@@ -314,6 +314,9 @@ class ScenePainter:
     # Exports (PNG/SVG) leave ``sprites`` off and stay vector.
     sprites = False
     SPRITES_MAX = 3000
+    # a quiz before Reveal: a branch node's value (and so its direction) is not shown
+    values_hidden = False
+    HIDDEN_DETAIL = "value hidden until Reveal"
 
     def _blit(self, p, ng, r, flags, lod, part) -> bool:
         tf = p.transform()
@@ -503,6 +506,8 @@ class ScenePainter:
         node = ng.node
         label = str(node.label or ng.id)
         detail = node.detail or ""
+        if self.values_hidden and "branch" in (node.flags or ()) and node.kind == "op":
+            detail = self.HIDDEN_DETAIL
         if isinstance(detail, (list, tuple)):
             detail_lines = [str(x) for x in detail if x]
         else:

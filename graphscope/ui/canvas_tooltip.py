@@ -52,15 +52,24 @@ def explanation(node, trace=None) -> str | None:
     if "inference" in flags and node.kind == "tensor":
         return (f"{name} is an inference tensor (made under torch.inference_mode()): it can never "
                 f"be saved for backward")
+    if "branch" in flags and node.kind == "op":
+        return ("A tensor's value decided Python control flow here: another value would "
+                "run other code and build a different graph. Autograd does not see this "
+                "decision (the dashed edge)")
     if "error" in flags:
         return "The error was raised here"
     return None
 
 
-def tooltip_text(node, trace=None, grad_summary: str | None = None) -> str:
-    """Rich text for QToolTip."""
+def tooltip_text(node, trace=None, grad_summary: str | None = None,
+                 hidden: bool = False) -> str:
+    """Rich text for QToolTip. ``hidden``: a quiz before Reveal (no values read)."""
     rows = []
-    if node.kind == "tensor":
+    if node.kind == "op" and "branch" in (node.flags or ()):
+        # a decision node (graph.py NOTE [branch nodes]): Python control flow
+        rows.append(("condition", node.label or node.id))
+        rows.append(("went", "hidden until Reveal" if hidden else (node.detail or "?")))
+    elif node.kind == "tensor":
         info = _tensor_info(node, trace)
         rows.append(("tensor", node.label or node.id))
         if info is not None:

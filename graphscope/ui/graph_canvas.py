@@ -129,6 +129,7 @@ class GraphCanvas(QWidget):
         self._geom.row_pitch = float(getattr(layout, "row_pitch", self._geom.row_pitch))
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
         self._painter.sprites = True
+        self._painter.values_hidden = bool(getattr(self._frame, "values_hidden", False))
         self._selected = self._selected if self._selected in self._geom.nodes else None
         self._invalidate()
         # the hit and edge grids are not needed for the first (fitted) paint of a big
@@ -186,6 +187,11 @@ class GraphCanvas(QWidget):
     def set_frame(self, frame) -> None:
         """Show the state at a timeline cursor (``FrameState``), or everything (None)."""
         self._frame = frame
+        hidden = bool(getattr(frame, "values_hidden", False))
+        if hidden != self._painter.values_hidden:
+            # branch nodes print the value read in their box (the cached static layer)
+            self._painter.values_hidden = hidden
+            self._invalidate()
         vs = getattr(frame, "visible_steps", None) if frame is not None else None
         self._limit = NEVER if vs is None else float(vs)
         if self._auto_fit and self._follow and self._geom.nodes:
@@ -694,7 +700,7 @@ class GraphCanvas(QWidget):
         if grads and ng.node.tensor is not None and ng.node.tensor in grads:
             from graphscope.ui.canvas_paint import _short
             grad = _short(grads[ng.node.tensor])
-        return tooltip_text(ng.node, self._trace, grad)
+        return tooltip_text(ng.node, self._trace, grad, hidden=self._painter.values_hidden)
 
 
 def _scale_layout(layout, text_scale: float) -> bool:

@@ -195,7 +195,9 @@ class Inspector(QWidget):
         self.caption_label.setVisible(bool(caption))
         op = _lookup_op(node, trace)
         tensor = _lookup_tensor(node, trace)
-        if getattr(node, "kind", "") == "op" and op is not None:
+        if getattr(node, "kind", "") == "op" and "branch" in (getattr(node, "flags", ()) or ()):
+            self._show_decision(node, op, trace)
+        elif getattr(node, "kind", "") == "op" and op is not None:
             self._show_op(node, op, trace, frame)
         elif tensor is not None:
             self._show_tensor(node, tensor, trace, frame)
@@ -208,6 +210,21 @@ class Inspector(QWidget):
             self._refill_grid()
             for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
                 w.hide()
+
+    def _show_decision(self, node, op, trace) -> None:
+        """A branch point (graph.py NOTE [branch nodes]): the condition and the way it went."""
+        self.title_label.setText(node.label)
+        self.subtitle_label.setText("Python control flow decided by a tensor's value")
+        rows = {"line": str(node.line) if node.line else "-"}
+        if op is not None and op.inputs:
+            rows["read from"] = ", ".join(_tensor_name(trace, i) for i in op.inputs)
+        rows["went"] = "hidden until Reveal" if self.values_hidden else (node.detail or "?")
+        rows["note"] = ("autograd does not record this decision: another value would run "
+                        "other code and build a different graph")
+        self._rows = rows
+        self._refill_grid()
+        for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
+            w.hide()
 
     def _show_op(self, node, op, trace, frame) -> None:
         self.title_label.setText(op.name)

@@ -23,7 +23,7 @@ from graphscope.ui.problems import ProblemRow, row_from
 class LiveRun:
     def __init__(self, source: str, filename: str = "<snippet>"):
         self.trace = Trace(source=source, filename=filename)
-        self.builder = GraphBuilder()
+        self.builder = GraphBuilder(source=source)
         self.graph = self.builder.graph
         self.layout = LayeredLayout(self.graph)
         self.timeline = Timeline(self.trace, self.graph)

@@ -875,7 +875,7 @@ class MainWindow(QMainWindow):
         frame = self.live.timeline.state()
         if self.output_hidden:
             frame = dataclasses.replace(frame, edge_grads={}, leaf_grads={}, grad_of={},
-                                        retained_grads={}, error=None)
+                                        retained_grads={}, error=None, values_hidden=True)
         return frame
 
     def _console_note(self) -> Optional[str]:
