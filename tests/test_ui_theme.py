@@ -100,3 +100,30 @@ def test_flags_keep_their_own_colours(name):
         assert apart(t.edge, t.edge_nograd, m) > 100, kind
         assert apart(t.tracked_fill, t.untracked_fill, m) > 50, kind
         assert apart(t.warning, t.untracked_border, m) > 90, kind
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_legend_swatches_show_fill_and_border_in_theme_colours(qtbot, name):
+    from PySide6.QtGui import QColor
+    from graphscope.ui.inspector import Inspector
+    ins = Inspector()
+    qtbot.addWidget(ins)
+    t = get_theme(name)
+    ins.set_legend(t)
+
+    def near(c, hex_colour):
+        want = QColor(hex_colour[:7])
+        return max(abs(c.red() - want.red()), abs(c.green() - want.green()),
+                   abs(c.blue() - want.blue())) <= 24
+
+    boxes = [(spec, icon) for spec, icon in ins.legend_swatches if spec[0] == "box"]
+    assert len(boxes) == 5
+    for (shape, fill, border, mark), icon in boxes:
+        img = icon.pixmap().toImage()
+        w, h = img.width(), img.height()
+        dpr = icon.pixmap().devicePixelRatio()
+        # the border along the left edge, the fill inside next to it
+        assert near(img.pixelColor(int(1.5 * dpr), h // 2), border), (name, fill, border)
+        assert near(img.pixelColor(int(7 * dpr), int(5 * dpr)), fill), (name, fill, border)
+    warn = next(spec for spec, _ in boxes if spec[3] == "?")
+    assert warn[2] == t.warning_text

@@ -12,8 +12,8 @@ import math
 from typing import Any, Optional
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
@@ -106,10 +106,18 @@ class Inspector(QWidget):
         lay.addWidget(self.plot)
         lay.addStretch(1)
         # what the canvas's colours and marks mean, always at hand for a class
-        self.legend_label = QLabel(body)
+        # (Qt rich text ignores ``border`` on a span: each swatch is a small painted pixmap)
+        self.legend_label = QLabel("<b>Legend</b>", body)
         self.legend_label.setTextFormat(Qt.TextFormat.RichText)
-        self.legend_label.setWordWrap(True)
         lay.addWidget(self.legend_label)
+        self.legend = QWidget(body)
+        self.legend_grid = QGridLayout(self.legend)
+        self.legend_grid.setContentsMargins(0, 0, 0, 0)
+        self.legend_grid.setHorizontalSpacing(8)
+        self.legend_grid.setVerticalSpacing(3)
+        self.legend_grid.setColumnStretch(1, 1)
+        lay.addWidget(self.legend)
+        self._legend_theme = None
         self._hist_color = "#0072B2"
         self.plot_kind = None          # "histogram" | "heatmap" | None
         self.set_text_scale(1.0)
@@ -136,26 +144,43 @@ class Inspector(QWidget):
         self.grad_text.setFont(mono)
         self._body_font = body
         self._refill_grid()
+        if self._legend_theme is not None:
+            self.set_legend(self._legend_theme)
 
     def set_legend(self, theme) -> None:
-        """Fill the legend from a ui.theme.Theme (the canvas's colours)."""
-        def sw(fill, border, mark=""):
-            return (f'<span style="background:{fill[:7]}; color:{border[:7]}; '
-                    f'border:1px solid {border[:7]}">&nbsp;{mark or "&nbsp;&nbsp;"}&nbsp;</span>')
+        """Fill the legend from a ui.theme.Theme: swatches painted with the canvas's own
+        fill, border and mark colours, so they look like the nodes they explain."""
         t = theme
+        self._legend_theme = t
         rows = [
-            (sw(t.tracked_fill, t.tracked_border), "tensor tracked by autograd"),
-            (sw(t.untracked_fill, t.untracked_border), "tensor outside the graph (no grad_fn)"),
-            (sw(t.badge_bg, t.badge_text, "∇"), "leaf with requires_grad=True"),
-            (sw(t.warning, "#000000", "?"), "needed requires_grad but lacks it"),
-            (sw(t.error, t.error_text, "!"), "where the error happened"),
-            (f'<span style="color:{t.edge_nograd[:7]}">- - -&gt;</span>', "data flow autograd does not track"),
-            (sw(_over(t.region_fill, t.panel_bg), t.region_border, "\u2504"),
+            (("box", t.tracked_fill, t.tracked_border, ""), "tensor tracked by autograd"),
+            (("box", t.untracked_fill, t.untracked_border, ""), "tensor outside the graph (no grad_fn)"),
+            (("box", t.badge_bg, t.badge_text, "\u2207"), "leaf with requires_grad=True"),
+            (("box", t.warning, t.warning_text, "?"), "needed requires_grad but lacks it"),
+            (("box", t.error, t.error_text, "!"), "where the error happened"),
+            (("hexagon", t.op_fill, t.branch, ""), "a value decided an if / while"),
+            (("dash", t.edge_nograd, t.edge_nograd, ""), "data flow autograd does not track"),
+            (("region", _over(t.region_fill, t.panel_bg), t.region_border, ""),
              "no_grad / inference_mode region"),
         ]
-        html = "<b>Legend</b><table cellspacing='3'>" + "".join(
-            f"<tr><td>{a}</td><td>{b}</td></tr>" for a, b in rows) + "</table>"
-        self.legend_label.setText(html)
+        grid = self.legend_grid
+        while grid.count():
+            item = grid.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        body = getattr(self, "_body_font", self.font())
+        h = QFontMetricsF(body).height()
+        dpr = self.devicePixelRatioF() or 1.0
+        self.legend_swatches = []
+        for i, (spec, text) in enumerate(rows):
+            icon = QLabel(self.legend)
+            icon.setPixmap(_swatch(spec, h * 2.2, h * 1.15, body, dpr))
+            label = QLabel(text, self.legend)
+            label.setWordWrap(True)
+            label.setFont(body)
+            grid.addWidget(icon, i, 0, Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(label, i, 1)
+            self.legend_swatches.append((spec, icon))
 
     def set_colors(self, background: str, foreground: str, accent: str) -> None:
         self.plot.setBackground(background)
@@ -452,6 +477,56 @@ def _fit_height(edit: QPlainTextEdit, max_lines: int) -> None:
     lines = max(1, min(lines, max_lines))
     edit.setFixedHeight(int(lines * fm.lineSpacing() + 2 * edit.frameWidth()
                             + edit.document().documentMargin() * 2 + 4))
+
+
+def _swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
+    """A legend swatch: ``(shape, fill, border, mark)`` painted as the canvas would."""
+    shape, fill, border, mark = spec
+    pm = QPixmap(max(1, int(w * dpr)), max(1, int(h * dpr)))
+    pm.setDevicePixelRatio(dpr)
+    pm.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pm)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    fc, bc = _qc(fill), _qc(border)
+    r = QRectF(1.5, 1.5, w - 3, h - 3)
+    if shape == "dash":
+        pen = QPen(fc, 2.4, Qt.PenStyle.DashLine)
+        p.setPen(pen)
+        y = h / 2
+        p.drawLine(QPointF(2, y), QPointF(w - 9, y))
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(fc)
+        p.drawPolygon(QPolygonF([QPointF(w - 2, y), QPointF(w - 10, y - 4.5),
+                                 QPointF(w - 10, y + 4.5)]))
+    elif shape == "hexagon":
+        p.setBrush(fc)
+        p.setPen(QPen(bc, 2.5))
+        k = r.height() / 2
+        p.drawPolygon(QPolygonF([QPointF(r.left(), r.center().y()), QPointF(r.left() + k, r.top()),
+                                 QPointF(r.right() - k, r.top()), QPointF(r.right(), r.center().y()),
+                                 QPointF(r.right() - k, r.bottom()), QPointF(r.left() + k, r.bottom())]))
+    else:
+        p.setBrush(fc)
+        pen = QPen(bc, 2.0)
+        if shape == "region":
+            pen.setStyle(Qt.PenStyle.DashLine)
+        p.setPen(pen)
+        p.drawRoundedRect(r, 4, 4)
+        if mark:
+            f = QFont(font)
+            f.setBold(True)
+            p.setFont(f)
+            p.setPen(bc)
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, mark)
+    p.end()
+    return pm
+
+
+def _qc(hex_colour: str) -> QColor:
+    h = hex_colour.lstrip("#")
+    if len(h) == 8:     # #rrggbbaa (Qt reads 8 digits as #aarrggbb)
+        return QColor(int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), int(h[6:8], 16))
+    return QColor("#" + h[:6])
 
 
 def _over(fill: str, background: str) -> str:
