@@ -2,6 +2,7 @@
 fitted, zoomed; on graphs of real snippets (captured in a worker) and on a large
 synthetic graph built from protocol records."""
 import math
+import re
 
 import pytest
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -499,3 +500,24 @@ def test_sprite_painted_nodes_look_like_the_vector_export(canvas, qtbot, traces,
                            for dx in (0, -1, 1) for dy in (0, -1, 1)):
                     differ += 1
     assert total > 1000 and differ / total < 0.018, differ / total
+
+
+def test_png_export_is_capped_and_svg_stays_vector(qapp):
+    tr = synthetic_trace(400)
+    graph, layout, tl = scene(tr)
+    layout.positions = dict(layout.tidy())
+    geom = render._geometry(graph, layout)
+    side = max(geom.bounds(render.NEVER).width(), geom.bounds(render.NEVER).height())
+    assert side > render.PNG_MAX_SIDE           # one pixel per scene unit would be bigger
+    img = render.render_image(graph, layout)
+    assert max(img.width(), img.height()) == render.PNG_MAX_SIDE
+    svg = render.render_svg(graph, layout)
+    vb = [float(v) for v in re.search(r'viewBox="([^"]+)"', svg).group(1).split()]
+    assert max(vb[2], vb[3]) > render.PNG_MAX_SIDE    # the cap is the PNG's alone
+    assert "<path" in svg and "<image" not in svg     # vector, not a picture
+    # the picture still shows the graph: far more than the background
+    bg = img.pixelColor(0, 0)
+    small = img.scaled(200, 200 * img.height() // img.width())
+    painted = sum(small.pixelColor(x, y) != bg for x in range(small.width())
+                  for y in range(small.height()))
+    assert painted > 100

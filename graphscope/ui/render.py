@@ -19,6 +19,14 @@ from graphscope.ui.theme import Theme, get_theme
 
 MARGIN = 40.0
 MAX_SIDE = 8000          # pixels: a 20,000-node graph still makes a sane file
+# A PNG is capped lower: a 2-layer transformer at one pixel per scene unit was a
+# 5494x2826 image taking ~0.5 s to encode and more to paste into a slide; at 4096 px
+# its labels are still ~13 px. Huge graphs fall to the canvas's level of detail
+# (boxes without text, then a density picture). SVG stays vector: MAX_SIDE only.
+PNG_MAX_SIDE = 4096
+# Qt's PNG "quality" picks zlib's effort: 80 encodes ~30% faster than the default
+# for about the same file size (90 and up stop compressing at all)
+PNG_QUALITY = 80
 
 
 def ensure_app():
@@ -49,7 +57,8 @@ def _limit(frame) -> float:
     return NEVER if vs is None else float(vs)
 
 
-def _plan(geom: SceneGeometry, limit: float, size, scale: float, text_scale: float):
+def _plan(geom: SceneGeometry, limit: float, size, scale: float, text_scale: float,
+          max_side: float = MAX_SIDE):
     """(width, height, scene->device transform) for a picture of the visible graph."""
     r = geom.bounds(limit)
     if r.isNull() or r.isEmpty():
@@ -60,8 +69,8 @@ def _plan(geom: SceneGeometry, limit: float, size, scale: float, text_scale: flo
         s = min(w / r.width(), h / r.height())
     else:
         s = scale
-        if max(r.width(), r.height()) * s > MAX_SIDE:
-            s = MAX_SIDE / max(r.width(), r.height())
+        if max(r.width(), r.height()) * s > max_side:
+            s = max_side / max(r.width(), r.height())
         w, h = int(math.ceil(r.width() * s)), int(math.ceil(r.height() * s))
     tx = w / 2 - r.center().x() * s
     ty = h / 2 - r.center().y() * s
@@ -83,14 +92,16 @@ def paint_graph(p: QPainter, geom: SceneGeometry, painter: ScenePainter, frame, 
 
 
 def render_image(graph, layout, frame=None, theme=None, size=None, scale: float = 1.0,
-                 text_scale: float = 1.0, spotlight: bool = False, selected=None) -> QImage:
+                 text_scale: float = 1.0, spotlight: bool = False, selected=None,
+                 max_side: float = PNG_MAX_SIDE) -> QImage:
     """The graph as drawn by the canvas at ``frame`` (None: everything). ``size`` (w, h)
-    fits the graph into that many pixels; otherwise ``scale`` pixels per scene unit."""
+    fits the graph into that many pixels; otherwise ``scale`` pixels per scene unit,
+    shrunk so the longest side is at most ``max_side``."""
     ensure_app()
     th = _theme(theme)
     geom = _geometry(graph, layout)
     painter = ScenePainter(geom, th, text_scale, getattr(graph, "regions", ()))
-    w, h, to_device, s = _plan(geom, _limit(frame), size, scale, text_scale)
+    w, h, to_device, s = _plan(geom, _limit(frame), size, scale, text_scale, max_side)
     img = QImage(max(w, 1), max(h, 1), QImage.Format_ARGB32_Premultiplied)
     img.fill(qcolor(th.canvas_bg))
     p = QPainter(img)
@@ -162,6 +173,6 @@ def render_file(trace, path, fmt: str | None = None, theme=None, scale: float = 
             f.write(text)
     else:
         img = render_image(graph, layout, frame, theme, scale=scale, text_scale=text_scale)
-        if not img.save(path, "PNG"):
+        if not img.save(path, "PNG", PNG_QUALITY):
             raise OSError(f"could not write {path}")
     return path
