@@ -204,3 +204,28 @@ def test_text_scale_grows_boxes_and_grid_and_keeps_invariants():
         w, h = lay.node_size(n)
         assert h < row and w < col
         assert (w, h) >= node_size(n)
+
+
+def test_short_chain_wraps_for_a_squarish_view_and_stays_one_row_for_a_wide_one():
+    g = build_graph(trace_of("""
+        import torch
+        w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        x = torch.tensor([1.0, 2.0, 3.0])
+        y = w * x
+        loss = (y ** 2).sum()
+        out = loss * 2
+    """))
+    wide = LayeredLayout(g)
+    pos_wide = wide.tidy(aspect=8.0)
+    assert len({round(y) for _, y in pos_wide.values()}) <= 2      # one band (w over x)
+    square = LayeredLayout(g)
+    pos_sq = square.tidy(aspect=700 / 570)
+    assert square.wrap < len(set(wide.layer.values()))               # wrapped into bands
+    # the wrapped picture fitted into a 700x570 view is substantially larger
+    def fit(pos):
+        px = [x for x, _ in pos.values()]
+        py = [y for _, y in pos.values()]
+        return min(700 / (max(px) - min(px) + COL), 570 / (max(py) - min(py) + ROW))
+    assert fit(pos_sq) > 1.3 * fit(pos_wide)
+    assert len(set(pos_sq)) == len(g.nodes)
+    _check_invariants(g, square)

@@ -126,6 +126,7 @@ class LayeredLayout:
     def __init__(self, graph=None, wrap: int = WRAP, text_scale: float = 1.0):
         self.graph = graph
         self.text_scale = _box_scale(text_scale)
+        self.aspect = ASPECT        # of the view the final tidy wraps for (tidy(aspect=))
         self.col_pitch, self.row_pitch = pitches(self.text_scale)
         self.wrap = max(2, int(wrap))
         self.positions: dict[str, tuple] = {}
@@ -300,8 +301,9 @@ class LayeredLayout:
         return pos
 
     # -- the final pass ----------------------------------------------------------
-    def tidy(self) -> dict:
-        """Compact and re-wrap for a 16:9 view; returns the final ``positions``.
+    def tidy(self, aspect: Optional[float] = None) -> dict:
+        """Compact and re-wrap for a view of ``aspect`` (width / height; 16:9 when not
+        given: the canvas passes its own); returns the final ``positions``.
 
         Layers are kept (edges still go to higher layers); within each layer the
         nodes are reordered by the mean row of their neighbours, over the rows that
@@ -311,6 +313,8 @@ class LayeredLayout:
         rows) flows into side-by-side pages, like newspaper columns. The view
         animates every node once to its new place.
         """
+        if aspect and aspect > 0:
+            self.aspect = float(aspect)
         with gc_paused():
             return self._tidy()
 
@@ -465,8 +469,14 @@ class LayeredLayout:
         self._page_rows = [p[0] for p in pages]
         return pages
 
+    # a short chain (the welcome scenario's 9 nodes) in one row is a thin strip with
+    # tiny text in a squarish canvas; wrapping it into 2-3 bands is worth it only when
+    # the fitted picture gets this much larger, else one band reads more simply
+    WRAP_GAIN = 1.3
+
     def _choose_wrap(self, by_layer, rel) -> int:
-        """Layers per band giving the aspect closest to 16:9 (1 band if it already fits)."""
+        """Layers per band giving the aspect closest to the view's (1 band if it already
+        fits); a short graph wraps only when that makes it substantially larger."""
         n = len(by_layer)
         # rows each layer spans (top node to bottom node): a cheap band height
         big = 1 << 60
@@ -481,15 +491,26 @@ class LayeredLayout:
         while w >= 8:
             cands.append(w)
             w = int(w / 1.5)
+        if n <= 24:
+            # a short chain: every band width down to 3 layers (2-3 rows of a few nodes)
+            cands = list(range(n, 2, -1))
+        aspect = getattr(self, "aspect", ASPECT)
+        fits = {}
         for w in cands or [n]:
             height = 0
             for start in range(0, n, w):
                 top, bottom = min(lo[start:start + w]), max(hi[start:start + w])
                 height += (bottom - top + 1 if bottom >= 0 else 1) + BAND_GAP
             width = min(w, n) * self.col_pitch
-            score = abs(math.log((width / max(1, height * self.row_pitch)) / ASPECT))
+            h = max(1, height * self.row_pitch)
+            fits[w] = min(aspect / width, 1.0 / h)     # the fitted zoom, view height 1
+            score = abs(math.log((width / h) / aspect))
             if best_score is None or score < best_score - 1e-9:
                 best, best_score = w, score
+        if n <= 24 and fits:
+            best = max(fits, key=lambda k: (fits[k], k))
+            if best != n and fits[best] < fits[n] * self.WRAP_GAIN:
+                best = n
         return max(2, best)
 
     # -- helpers for views ------------------------------------------------------------

@@ -47,6 +47,7 @@ class GraphCanvas(QWidget):
 
     node_clicked = Signal(str)
     node_hovered = Signal(str)      # "" when the pointer leaves a node
+    resized = Signal()              # the window re-tidies for the new aspect (debounced)
 
     def __init__(self, parent=None, theme: Theme | None = None):
         super().__init__(parent)
@@ -603,6 +604,11 @@ class GraphCanvas(QWidget):
         if self._auto_fit:
             self.fit(keep_auto=True)
         super().resizeEvent(event)
+        self.resized.emit()
+
+    def view_aspect(self) -> float:
+        """Width / height of the drawing area: the layout wraps a chain for it."""
+        return max(1, self.width()) / max(1, self.height())
 
     def wheelEvent(self, event) -> None:
         dy = event.angleDelta().y() or event.pixelDelta().y()

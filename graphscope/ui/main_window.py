@@ -98,6 +98,13 @@ class MainWindow(QMainWindow):
 
         self._play_timer = QTimer(self)
         self._play_timer.timeout.connect(self._on_play_tick)
+        self._tidy_aspect = None
+        # a resized canvas re-wraps a finished graph for its new shape, once the
+        # resizing stops (a drag emits dozens of sizes)
+        self._retidy_timer = QTimer(self)
+        self._retidy_timer.setSingleShot(True)
+        self._retidy_timer.setInterval(250)
+        self._retidy_timer.timeout.connect(self._retidy)
         self._build_widgets()
         self._build_actions()
         self._following = False               # playback follows a run still streaming in
@@ -121,6 +128,7 @@ class MainWindow(QMainWindow):
         self.editor = CodeEditor(self)
         self.editor.line_clicked.connect(self._on_line_clicked)
         self.canvas = GraphCanvas(self)
+        self.canvas.resized.connect(self._retidy_timer.start)
         self.canvas.node_clicked.connect(self._on_canvas_clicked)
         self.banner = ErrorBanner(self)
         self.banner.line_requested.connect(self.editor.go_to_line)
@@ -629,6 +637,19 @@ class MainWindow(QMainWindow):
         if delta.changed or delta.regions_changed:
             self.canvas.update_nodes([n.id for n in delta.changed])
 
+    RETIDY_MAX = 5000     # nodes: a bigger graph keeps its wrap (a tidy takes ~0.1 s per 1,000)
+
+    def _retidy(self) -> None:
+        live = self.live
+        if live is None or not live.finished or self._tidy_aspect is None \
+                or len(live.graph) > self.RETIDY_MAX:
+            return
+        aspect = self.canvas.view_aspect()
+        if abs(aspect / self._tidy_aspect - 1) < 0.15:
+            return
+        self._tidy_aspect = aspect
+        self.canvas.animate_to(live.layout.tidy(aspect=aspect))
+
     def _start_following(self) -> None:
         if self._following and self.speed > 0 and not self._play_timer.isActive():
             self._play_timer.start(int(1000 / self.speed))
@@ -640,8 +661,10 @@ class MainWindow(QMainWindow):
         if live is None:
             return
         self._show_delta(live.finish(end))
-        # the one smooth tidy pass of the layout (NOTE in model/layout.py)
-        self.canvas.animate_to(live.layout.tidy())
+        # the one smooth tidy pass of the layout (NOTE in model/layout.py), wrapped
+        # for the canvas's own shape
+        self._tidy_aspect = self.canvas.view_aspect()
+        self.canvas.animate_to(live.layout.tidy(aspect=self._tidy_aspect))
         self.editor.set_regions(live.trace.regions)
         self.timeline_bar.set_steps(live.step_kinds())
         if self.speed == 0 or not self._play_timer.isActive():
