@@ -54,7 +54,7 @@ def _app_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", metavar="NAME", help="light, dark or high-contrast")
     p.add_argument("--screenshot", metavar="OUT.png",
                    help="run, go to the end (or --step N), save a screenshot of the window and exit")
-    p.add_argument("--step", metavar="N", type=int, help="timeline position for --screenshot")
+    p.add_argument("--step", metavar="N", type=int, help="timeline position for --screenshot, as the window counts it (Step N of M)")
     from graphscope import __version__
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p

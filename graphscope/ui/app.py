@@ -157,7 +157,8 @@ def _screenshot(app, window, out: str, step, run: bool, size) -> int:
             print("graphscope: the snippet did not finish in time; showing what was recorded",
                   file=sys.stderr)
     if step is not None:
-        window.set_cursor(int(step))
+        # N as the timeline counts it ("Step N of M", from 1), not the 0-based cursor
+        window.set_cursor(int(step) - 1)
     else:
         window.step_last()
     window.fit_when_done()
