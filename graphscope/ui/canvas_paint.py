@@ -606,9 +606,11 @@ class ScenePainter:
             dim.addRect(device_rect)
             holes = QPainterPath()
             for ng in highlight:
+                # a rounded box just around the node: an ellipse around a wide node
+                # reaches into its neighbours and leaves them half dimmed
                 dr = to_device.mapRect(_rect(ng))
-                m = max(28.0, dr.height() * 0.9)
-                holes.addEllipse(dr.adjusted(-m, -m, m, m))
+                m = max(10.0, dr.height() * 0.3)
+                holes.addRoundedRect(dr.adjusted(-m, -m, m, m), 2 * m, 2 * m)
             p.setPen(Qt.NoPen)
             p.setBrush(qcolor(t.spotlight_dim))
             p.drawPath(dim.subtracted(holes))
