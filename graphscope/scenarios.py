@@ -80,7 +80,7 @@ class Scenario:
     snippet: str
     expect: Expect
     mistakes: tuple = ()
-    reveal_hides_output: bool = False
+    reveal_hides_output: bool = True   # quiz mode: output, errors and values stay hidden until Reveal
     note: Optional[str] = None
     focus: Optional[str] = None
     tags: tuple = ()
@@ -256,7 +256,7 @@ def load_file(path) -> Scenario:
         return tuple(v)
 
     mistakes, tags = str_list("mistakes"), str_list("tags")
-    hides = data.get("reveal_hides_output", False)
+    hides = data.get("reveal_hides_output", True)
     if not isinstance(hides, bool):
         bad("reveal_hides_output", "'reveal_hides_output' must be true or false")
         hides = False

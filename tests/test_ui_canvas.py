@@ -521,3 +521,16 @@ def test_png_export_is_capped_and_svg_stays_vector(qapp):
     painted = sum(small.pixelColor(x, y) != bg for x in range(small.width())
                   for y in range(small.height()))
     assert painted > 100
+
+
+def test_quiz_before_reveal_hides_the_marks_that_answer_it():
+    """Before Reveal, the error and missing-requires_grad marks would answer
+    "what error does this raise?": the painter leaves them off, and only them."""
+    import types
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.theme import get_theme
+    painter = ScenePainter(None, get_theme("light"))
+    node = types.SimpleNamespace(flags=frozenset({"error", "missing_requires_grad", "leaf"}))
+    assert painter.shown_flags(node) == node.flags
+    painter.values_hidden = True
+    assert painter.shown_flags(node) == frozenset({"leaf"})

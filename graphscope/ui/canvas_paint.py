@@ -286,7 +286,7 @@ class ScenePainter:
                    grow: float = 1.0) -> None:
         t = self.theme
         node = ng.node
-        flags = node.flags or ()
+        flags = self.shown_flags(node)
         r = _rect(ng)
         if grow != 1.0:
             c = r.center()
@@ -317,6 +317,16 @@ class ScenePainter:
     # a quiz before Reveal: a branch node's value (and so its direction) is not shown
     values_hidden = False
     HIDDEN_DETAIL = "value hidden until Reveal"
+    # marks that answer a quiz ("where did it fail?", "what lacks requires_grad?")
+    _QUIZ_ANSWERS = frozenset({"error", "missing_requires_grad"})
+
+    def shown_flags(self, node):
+        """The node's flags as drawn: before a quiz's Reveal, the error and
+        missing-requires_grad marks are left off, since they give the answer away."""
+        flags = node.flags or frozenset()
+        if self.values_hidden and not self._QUIZ_ANSWERS.isdisjoint(flags):
+            return frozenset(flags) - self._QUIZ_ANSWERS
+        return flags
 
     def _blit(self, p, ng, r, flags, lod, part) -> bool:
         tf = p.transform()
@@ -651,7 +661,7 @@ class ScenePainter:
             p.setTransform(to_device)
             for ng in ringed:
                 draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
-                draw(p, ng, _rect(ng), ng.node.flags or (), lod, "decor")
+                draw(p, ng, _rect(ng), self.shown_flags(ng.node), lod, "decor")
             p.restore()
         bounds = device_rect
         # NOTE [label placement]: labels never sit on a node when they can help it.

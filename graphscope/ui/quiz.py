@@ -256,7 +256,7 @@ class QuizPanel(QWidget):
         self.hint_button.setEnabled(has_hint)
         self.reveal_button.setEnabled(scenario is not None)
         self._set_output_hidden(bool(scenario is not None
-                                     and getattr(scenario, "reveal_hides_output", False)))
+                                     and getattr(scenario, "reveal_hides_output", True)))
         self._update_score()
         self._apply_style()
 
