@@ -110,3 +110,29 @@ def test_svg_export_through_the_renderer(trace, tmp_path):
     export.write(trace, out, "svg")
     text = out.read_text(encoding="utf-8", errors="replace")
     assert "<svg" in text
+
+
+@pytest.mark.skipif(not os.environ.get("QT_QPA_PLATFORM"), reason="needs offscreen Qt")
+def test_png_export_of_a_small_graph_is_big_enough_for_a_slide(trace, tmp_path):
+    try:
+        export.renderer()
+    except export.ExportError as e:
+        pytest.skip(str(e))
+    from PySide6.QtGui import QImage
+    from graphscope.ui import render
+    graph, layout, frame = render.scene_for_trace(trace)
+    at_one = render.render_image(graph, layout, frame)        # 1 px per scene unit
+    assert max(at_one.width(), at_one.height()) < 1600        # the case this is about
+    out = tmp_path / "g.png"
+    export.write(trace, out, "png")
+    img = QImage(str(out))
+    assert not img.isNull()
+    assert max(img.width(), img.height()) >= 1600
+    # scaled, not padded: the same aspect ratio as the 1x picture, at most 3x larger
+    assert abs(img.width() / img.height() - at_one.width() / at_one.height()) < 0.05
+    assert img.width() <= 3 * at_one.width() + 2
+    # not blank: a good share of pixels differ from the background corner
+    small = img.scaled(200, 200 * img.height() // img.width())
+    bg = small.pixel(0, 0)
+    ink = sum(small.pixel(x, y) != bg for x in range(small.width()) for y in range(small.height()))
+    assert ink > 0.02 * small.width() * small.height()

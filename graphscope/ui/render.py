@@ -27,6 +27,11 @@ PNG_MAX_SIDE = 4096
 # Qt's PNG "quality" picks zlib's effort: 80 encodes ~30% faster than the default
 # for about the same file size (90 and up stop compressing at all)
 PNG_QUALITY = 80
+# A small graph at one pixel per scene unit (the problem set's no_grad example: 536x306)
+# is unreadable on a slide, so a PNG is scaled up until its longer side reaches
+# PNG_MIN_SIDE; at most PNG_MAX_UPSCALE times, past which a 3-node graph is just huge.
+PNG_MIN_SIDE = 1600
+PNG_MAX_UPSCALE = 3.0
 
 
 def ensure_app():
@@ -58,7 +63,7 @@ def _limit(frame) -> float:
 
 
 def _plan(geom: SceneGeometry, limit: float, size, scale: float, text_scale: float,
-          max_side: float = MAX_SIDE):
+          max_side: float = MAX_SIDE, min_side: float = 0.0):
     """(width, height, scene->device transform) for a picture of the visible graph."""
     r = geom.bounds(limit)
     if r.isNull() or r.isEmpty():
@@ -69,7 +74,10 @@ def _plan(geom: SceneGeometry, limit: float, size, scale: float, text_scale: flo
         s = min(w / r.width(), h / r.height())
     else:
         s = scale
-        if max(r.width(), r.height()) * s > max_side:
+        longest = max(r.width(), r.height())
+        if 0 < longest * s < min_side:
+            s = min(min_side / longest, scale * PNG_MAX_UPSCALE)
+        if longest * s > max_side:
             s = max_side / max(r.width(), r.height())
         w, h = int(math.ceil(r.width() * s)), int(math.ceil(r.height() * s))
     tx = w / 2 - r.center().x() * s
@@ -93,15 +101,16 @@ def paint_graph(p: QPainter, geom: SceneGeometry, painter: ScenePainter, frame, 
 
 def render_image(graph, layout, frame=None, theme=None, size=None, scale: float = 1.0,
                  text_scale: float = 1.0, spotlight: bool = False, selected=None,
-                 max_side: float = PNG_MAX_SIDE) -> QImage:
+                 max_side: float = PNG_MAX_SIDE, min_side: float = 0.0) -> QImage:
     """The graph as drawn by the canvas at ``frame`` (None: everything). ``size`` (w, h)
     fits the graph into that many pixels; otherwise ``scale`` pixels per scene unit,
-    shrunk so the longest side is at most ``max_side``."""
+    shrunk so the longest side is at most ``max_side``, or grown (up to
+    PNG_MAX_UPSCALE times) so it is at least ``min_side``."""
     ensure_app()
     th = _theme(theme)
     geom = _geometry(graph, layout)
     painter = ScenePainter(geom, th, text_scale, getattr(graph, "regions", ()))
-    w, h, to_device, s = _plan(geom, _limit(frame), size, scale, text_scale, max_side)
+    w, h, to_device, s = _plan(geom, _limit(frame), size, scale, text_scale, max_side, min_side)
     img = QImage(max(w, 1), max(h, 1), QImage.Format_ARGB32_Premultiplied)
     img.fill(qcolor(th.canvas_bg))
     p = QPainter(img)
@@ -172,7 +181,8 @@ def render_file(trace, path, fmt: str | None = None, theme=None, scale: float = 
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     else:
-        img = render_image(graph, layout, frame, theme, scale=scale, text_scale=text_scale)
+        img = render_image(graph, layout, frame, theme, scale=scale, text_scale=text_scale,
+                           min_side=PNG_MIN_SIDE)
         if not img.save(path, "PNG", PNG_QUALITY):
             raise OSError(f"could not write {path}")
     return path
