@@ -534,3 +534,30 @@ def test_quiz_before_reveal_hides_the_marks_that_answer_it():
     assert painter.shown_flags(node) == node.flags
     painter.values_hidden = True
     assert painter.shown_flags(node) == frozenset({"leaf"})
+
+
+def test_no_grad_tag_hangs_clear_of_the_box_and_inside_the_glow(traces):
+    """The "no grad" tag under z (the node the error highlights) sits below z's thick
+    error border, and the glow goes around box and tag together instead of through it."""
+    from graphscope.ui.canvas_paint import ScenePainter, _rect
+    graph, layout, tl = scene(traces["no_grad"])
+    theme = get_theme("light")
+    frame = tl.state(len(tl) - 1)
+    z = next(i for i, n in graph.nodes.items() if n.label == "z")
+    assert z in frame.highlight and "error" in graph.nodes[z].flags
+    geom = render._geometry(graph, layout)
+    painter = ScenePainter(geom, theme)
+    ng = geom.nodes[z]
+    tags = painter._tag_boxes(_rect(ng), painter._tag_list(ng, ng.node.flags))
+    assert [t for t, _ in tags] == ["no grad"]
+    box = tags[0][1]
+    assert box.top() >= _rect(ng).bottom() + 2           # clear of the 5 px border
+    ring = painter.marks_rect(ng)
+    assert ring.contains(box) and ring.contains(_rect(ng))
+    # drawn: at 2x, the glow's opaque ring runs 5-9 px below the tag, not across it
+    img = render.render_image(graph, layout, frame, theme, scale=2.0)
+    x, y = image_point(graph, layout, frame, (box.center().x(), box.bottom()), scale=2.0)
+    below = [img.pixelColor(x, y + d) for d in range(4, 12)]
+    assert any(close(c, qcolor(theme.current), 30) for c in below), [c.name() for c in below]
+    across = [img.pixelColor(x, y - d) for d in range(3, int(box.height() * 2) - 3)]
+    assert not any(close(c, qcolor(theme.current), 30) for c in across), [c.name() for c in across]

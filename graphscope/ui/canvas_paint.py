@@ -262,7 +262,11 @@ class ScenePainter:
         t = self.theme
         pad = 18.0
         label_h = 26.0 * min(self.text_scale, 2.0)
-        box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, pad)
+        # the tensors made in a region nearly all carry a "no grad" tag below them:
+        # the box's bottom edge passes under that row, not through it
+        tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
+        bottom = max(pad, self.TAG_GAP + tag_h + 8) if lod == "full" else pad
+        box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, bottom)
         kind = getattr(reg, "kind", "no_grad")
         fill = t.inference_fill if kind == "inference_mode" else t.region_fill
         p.setBrush(qcolor(fill))
@@ -370,7 +374,7 @@ class ScenePainter:
             tags_w = sum(fm.horizontalAdvance(tg) + 14 for tg in tags)
             d = 26.0 * min(ts, 1.4)
             ext = QRectF(r.left() - 4, r.top() - d * 1.2, max(r.width() + d, 10 + tags_w) + 8,
-                         r.height() + d * 1.2 + fm.height() + 8)
+                         r.height() + d * 1.2 + fm.height() + 8 + self.TAG_GAP)
         w = max(1, int(math.ceil(ext.width() * sc * dpr)) + 2)
         h = max(1, int(math.ceil(ext.height() * sc * dpr)) + 2)
         pm = QPixmap(w, h)
@@ -583,23 +587,45 @@ class ScenePainter:
                 p.drawText(box, Qt.AlignCenter, text)
             x -= d * 1.1
 
+    # scene units between a node's box and the tags hung below it: clear of its border
+    # (5 px when it marks an error)
+    TAG_GAP = 4.0
+
+    def _tag_boxes(self, r, tags) -> list:
+        """(tag, box) for each tag: a row hung just below the box, so it covers neither
+        the detail text nor the border. The glow and the selection ring go around the
+        node and this row together (``marks_rect``), so they never cross a tag either."""
+        f = font(10.5 * min(self.text_scale, 1.5), True)
+        fm = QFontMetricsF(f)
+        x = r.left() + 6
+        h = fm.height() + 2
+        out = []
+        for tag in tags:
+            w = fm.horizontalAdvance(tag) + 10
+            out.append((tag, QRectF(x, r.bottom() + self.TAG_GAP, w, h)))
+            x += w + 4
+        return out
+
+    def marks_rect(self, ng) -> QRectF:
+        """The node's box with the tags hung below it (scene units): what a ring goes around."""
+        r = _rect(ng)
+        if ng.node.kind == "op":
+            return r
+        for _tag, box in self._tag_boxes(r, self._tag_list(ng, self.shown_flags(ng.node))):
+            r = r.united(box)
+        return r
+
     def _tags(self, p, r, tags, colour) -> None:
         if not tags:
             return
-        f = font(10.5 * min(self.text_scale, 1.5), True)
-        fm = QFontMetricsF(f)
-        p.setFont(f)
-        x = r.left() + 6
-        h = fm.height() + 2
-        for tag in tags:
-            w = fm.horizontalAdvance(tag) + 10
-            box = QRectF(x, r.bottom() - 3, w, h)   # hangs below: never covers the detail text
+        p.setFont(font(10.5 * min(self.text_scale, 1.5), True))
+        for tag, box in self._tag_boxes(r, tags):
+            h = box.height()
             p.setPen(QPen(qcolor(colour), 1.5))
             p.setBrush(qcolor(self.theme.canvas_bg))
             p.drawRoundedRect(box, h / 2, h / 2)
             p.setPen(qcolor(colour))
             p.drawText(box, Qt.AlignCenter, tag)
-            x += w + 4
 
     # -- overlays ---------------------------------------------------------------------
     def paint_overlay(self, p: QPainter, to_device: QTransform, frame, limit: float,
@@ -618,8 +644,8 @@ class ScenePainter:
             for ng in highlight:
                 # a rounded box just around the node: an ellipse around a wide node
                 # reaches into its neighbours and leaves them half dimmed
-                dr = to_device.mapRect(_rect(ng))
-                m = max(10.0, dr.height() * 0.3)
+                dr = to_device.mapRect(self.marks_rect(ng))
+                m = max(10.0, to_device.mapRect(_rect(ng)).height() * 0.3)
                 holes.addRoundedRect(dr.adjusted(-m, -m, m, m), 2 * m, 2 * m)
             p.setPen(Qt.NoPen)
             p.setBrush(qcolor(t.spotlight_dim))
@@ -646,10 +672,10 @@ class ScenePainter:
             labels.append((path, "∂ " + str(text)))
             near = near.united(path.boundingRect())
         for ng in highlight:
-            self._glow(p, to_device.mapRect(_rect(ng)), t.current, ng.node.kind == "op")
+            self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")
         ringed = list(highlight)
         if selected and selected in nodes and nodes[selected].step <= limit:
-            dr = to_device.mapRect(_rect(nodes[selected]))
+            dr = to_device.mapRect(self.marks_rect(nodes[selected]))
             p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
             p.setBrush(Qt.NoBrush)
             p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
