@@ -9,6 +9,7 @@ the nodes that line created.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable, Optional
 
 from pygments import lex
@@ -16,10 +17,11 @@ from pygments.lexers import PythonLexer
 from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
 from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import (QColor, QFont, QFontDatabase, QPainter, QPolygonF,
-                           QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat)
+from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter, QPolygonF,
+                           QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextDocument,
+                           QTextFormat)
 from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+from PySide6.QtWidgets import QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QWidget
 
 BASE_POINT_SIZE = 13.0
 
@@ -95,6 +97,87 @@ def _open_triple_quote(src: str) -> int:
     return {"'''": 1, '"""': 2}.get(open_q, 0)
 
 
+# columns a wrapped line's continuation sits further in than its own line's indentation
+HANG_COLUMNS = 2
+TAB_COLUMNS = 4
+
+
+def indent_columns(text: str, tab: int = TAB_COLUMNS) -> int:
+    """Columns of leading whitespace in ``text``, tabs to the next multiple of ``tab``."""
+    col = 0
+    for ch in text:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col = (col // tab + 1) * tab
+        else:
+            break
+    return col
+
+
+class HangingIndentLayout(QPlainTextDocumentLayout):
+    """QPlainTextDocumentLayout whose wrapped lines keep their line's indentation.
+
+    NOTE [hanging indent]: QPlainTextDocumentLayout lays every line of a block at the
+    left margin and ignores QTextBlockFormat's leftMargin and textIndent, so in a
+    narrow editor a long line inside a ``for`` loop continued at column 0 and read as
+    dedented code. Its layoutBlock is private, but every consumer (painting, the
+    gutter, scrolling, cursor and hit tests) asks ``blockBoundingRect`` first, which is
+    virtual: here a block whose continuation lines are not yet hung is laid out again,
+    continuation lines at the block's indentation plus HANG_COLUMNS, and its line count
+    (what QPlainTextEdit scrolls by) updated when the narrower lines wrap once more.
+    """
+
+    def _hang(self, block) -> None:
+        tl = block.layout()
+        if tl is None or tl.lineCount() < 2 or not block.isVisible():
+            return                      # one line (or none yet): nothing wraps
+        doc = self.document()
+        margin = doc.documentMargin()
+        # the first line is never hung, so its width is the one the layout wraps to
+        # (QPlainTextDocumentLayout's textWidth is not in the Python binding)
+        width = tl.lineAt(0).width()
+        if width <= 0 or width > 1e8:
+            return
+        fm = QFontMetricsF(doc.defaultFont())
+        col = fm.horizontalAdvance(" ")
+        indent = (indent_columns(block.text()) + HANG_COLUMNS) * col
+        # keep at least 12 columns per continuation line however deep the nesting
+        indent = max(0.0, min(indent, width - 12 * col))
+        if abs(tl.lineAt(1).x() - (margin + indent)) < 0.5:
+            return                      # already hung at this width
+        before = tl.lineCount()
+        tl.beginLayout()
+        height = 0.0
+        first = True
+        while True:
+            line = tl.createLine()
+            if not line.isValid():
+                break
+            line.setLeadingIncluded(True)
+            hang = 0.0 if first else indent
+            line.setLineWidth(width - hang)
+            line.setPosition(QPointF(margin + hang, height))
+            height += line.height()
+            if line.leading() < 0:
+                height += math.ceil(line.leading())
+            first = False
+        tl.endLayout()
+        if tl.lineCount() != before:
+            block.setLineCount(tl.lineCount())
+            self.documentSizeChanged.emit(self.documentSize())
+
+    def blockBoundingRect(self, block):
+        rect = super().blockBoundingRect(block)       # lays the block out if it is not
+        tl = block.layout()
+        if tl is not None and tl.lineCount() > 1:
+            n = tl.lineCount()
+            self._hang(block)
+            if tl.lineCount() != n or rect.height() != tl.boundingRect().height():
+                rect = super().blockBoundingRect(block)
+        return rect
+
+
 class _Gutter(QWidget):
     def __init__(self, editor: "CodeEditor"):
         super().__init__(editor)
@@ -110,6 +193,9 @@ class _Gutter(QWidget):
         block = self._editor.cursorForPosition(event.position().toPoint()).block()
         self._editor.line_clicked.emit(block.blockNumber() + 1)
 
+    def mouseReleaseEvent(self, event) -> None:
+        event.accept()              # the press was the click; nothing else gets it
+
 
 class CodeEditor(QPlainTextEdit):
     """QPlainTextEdit with a gutter, a step marker and grad-region tints."""
@@ -118,6 +204,13 @@ class CodeEditor(QPlainTextEdit):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        # NOTE [hanging indent]. The document and its layout are held here as well as by
+        # their Qt parents: a layout whose Python side went away before its C++ side
+        # (or the other way round) left its overrides pointing at a dead wrapper
+        self._doc = QTextDocument(self)
+        self._doc_layout = HangingIndentLayout(self._doc)
+        self._doc.setDocumentLayout(self._doc_layout)
+        self.setDocument(self._doc)
         self._gutter = _Gutter(self)
         self._marker_line: Optional[int] = None
         self._error_line: Optional[int] = None
@@ -235,10 +328,13 @@ class CodeEditor(QPlainTextEdit):
                     color = self.colors["error"]
                 elif line == self._marker_line:
                     color = self.colors["marker"]
+                tl = block.layout()
+                first_h = tl.lineAt(0).height() if tl is not None and tl.lineCount() else h
                 if line in (self._marker_line, self._error_line):
-                    # a small arrow: the projector-friendly "you are here"
-                    s = h * 0.32
-                    cx, cy = band + 3 + s, top + h / 2
+                    # a small arrow: the projector-friendly "you are here", beside the
+                    # line's first row when it wraps
+                    s = first_h * 0.32
+                    cx, cy = band + 3 + s, top + first_h / 2
                     p.setRenderHint(QPainter.RenderHint.Antialiasing)
                     p.setPen(Qt.PenStyle.NoPen)
                     p.setBrush(color)
@@ -249,6 +345,15 @@ class CodeEditor(QPlainTextEdit):
                 f.setBold(line in (self._marker_line, self._error_line))
                 p.setFont(f)
                 p.drawText(0, top, width - 6, fm.height(), Qt.AlignmentFlag.AlignRight, str(line))
+                if tl is not None and tl.lineCount() > 1:
+                    # continuation rows (NOTE [hanging indent]) get a quiet hook, not a number
+                    p.setPen(self.colors["gutter_fg"])
+                    f.setBold(False)
+                    p.setFont(f)
+                    for i in range(1, tl.lineCount()):
+                        ln = tl.lineAt(i)
+                        p.drawText(0, top + round(ln.y()), width - 6, round(ln.height()),
+                                   Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, "↪")
             block = block.next()
             top += h
         p.end()
@@ -259,7 +364,8 @@ class CodeEditor(QPlainTextEdit):
         sel.format.setBackground(color)
         sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
         cur = QTextCursor(self.document().findBlockByNumber(line - 1))
-        cur.clearSelection()
+        # the whole line, continuation lines included when it wraps
+        cur.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
         sel.cursor = cur
         return sel
 

@@ -1,0 +1,118 @@
+"""The code editor's wrapped lines: a hanging indent at the line's own indentation
+(NOTE [hanging indent] in ui/editor.py), with line numbers, the step marker and
+clicks still on the right lines."""
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QFontMetricsF, QTextCursor
+from PySide6.QtWidgets import QPlainTextEdit
+
+from graphscope.ui.editor import HANG_COLUMNS, CodeEditor, indent_columns
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+SNIPPET = """def run(sequence):
+    for x in sequence:
+        # one multiply per element, a comment long enough to wrap more than once here
+        h = w * h + x
+    return h
+"""
+COMMENT = 3          # 1-based line of the long comment
+
+
+@pytest.fixture
+def editor(qtbot):
+    e = CodeEditor()
+    qtbot.addWidget(e)
+    e.resize(320, 500)
+    e.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    e.setPlainText(SNIPPET)
+    e.show()
+    qtbot.waitExposed(e)
+    return e
+
+
+def _col(e):
+    return QFontMetricsF(e.document().defaultFont()).horizontalAdvance(" ")
+
+
+def _block(e, line):
+    b = e.document().findBlockByNumber(line - 1)
+    e.blockBoundingRect(b)          # laid out (and hung) as a paint would
+    return b
+
+
+def test_indent_columns_counts_spaces_and_tabs():
+    assert indent_columns("    x") == 4
+    assert indent_columns("\tx") == 4
+    assert indent_columns("  \t x") == 5
+    assert indent_columns("x  ") == 0
+
+
+def test_continuation_lines_hang_at_the_lines_own_indentation(editor):
+    b = _block(editor, COMMENT)
+    tl = b.layout()
+    assert tl.lineCount() >= 2, "the comment should wrap at this width"
+    margin = editor.document().documentMargin()
+    indent = 8 * _col(editor)                          # the comment's 8 spaces
+    assert tl.lineAt(0).x() == pytest.approx(margin)
+    for i in range(1, tl.lineCount()):
+        x = tl.lineAt(i).x() - margin
+        assert x >= indent, (i, x, indent)
+        assert x == pytest.approx((8 + HANG_COLUMNS) * _col(editor))
+    # the text cursor on a continuation row is drawn there too (viewport coordinates)
+    second = tl.lineAt(1)
+    cur = QTextCursor(b)
+    cur.setPosition(b.position() + second.textStart() + 1)
+    editor.setTextCursor(cur)
+    first_x = editor.cursorRect(QTextCursor(b)).x()    # column 0 of the block
+    assert editor.cursorRect().x() - first_x >= indent
+    # every character is still laid out once: the rows cover the whole text
+    assert sum(tl.lineAt(i).textLength() for i in range(tl.lineCount())) == len(b.text())
+
+
+def test_line_count_and_following_lines_stay_right(editor):
+    b = _block(editor, COMMENT)
+    rows = b.layout().lineCount()
+    assert b.lineCount() == rows                      # what QPlainTextEdit scrolls by
+    top = editor.blockBoundingGeometry(b).top()
+    h = editor.blockBoundingRect(b).height()
+    nxt = _block(editor, COMMENT + 1)
+    assert editor.blockBoundingGeometry(nxt).top() == pytest.approx(top + h)
+    assert h == pytest.approx(rows * b.layout().lineAt(0).height(), abs=1)
+
+
+def test_clicks_and_marker_land_on_the_right_line(editor, qtbot):
+    b = _block(editor, COMMENT)
+    nxt = _block(editor, COMMENT + 1)
+    off = editor.contentOffset()
+    y_next = int(editor.blockBoundingGeometry(nxt).translated(off).top() + 5)
+    y_last_row = int(editor.blockBoundingGeometry(b).translated(off).bottom() - 5)
+    with qtbot.waitSignal(editor.line_clicked, timeout=2000) as sig:
+        qtbot.mouseClick(editor._gutter, Qt.MouseButton.LeftButton, pos=QPoint(5, y_next))
+    assert sig.args == [COMMENT + 1]
+    with qtbot.waitSignal(editor.line_clicked, timeout=2000) as sig:
+        qtbot.mouseClick(editor._gutter, Qt.MouseButton.LeftButton, pos=QPoint(5, y_last_row))
+    assert sig.args == [COMMENT]
+    # the marker tints the whole wrapped line, every row of it
+    editor.set_marker_line(COMMENT)
+    (sel,) = editor.extraSelections()
+    assert sel.cursor.selectionStart() == b.position()
+    assert sel.cursor.selectionEnd() == b.position() + len(b.text())
+    editor.set_marker_line(COMMENT + 1)
+    (sel,) = editor.extraSelections()
+    assert sel.cursor.block().blockNumber() == COMMENT
+
+
+def test_resizing_rewraps_and_no_wrap_leaves_lines_alone(editor, qtbot):
+    b = _block(editor, COMMENT)
+    narrow_rows = b.layout().lineCount()
+    editor.resize(1400, 500)
+    qtbot.waitUntil(lambda: _block(editor, COMMENT).layout().lineCount() == 1, timeout=2000)
+    assert b.lineCount() == 1
+    editor.resize(260, 500)
+    qtbot.waitUntil(lambda: _block(editor, COMMENT).layout().lineCount() >= narrow_rows,
+                    timeout=2000)
+    tl = b.layout()
+    assert tl.lineAt(1).x() - editor.document().documentMargin() >= 8 * _col(editor)
+    editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+    qtbot.waitUntil(lambda: _block(editor, COMMENT).layout().lineCount() == 1, timeout=2000)
