@@ -102,3 +102,71 @@ def test_custom_function_node_names_per_class():
     assert "TwiceBackward" in names and "ThriceBackward" in names
     assert tr.tensor_by_name("b").grad_fn == "TwiceBackward"
     assert tr.tensor_by_name("c").grad_fn == "ThriceBackward"
+
+
+def test_stats_shared_by_views_over_the_same_elements_only():
+    # NOTE [same elements]: a transpose holds the same elements, a slice does not
+    memo = SummaryMemo(4)
+    w = torch.randn(50, 40)
+    s = memo.summary(w)["stats"]
+    t = memo.summary(w.t())
+    assert t["stats"] is s and t["shape"] == [40, 50]
+    assert memo.summary(w[:, :20])["stats"]["numel"] == 1000
+    assert memo.summary(w.reshape(2000)[1:1001])["stats"] is not s
+    w.t().mul_(2)                           # in place through the view: both versions move
+    s2 = memo.summary(w.t())["stats"]
+    assert s2 is not s and math.isclose(s2["max"], w.max().item())
+    assert stats_of(w.t()) == {k: v for k, v in s2.items() if k != "hist"}
+
+
+def test_new_grad_summary_reused_only_when_equal():
+    memo = SummaryMemo(4)
+    g = torch.randn(30, 20)
+    memo.summary(g)
+    copy = g.clone()
+    assert memo.summary_as(copy, g)["stats"] is memo.summary(g)["stats"]
+    other = g.clone().add_(1)
+    st = memo.summary_as(other, g)["stats"]
+    assert math.isclose(st["mean"], other.mean().item(), rel_tol=1e-6)
+
+
+def test_transposed_weight_grads_keep_their_own_statistics():
+    tr = capture(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "lin = torch.nn.Linear(30, 20)\n"
+        "opt = torch.optim.SGD(lin.parameters(), lr=0.1)\n"
+        "x = torch.randn(8, 30)\n"
+        "for _ in range(2):\n"
+        "    opt.zero_grad()\n"
+        "    lin(x).pow(2).sum().backward()\n"
+        "    opt.step()\n"
+        "w = lin.weight\n")
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(30, 20)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+    x = torch.randn(8, 30)
+    for _ in range(2):
+        opt.zero_grad()
+        lin(x).pow(2).sum().backward()
+        opt.step()
+    acc = [s for s in tr.backward if s.grad_fn == "AccumulateGrad" and s.grad_after
+           and s.grad_after["shape"] == [20, 30]]
+    assert len(acc) == 2
+    want = stats_of(lin.weight.grad)
+    got = acc[-1].grad_after["stats"]
+    assert (got["min"], got["max"], got["mean"]) == (want["min"], want["max"], want["mean"])
+    assert math.isclose(got["std"], want["std"], rel_tol=1e-6)
+
+
+def test_grad_reads_recorded_and_a_non_leaf_read_warns_at_the_snippet_line():
+    tr = capture("import torch\n"
+                 "x = torch.ones(2, requires_grad=True)\n"
+                 "y = x * 2\n"
+                 "g = y.grad\n"
+                 "print(g, x.grad)\n", filename="snip.py")
+    assert tr.stdout == "None None\n"
+    assert tr.stderr.startswith("snip.py:4: UserWarning: The .grad attribute of a Tensor "
+                                "that is not a leaf")
+    assert [(o.kind, o.line) for o in tr.ops if o.kind == "grad_read"] == [("grad_read", 4),
+                                                                           ("grad_read", 5)]

@@ -145,6 +145,7 @@ class BackwardTracer:
         emit_step = self._emit_step
         r = self.r
         pre_summary = r.memo.summary
+        summary_as = r.memo.summary_as
         while stack:
             node = stack.pop()
             if id(node) in seen:
@@ -178,9 +179,18 @@ class BackwardTracer:
                     r.recording = False
                     try:
                         g = node.variable._grad
+                        before = befores.pop(fixed[0], None)
+                        if g is None:
+                            after = None
+                        elif before is None and grad_outputs:
+                            # into an empty .grad: the incoming gradient or a copy
+                            # (NOTE [same elements] in summaries.py)
+                            pre_summary(grad_outputs[0])
+                            after = summary_as(g, grad_outputs[0])
+                        else:
+                            after = pre_summary(g)
                         emit_step(call_id, fixed, next(r.seq), grad_outputs, grad_inputs,
-                                  befores.pop(fixed[0], None),
-                                  pre_summary(g) if g is not None else None)
+                                  before, after)
                     finally:
                         r.recording = was
             else:

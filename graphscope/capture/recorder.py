@@ -616,11 +616,23 @@ class Recorder(TorchFunctionMode):
 
     # -- special calls -------------------------------------------------------------
     def _grad_read(self, func, args, kwargs):
-        result = call_as_caller(func, args, kwargs)
+        """An optimizer reads each ``.grad`` two or three times a step, so this is
+        a hot path: one frame walk finds both the caller and the snippet frame
+        (as ``_call`` does), and a leaf's ``.grad`` is read directly: only a
+        non-leaf's warns (NOTE [warning attribution])."""
         t = args[0]
+        caller, frame, opaque = _locate(sys._getframe(1), self.filename)
+        if not opaque and frame is not None:
+            opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
+        if caller is None or (isinstance(t, Tensor) and t.is_leaf):
+            result = func(*args, **kwargs)
+        else:
+            result = _call_from(caller, func, args, kwargs)
+        if opaque:   # NOTE [static tracers]
+            return result
         outs = [result] if isinstance(result, Tensor) else []
         self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t], outs,
-                     None, None)
+                     None, None, frame)
         return result
 
     def _grad_write(self, func, args, kwargs):

@@ -86,7 +86,9 @@ def stats_of(t, hist: bool = False) -> dict | None:
         if n > _TWO_PASS_FROM:
             dd = d if d.dtype == torch.float64 else d.double()
             mean = dd.sum().item() / n
-            std = _vector_norm(dd - mean).item() / math.sqrt(n - 1)
+            # the double copy is ours: deviations in place (d itself is still needed)
+            dev = dd - mean if dd is d else dd.sub_(mean)
+            std = _vector_norm(dev).item() / math.sqrt(n - 1)
             if d.dtype == torch.float32:
                 mean, std = _f32.unpack(_f32.pack(mean))[0], _f32.unpack(_f32.pack(std))[0]
         elif n > 1:
@@ -216,12 +218,14 @@ class SummaryMemo:
     share a summary share the dict: records are immutable (NOTE [records]).
     """
 
-    __slots__ = ("limit", "_memo", "hist_time", "_hist_spent", "_t0")
+    __slots__ = ("limit", "_memo", "_blocks", "hist_time", "_hist_spent", "_t0")
     _MAX = 4096
 
     def __init__(self, limit: int, hist_time: tuple | None = None) -> None:
         self.limit = limit
         self._memo: dict = {}   # id(t) -> (weakref, version, value, stats, summary or None)
+        # NOTE [same elements]: (data_ptr, numel, dtype) -> (weakref, version, stats)
+        self._blocks: dict = {}
         # NOTE [histograms]: (grace seconds, share of the run) histograms may take;
         # None: none except final gradients
         self.hist_time = hist_time
@@ -256,7 +260,7 @@ class SummaryMemo:
                     memo[id(t)] = (e[0], v, e[2], st2, e[4])
                     st = st2
             return e[2], st
-        value, stats = value_of(t, self.limit)
+        value, stats = self._value_of(t)
         if stats is not None:
             stats = self._with_hist(t, stats, final)
         if small_too or stats is not None:
@@ -267,7 +271,7 @@ class SummaryMemo:
 
     def _with_hist(self, t, stats, final: bool):
         """``stats`` with a histogram added (a new dict) if it is wanted and there is one."""
-        if stats is None or stats.get("min") is None:
+        if stats is None or stats.get("min") is None or "hist" in stats:
             return stats
         if not final:
             ht = self.hist_time
@@ -297,10 +301,88 @@ class SummaryMemo:
                 return e[4]
             value, stats = e[2], e[3]
         else:
-            value, stats = value_of(t, self.limit)
+            value, stats = self._value_of(t)
         s = {"value": value, "stats": stats, "shape": list(t.shape),
              "dtype": dtype_name(t.dtype)}
         if len(memo) >= self._MAX:
             memo.clear()
         memo[id(t)] = (_ref(t), v, value, stats, s)
         return s
+
+    def _value_of(self, t):
+        """``value_of(t, limit)``, the stats of a big tensor shared with any tensor
+        over the same elements.
+
+        NOTE [same elements]: a backward pass hands the same gradient on as
+        views: the weight gradient of ``addmm`` comes out of ``TBackward`` as
+        the transpose of the one ``AddmmBackward`` sent, a different Python
+        object (so ``_memo`` misses) over the same memory. Min, max, mean and
+        std do not depend on the order of the elements, and torch reduces a
+        dense tensor in memory order whatever its strides, so the statistics
+        are the same numbers. A tensor is dense (``_dense``) when its elements
+        fill ``numel`` consecutive slots from ``data_ptr`` (strides are never
+        negative, so ``data_ptr`` is the lowest); two dense tensors with the
+        same ``data_ptr``, ``numel`` and dtype hold the same elements. The
+        entry is trusted only while the tensor it was computed from lives
+        (so the memory is not reused) and neither version changed (views
+        share the version counter).
+        """
+        try:
+            n = t.numel()
+            if n <= self.limit:
+                return value_of(t, self.limit)
+            key = (t.data_ptr(), n, t.dtype)
+            v = t._version
+            dense = _dense(t)
+        except Exception:
+            return value_of(t, self.limit)
+        if dense:
+            e = self._blocks.get(key)
+            if e is not None and e[1] == v:
+                o = e[0]()
+                if o is not None and o._version == v and o.data_ptr() == key[0]:
+                    return None, e[2]
+        value, stats = value_of(t, self.limit)
+        if dense and stats is not None:
+            blocks = self._blocks
+            if len(blocks) >= self._MAX:
+                blocks.clear()
+            blocks[key] = (_ref(t), v, stats)
+        return value, stats
+
+    def summary_as(self, t, src) -> dict | None:
+        """``summary(t)`` where ``t`` is known to be likely equal to ``src``, whose
+        summary is memoised: a leaf's new ``.grad`` after accumulating into
+        None is the incoming gradient or a copy of it. Equality is checked
+        (``torch.equal``, one pass, against five for statistics), never assumed."""
+        if (isinstance(src, torch.Tensor) and isinstance(t, torch.Tensor) and t is not src):
+            try:
+                if (t.dtype == src.dtype and t.shape == src.shape
+                        and t.numel() > self.limit and t.device == src.device):
+                    e = self._memo.get(id(src))
+                    if (e is not None and e[0]() is src and e[1] == src._version
+                            and e[3] is not None and torch.equal(t, src)):
+                        s = {"value": None, "stats": e[3], "shape": list(t.shape),
+                             "dtype": dtype_name(t.dtype)}
+                        memo = self._memo
+                        if len(memo) >= self._MAX:
+                            memo.clear()
+                        memo[id(t)] = (_ref(t), t._version, None, e[3], s)
+                        return s
+            except Exception:
+                pass
+        return self.summary(t)
+
+
+def _dense(t) -> bool:
+    """Whether ``t``'s elements fill ``numel`` consecutive slots (NOTE [same elements])."""
+    if t.is_contiguous():
+        return True
+    expect = 1
+    for stride, size in sorted(zip(t.stride(), t.shape)):
+        if size == 1:
+            continue
+        if stride != expect:
+            return False
+        expect *= size
+    return True
