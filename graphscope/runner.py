@@ -135,6 +135,11 @@ class _Worker:
     def interrupt(self) -> None:
         self._signal_group(signal.SIGINT)
 
+    def discard(self) -> None:
+        """End a worker that will not run anything (a spare warm one) and close its pipes."""
+        self.kill(grace=0)
+        self.close()
+
     def close(self) -> None:
         if self._closed:
             return
@@ -517,8 +522,7 @@ class Runner:
         if s is not None:
             s.done.wait(3.0)
         if warm is not None:
-            warm.kill(grace=0)
-            warm.close()
+            warm.discard()
 
     def __enter__(self):
         return self
@@ -538,8 +542,7 @@ class Runner:
             else:
                 self._warm, stale = w, None
         if stale is not None:
-            stale.kill(grace=0)
-            stale.close()
+            stale.discard()
 
     def _run_finished(self, session: _RunSession) -> None:
         # A worker that could not start would fail again: do not spin up another.
@@ -549,8 +552,7 @@ class Runner:
             with self._lock:
                 warm, self._warm = self._warm, None
             if warm is not None:
-                warm.kill(grace=0)
-                warm.close()
+                warm.discard()
         elif self._warm_enabled and not self._closed and self._warm is None:
             self._spawn_warm()
 
