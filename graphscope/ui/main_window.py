@@ -776,37 +776,28 @@ class MainWindow(QMainWindow):
         return self.live.timeline.cursor if self.live else 0
 
     def set_cursor(self, value: int) -> None:
-        if self.live is None:
-            return
-        self._stop_playing()
-        self.live.timeline.set_cursor(value)
-        self._show_cursor()
+        self._step(lambda tl: tl.set_cursor(value))
 
     def _on_bar_cursor(self, shown: int) -> None:
         self.set_cursor(shown - 1)
 
     def step_forward(self) -> None:
-        if self.live:
-            self._stop_playing()
-            self.live.timeline.step_forward()
-            self._show_cursor()
+        self._step(lambda tl: tl.step_forward())
 
     def step_back(self) -> None:
-        if self.live:
-            self._stop_playing()
-            self.live.timeline.step_back()
-            self._show_cursor()
+        self._step(lambda tl: tl.step_back())
 
     def step_first(self) -> None:
-        if self.live:
-            self._stop_playing()
-            self.live.timeline.first()
-            self._show_cursor()
+        self._step(lambda tl: tl.first())
 
     def step_last(self) -> None:
+        self._step(lambda tl: tl.last())
+
+    def _step(self, move) -> None:
+        """A stepping button: stepping by hand ends playback, then show the new frame."""
         if self.live:
             self._stop_playing()
-            self.live.timeline.last()
+            move(self.live.timeline)
             self._show_cursor()
 
     def set_speed(self, steps_per_second: float) -> None:
