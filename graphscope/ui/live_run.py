@@ -8,8 +8,6 @@ per message (the brief's "never rebuild everything per message").
 """
 from __future__ import annotations
 
-
-
 from graphscope import protocol as P
 from graphscope.model.graph import GraphBuilder, GraphDelta
 from graphscope.model.layout import LayeredLayout
@@ -32,7 +30,7 @@ class LiveRun:
 
     @property
     def finished(self) -> bool:
-        return self.trace.end is not None
+        return self.trace.finished
 
     def apply(self, msgs: list, follow: bool = False) -> GraphDelta:
         """Add a batch of messages; returns what changed in the graph.
