@@ -434,6 +434,13 @@ class Runner:
         from a reader thread with lists of protocol messages, the last one an End.
         ``run_fields`` are other fields of :class:`protocol.Run` (``max_ops``...)."""
         run = P.Run(source=source, filename=filename, **run_fields)
+        s = self._session
+        if (s is not None and s.end is not None and not s.done.is_set()
+                and threading.current_thread() is not s.thread):
+            # The previous run's End has been handed to its listener but its reader
+            # thread is still reaping the worker: a caller reacting to that End with
+            # a new run waits this moment out instead of being refused.
+            s.done.wait(2.0)
         with self._lock:
             if self._closed:
                 raise RuntimeError("this Runner is closed")

@@ -99,6 +99,20 @@ def test_warm_worker_is_used_for_the_next_run():
     assert not (r.worker_pids())
 
 
+def test_a_new_run_may_start_as_soon_as_the_last_end_arrives():
+    """A listener that reacts to End with the next run (the window's Run button,
+    a lesson's next scenario) is not refused while the reader thread still reaps
+    the finished worker."""
+    with Runner(warm=True) as r:
+        for i in range(3):
+            ended = threading.Event()
+            r.start(f"print({i})\n", "<snippet>",
+                    lambda ms: any(m.T == "end" for m in ms) and ended.set(), timeout=60)
+            assert ended.wait(60)
+        r.wait()
+        assert r.worker_pids()
+
+
 def test_stop_returns_within_a_second_and_keeps_the_trace():
     src = ("import torch\n"
            "a = torch.ones(3) * 2\n"

@@ -75,10 +75,6 @@ class RunController(QObject):
 
         try:
             runner = self.runner()
-            if runner.running:
-                # the previous run's End reaches us just before its reader thread
-                # finishes; give it that moment instead of failing the new run
-                runner.wait(2.0)
             runner.start(source, filename, on_messages, timeout=self.timeout,
                                 **self.run_fields)
         except Exception as e:  # the worker could not even start: say so, keep the window
