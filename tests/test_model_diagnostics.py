@@ -1,10 +1,12 @@
 """Plain-language explanations for the common autograd errors, and the problems list."""
+import textwrap
+
 import pytest
 
 from graphscope import protocol as P
 from graphscope.model.diagnostics import explain, flags, problems
 from graphscope.model.trace import Trace
-from test_model_traces import MISSING_RG, NO_GRAD, trace_of
+from test_model_traces import MISSING_RG, NO_GRAD, PRACTICE_3, trace_of
 
 
 def _diag(src):
@@ -164,16 +166,7 @@ def test_detach_and_warnings_in_problems():
 
 
 def test_branch_directions():
-    tr = trace_of("""
-        import torch
-        x = torch.tensor(1.0, requires_grad=True)
-        y = x * 2
-        if y.item() > 1.5:
-            z = y * 3
-        else:
-            z = y * 4
-        z.backward()
-        print(x.grad.item())
+    tr = trace_of(PRACTICE_3.lstrip("\n") + textwrap.dedent("""\
         v = torch.tensor([1.0, 2.0, 3.0])
         w = v * 2 if v.sum() > 5 else v + 2
         n = torch.tensor(1.0)
@@ -183,7 +176,7 @@ def test_branch_directions():
             w = -w
         else:
             w = w + 1
-    """)
+    """))
     br = {p.line: p.message for p in flags(tr) if p.kind == "branch"}
     assert set(br) == {4, 11, 13, 15}                    # the print's .item() is no decision
     assert "if y.item() > 1.5" in br[4] and "2.0" in br[4] and "if-branch ran (line 5)" in br[4]

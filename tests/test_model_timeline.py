@@ -5,7 +5,7 @@ import pytest
 from graphscope.model.graph import GraphBuilder, build_graph
 from graphscope.model.timeline import Timeline
 from graphscope.model.trace import Trace
-from test_model_traces import run_messages, trace_of
+from test_model_traces import PRACTICE_3, run_messages, trace_of
 
 SIMPLE = """
 import torch
@@ -225,18 +225,7 @@ def test_refresh_while_streaming_matches_the_finished_timeline():
 
 
 def test_problem_set_branch_question_steps_to_six():
-    # problem-set practice 3: y = x * 2 is 2.0 > 1.5, so z = y * 3 and x.grad is 6.0
-    tr = trace_of("""
-        import torch
-        x = torch.tensor(1.0, requires_grad=True)
-        y = x * 2
-        if y.item() > 1.5:
-            z = y * 3
-        else:
-            z = y * 4
-        z.backward()
-        print(x.grad.item())
-    """)
+    tr = trace_of(PRACTICE_3)
     g = build_graph(tr)
     tl = Timeline(tr, g)
     assert tr.stdout == "6.0\n"

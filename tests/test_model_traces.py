@@ -37,6 +37,19 @@ z = y.sum()
 z.backward()
 """
 
+# problem-set practice 3: y = x * 2 is 2.0 > 1.5, so z = y * 3 and x.grad is 6.0
+PRACTICE_3 = """
+import torch
+x = torch.tensor(1.0, requires_grad=True)
+y = x * 2
+if y.item() > 1.5:
+    z = y * 3
+else:
+    z = y * 4
+z.backward()
+print(x.grad.item())
+"""
+
 MISSING_RG = """
 import torch
 x = torch.tensor(2.0)
