@@ -312,7 +312,7 @@ def _grad_fn_name(t):
 class Recorder(TorchFunctionMode):
     """Records the snippet's torch calls; see the module docstring."""
 
-    def __init__(self, run: P.Run, emit, seq=None) -> None:
+    def __init__(self, run: P.Run, emit, seq=None, stats_batch=None) -> None:
         super().__init__()
         self.emit = emit
         self.seq = seq if seq is not None else itertools.count()
@@ -320,7 +320,8 @@ class Recorder(TorchFunctionMode):
         self.value_limit = run.value_limit
         self.max_ops = run.max_ops
         self.ids = TensorIds()
-        self.memo = summaries.SummaryMemo(run.value_limit, summaries.HIST_TIME)   # value summaries, shared
+        # value summaries, shared; stats deferred to the batch (NOTE [deferred stats])
+        self.memo = summaries.SummaryMemo(run.value_limit, summaries.HIST_TIME, stats_batch)
         self.n_ops = 0
         self.recording = True
         self.module = None            # current module path, kept by modules.py

@@ -23,6 +23,7 @@ from graphscope import protocol as P
 from graphscope.capture import regions as regions_mod
 from graphscope.capture import summaries
 from graphscope.capture.backward import BackwardTracer
+from graphscope.capture.deferred_stats import HeldEmit, StatsBatch
 from graphscope.capture.modules import ModuleHooks
 from graphscope.capture.names import NameTracker
 from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
@@ -30,8 +31,12 @@ from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
 from graphscope.capture.recorder import Recorder, node_name
 
 
-def run_snippet(run: P.Run, emit) -> P.End:
-    """Run ``run.source`` as ``__main__`` under the recorder; see the module docstring."""
+def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
+    """Run ``run.source`` as ``__main__`` under the recorder; see the module docstring.
+
+    ``on_idle``: called with a function that another thread may call every few
+    milliseconds to let held-back messages go (NOTE [deferred stats]), and with
+    None when the run is over; the worker's flusher thread calls it."""
     t0 = time.perf_counter()
     seq = itertools.count()
     filename = run.filename or "<snippet>"
@@ -56,7 +61,11 @@ def run_snippet(run: P.Run, emit) -> P.End:
     g["__cached__"] = None
     _register_source(filename, run.source)
 
-    recorder = Recorder(run, emit, seq)
+    batch = StatsBatch()
+    held = emit = HeldEmit(emit, batch)
+    if on_idle is not None:
+        on_idle(held.flush_if_idle)
+    recorder = Recorder(run, emit, seq, batch)
     recorder.names = NameTracker(recorder.ids, emit)
     recorder.backward = BackwardTracer(recorder)
     hooks = ModuleHooks(recorder)
@@ -105,6 +114,9 @@ def run_snippet(run: P.Run, emit) -> P.End:
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
         _restore_gc(gc_state)
+        if on_idle is not None:
+            on_idle(None)
+        held.flush()
     return P.End(status, error, exit_code, time.perf_counter() - t0)
 
 

@@ -158,9 +158,19 @@ def _hist(d, lo: float, hi: float) -> dict | None:
 _HIST_ONE_CALL = 1024   # up to here torch.histogram's single call is the cheaper
 
 
-_ABS = "abs"
+_ABS = ABS = "abs"
 _plans: dict = {}   # dtype -> None (as is) | dtype to convert to | _ABS (complex)
 _vector_norm = torch.linalg.vector_norm
+HALF_TYPES = _float_types
+
+
+def plan_of(dtype):
+    """How stats read a dtype: None (as is), a dtype to convert to, or ``ABS``."""
+    try:
+        return _plans[dtype]
+    except KeyError:
+        p = _plans[dtype] = _plan(torch.empty(0, dtype=dtype))
+        return p
 
 
 def _plan(d):
@@ -218,11 +228,14 @@ class SummaryMemo:
     share a summary share the dict: records are immutable (NOTE [records]).
     """
 
-    __slots__ = ("limit", "_memo", "_blocks", "hist_time", "_hist_spent", "_t0")
+    __slots__ = ("limit", "_memo", "_blocks", "hist_time", "_hist_spent", "_t0", "batch")
     _MAX = 4096
 
-    def __init__(self, limit: int, hist_time: tuple | None = None) -> None:
+    def __init__(self, limit: int, hist_time: tuple | None = None, batch=None) -> None:
         self.limit = limit
+        # a deferred_stats.StatsBatch: stats of mid-sized tensors are filled later
+        # (NOTE [deferred stats]); None: at once
+        self.batch = batch
         self._memo: dict = {}   # id(t) -> (weakref, version, value, stats, summary or None)
         # NOTE [same elements]: (data_ptr, numel, dtype) -> (weakref, version, stats)
         self._blocks: dict = {}
@@ -260,8 +273,8 @@ class SummaryMemo:
                     memo[id(t)] = (e[0], v, e[2], st2, e[4])
                     st = st2
             return e[2], st
-        value, stats = self._value_of(t)
-        if stats is not None:
+        value, stats = self._value_of(t, final)
+        if stats is not None and "min" in stats:   # a pending one had its histogram decided
             stats = self._with_hist(t, stats, final)
         if small_too or stats is not None:
             if len(memo) >= self._MAX:
@@ -269,19 +282,29 @@ class SummaryMemo:
             memo[id(t)] = (_ref(t), v, value, stats, None)
         return value, stats
 
+    def _hist_wanted(self, final: bool) -> bool:
+        """Whether a histogram is wanted now (NOTE [histograms]: the time budget)."""
+        if final:
+            return True
+        ht = self.hist_time
+        if ht is None:
+            return False
+        spent = self._hist_spent
+        if self.batch is not None:
+            spent += self.batch.hist_seconds
+        return spent <= ht[0] + ht[1] * (_clock() - self._t0)
+
     def _with_hist(self, t, stats, final: bool):
         """``stats`` with a histogram added (a new dict) if it is wanted and there is one."""
-        if stats is None or stats.get("min") is None or "hist" in stats:
+        if stats is None or "hist" in stats:
             return stats
-        if not final:
-            ht = self.hist_time
-            if ht is None:
+        if "min" not in stats:   # still pending (NOTE [deferred stats])
+            if self.batch is None or not self._hist_wanted(final):
                 return stats
-            now = _clock()
-            if self._hist_spent > ht[0] + ht[1] * (now - self._t0):
-                return stats
-        else:
-            now = _clock()
+            return self.batch.add_like(stats, stats["numel"], True) or stats
+        if stats["min"] is None or not self._hist_wanted(final):
+            return stats
+        now = _clock()
         h = _hist_of(t, stats)
         self._hist_spent += _clock() - now
         return stats if h is None else dict(stats, hist=h)
@@ -309,9 +332,11 @@ class SummaryMemo:
         memo[id(t)] = (_ref(t), v, value, stats, s)
         return s
 
-    def _value_of(self, t):
+    def _value_of(self, t, hist=None):
         """``value_of(t, limit)``, the stats of a big tensor shared with any tensor
-        over the same elements.
+        over the same elements; pending stats from the batch when there is one
+        (NOTE [deferred stats]), with a histogram if ``hist`` is not None and
+        ``_hist_wanted(hist)``.
 
         NOTE [same elements]: a backward pass hands the same gradient on as
         views: the weight gradient of ``addmm`` comes out of ``TBackward`` as
@@ -342,7 +367,13 @@ class SummaryMemo:
                 o = e[0]()
                 if o is not None and o._version == v and o.data_ptr() == key[0]:
                     return None, e[2]
-        value, stats = value_of(t, self.limit)
+        stats = None
+        if self.batch is not None:
+            stats = self.batch.add(t, n, hist is not None and self._hist_wanted(hist))
+        if stats is None:
+            value, stats = value_of(t, self.limit)
+        else:
+            value = None
         if dense and stats is not None:
             blocks = self._blocks
             if len(blocks) >= self._MAX:

@@ -1,0 +1,239 @@
+"""Statistics of mid-sized tensors, computed in batches, and the emit that waits for them.
+
+NOTE [deferred stats]: a tensor above the value limit is recorded with
+statistics (``{numel, min, max, mean, std}`` and, for some, a histogram).
+Computed one tensor at a time that is five or six torch calls of 2-3 us of
+dispatch each, whatever the size: about 15 us for a 100-element activation,
+three times the op that made it, and a run makes one per new tensor and per
+gradient a backward step hands on. So, for tensors up to ``BATCH_NUMEL``
+elements, ``StatsBatch.add`` takes a copy (one call, about 1.5 us: the snippet
+may change the tensor in place later, and the copy is ours, so its lifetime
+and version counter are untouched) and returns the stats dict still empty
+but for ``numel``; ``compute`` fills every pending dict at once, stacking the
+copies of equal size and dtype and reducing along one dimension (under 1 us a
+tensor for a batch of a few hundred). The numbers are those of
+``summaries.stats_of``: min and max of the converted values, mean and std
+accumulated in double and rounded to the tensor's own precision.
+
+A dict that is not filled yet must not leave the worker, so ``HeldEmit``
+holds every message back while anything is pending, in order, and lets them
+go after ``compute``: when the batch is full, when a line of output is
+written (it flushes the stream as a terminal would), when the run ends, and
+from the worker's flusher thread when the snippet has been quiet for
+``IDLE_AFTER`` seconds (so a ``time.sleep`` does not freeze the live view).
+A crash therefore loses at most what was held back, a few milliseconds of
+events, as the worker's own write batching already could.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+import torch
+
+from graphscope import protocol as P
+from graphscope.capture import summaries
+
+BATCH_NUMEL = 1 << 16        # above this a tensor's op dominates: stats_of at once
+BATCH_COUNT = 512            # pending tensors before a compute ...
+BATCH_ELEMENTS = 1 << 22     # ... or pending elements (32 MB of double copies at most)
+IDLE_AFTER = 0.01            # seconds without a flush before the flusher thread flushes
+
+_strided = torch.strided
+_f32 = torch.float32
+_f64 = torch.float64
+
+
+class StatsBatch:
+    """Pending statistics: copies of tensors and the dicts their stats go into."""
+
+    __slots__ = ("_entries", "_elements", "_lock", "computing", "hist_seconds")
+
+    def __init__(self) -> None:
+        # (copy, numel, stats dict, floating, round_to_f32, hist wanted, group key)
+        self._entries: list = []
+        self._elements = 0
+        self._lock = threading.Lock()
+        self.computing = False
+        self.hist_seconds = 0.0      # time spent on histograms (summaries' budget)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._entries) or self.computing
+
+    def full(self) -> bool:
+        return len(self._entries) >= BATCH_COUNT or self._elements >= BATCH_ELEMENTS
+
+    def add(self, t, n: int, hist: bool):
+        """A stats dict for tensor ``t`` of ``n`` elements, filled by the next
+        ``compute``; None if ``t`` is not a plain strided CPU tensor (the caller
+        then computes its stats at once)."""
+        try:
+            if n < 2 or n > BATCH_NUMEL or t.layout is not _strided or not t.is_cpu:
+                return None
+            d = t.detach()
+            dt = d.dtype
+            plan = summaries.plan_of(dt)
+            if plan is summaries.ABS:
+                c = d.abs()
+                floating = False
+            elif plan is None:
+                c = d.clone()
+                floating = True
+            else:
+                c = d.to(plan)
+                if c is d:
+                    c = d.clone()
+                floating = dt in summaries.HALF_TYPES
+            cdt = c.dtype
+            key = (cdt, c.shape)   # stacked together: same dtype and shape
+        except Exception:
+            return None
+        st = {"numel": n}
+        with self._lock:
+            self._entries.append((c, n, st, floating, cdt is _f32, hist and floating, key))
+            self._elements += n
+        return st
+
+    def add_like(self, st: dict, n: int, hist: bool):
+        """A new pending dict for the same copy as pending ``st`` (with ``hist``
+        wanted), or None if ``st`` is not pending (already computed)."""
+        with self._lock:
+            for e in reversed(self._entries):
+                if e[2] is st:
+                    st2 = {"numel": n}
+                    self._entries.append((e[0], n, st2, e[3], e[4], hist and e[3], e[6]))
+                    return st2
+        return None
+
+    def compute(self) -> None:
+        """Fill every pending dict. Never raises for a bad tensor: its dict gets
+        None for the numbers, as ``stats_of`` gives None for an unreadable one."""
+        with self._lock:
+            entries = self._entries
+            if not entries:
+                return
+            self._entries = []
+            self._elements = 0
+            self.computing = True
+        done = False
+        try:
+            # our own calls: not the snippet's ops, whichever thread this is
+            with torch._C.DisableTorchFunction():
+                groups: dict = {}
+                for e in entries:
+                    g = groups.get(e[6])
+                    if g is None:
+                        groups[e[6]] = [e]
+                    else:
+                        g.append(e)
+                for group in groups.values():
+                    self._fill(group)
+            done = True
+        finally:
+            if not done:   # interrupted (KeyboardInterrupt): no dict stays half empty
+                for e in entries:
+                    if "min" not in e[2]:
+                        e[2].update(min=None, max=None, mean=None, std=None)
+            self.computing = False
+
+    def _fill(self, group: list) -> None:
+        try:
+            n = group[0][1]
+            x = torch.stack([e[0] for e in group]).view(len(group), n)
+            lo, hi = torch.aminmax(x, dim=1)
+            d = x if x.dtype == _f64 else x.double()
+            mean = d.sum(dim=1).div_(n)
+            dev = d - mean[:, None]
+            std = dev.mul_(dev).sum(dim=1).div_(n - 1).sqrt_()
+            if group[0][4]:              # float32 values: torch's own rounding
+                mean, std = mean.float(), std.float()
+            rows = zip(lo.tolist(), hi.tolist(), mean.tolist(), std.tolist())
+        except Exception:
+            for e in group:
+                e[2].update(min=None, max=None, mean=None, std=None)
+            return
+        want = []
+        for i, (e, (a, b, m, s)) in enumerate(zip(group, rows)):
+            e[2].update(min=a, max=b, mean=m, std=s)
+            if e[5]:
+                want.append(i)
+        if want:
+            t0 = time.perf_counter()
+            try:
+                self._hists(x, [group[i] for i in want], want, lo, hi)
+            except Exception:
+                pass
+            self.hist_seconds += time.perf_counter() - t0
+
+    @staticmethod
+    def _hists(x, group, rows, lo, hi) -> None:
+        """Histograms (NOTE [histograms] in summaries.py) of rows ``rows`` of ``x``,
+        all in one ``bincount``; a row with NaN/inf bounds or one value goes
+        through ``summaries._hist`` (rare)."""
+        bins = summaries.HIST_BINS
+        los, his = lo.tolist(), hi.tolist()
+        fast = []
+        for e, r in zip(group, rows):
+            a, b = los[r], his[r]
+            if a == a and b == b and a != b and abs(a) != float("inf") and abs(b) != float("inf"):
+                fast.append((e, r, a, b))
+            else:
+                h = summaries._hist(x[r].float() if x.dtype != _f64 else x[r], a, b)
+                if h is not None:
+                    e[2]["hist"] = h
+        if not fast:
+            return
+        idx = torch.tensor([r for _, r, _, _ in fast])
+        sel = x.index_select(0, idx).double()
+        lo_t = torch.tensor([a for _, _, a, _ in fast], dtype=_f64)[:, None]
+        scale = torch.tensor([bins / (b - a) for _, _, a, b in fast], dtype=_f64)[:, None]
+        # trunc((x - lo) * bins / (hi - lo)); the maximum lands in bin ``bins``
+        # and is folded into the last, as torch.histogram does
+        k = sel.sub_(lo_t).mul_(scale).to(torch.int64).clamp_(0, bins - 1)
+        k += (torch.arange(len(fast)) * bins)[:, None]
+        counts = torch.bincount(k.reshape(-1), minlength=len(fast) * bins).view(
+            len(fast), bins).tolist()
+        for (e, _, a, b), c in zip(fast, counts):
+            width = (b - a) / bins
+            e[2]["hist"] = {"edges": [a + i * width for i in range(bins)] + [b], "counts": c}
+
+
+class HeldEmit:
+    """``emit`` that holds messages back while a StatsBatch has pending dicts
+    (NOTE [deferred stats]). Safe to ``flush`` from another thread: messages
+    leave in the order they came, each after the stats it carries."""
+
+    def __init__(self, emit, batch: StatsBatch) -> None:
+        self._emit = emit
+        self.batch = batch
+        self._held: deque = deque()
+        self._flush_lock = threading.Lock()
+        self._last_flush = time.monotonic()
+
+    def __call__(self, msg) -> None:
+        batch = self.batch
+        if self._held or batch.computing or batch._entries:
+            self._held.append(msg)
+            if batch.full() or (type(msg) is P.Output and msg.text.endswith("\n")):
+                self.flush()
+        else:
+            self._emit(msg)
+
+    def flush(self) -> None:
+        with self._flush_lock:
+            held = self._held
+            n = len(held)          # these messages' stats were added before them ...
+            self.batch.compute()   # ... so this fills all of them
+            emit = self._emit
+            for _ in range(n):
+                emit(held[0])      # peek, emit, then pop: while one is on its way
+                held.popleft()     # the queue is not empty, so nothing overtakes it
+            self._last_flush = time.monotonic()
+
+    def flush_if_idle(self) -> None:
+        """From the worker's flusher thread: flush if nothing did for a while."""
+        if (self._held or self.batch._entries) and \
+                time.monotonic() - self._last_flush >= IDLE_AFTER:
+            self.flush()

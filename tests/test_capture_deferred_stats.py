@@ -1,0 +1,146 @@
+"""Statistics computed in batches and the emit that holds messages for them
+(NOTE [deferred stats] in capture/deferred_stats.py), against real torch and a
+real worker."""
+from __future__ import annotations
+
+import math
+import threading
+
+import torch
+
+from graphscope import protocol as P
+from graphscope.capture.deferred_stats import HeldEmit, StatsBatch
+from graphscope.capture.summaries import SummaryMemo, stats_of
+from graphscope.runner import shared_runner
+from test_runner import Collector
+
+
+def _same(a, b, rel):
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b or math.isclose(a, b, rel_tol=rel)
+
+
+def _tensors():
+    torch.manual_seed(0)
+    out = []
+    for shape in ((100,), (30, 40), (2000,)):
+        x = torch.randn(shape) * 5 + 1
+        out += [x, x.double(), x.to(torch.int64), x > 1, x.half(), x.bfloat16(),
+                torch.complex(x, 2 * x)]
+    out.append(torch.randn(50, 40).t())            # not contiguous
+    out.append(torch.full((100,), 2.0))             # one value
+    nan = torch.randn(100)
+    nan[3] = float("nan")
+    out.append(nan)
+    return out
+
+
+def test_batched_statistics_are_those_of_stats_of():
+    batch = StatsBatch()
+    xs = _tensors()
+    pending = [batch.add(x, x.numel(), True) for x in xs]
+    assert all(p == {"numel": x.numel()} for p, x in zip(pending, xs))   # nothing yet
+    batch.compute()
+    for x, st in zip(xs, pending):
+        want = stats_of(x, hist=True)
+        # float32 values: exactly torch's numbers; double sums: the last digits
+        rel = 0.0 if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else 1e-14
+        for k in ("numel", "min", "max", "mean", "std"):
+            assert _same(st[k], want[k], rel), (x.dtype, tuple(x.shape), k, st[k], want[k])
+        assert ("hist" in st) == ("hist" in want)
+        if "hist" in st:
+            assert st["hist"]["edges"] == want["hist"]["edges"]
+            if x.dtype in (torch.float32, torch.float64):
+                assert st["hist"]["counts"] == want["hist"]["counts"]
+            # NOTE [histograms]'s bin, trunc((x - lo) * bins / (hi - lo)), in double
+            # (a half value on a bin edge may land one bin lower in float32)
+            lo, hi = st["min"], st["max"]
+            if lo == hi or not math.isfinite(hi - lo):
+                continue                            # one value / NaN: stats_of's own path
+            k = ((x.double().reshape(-1) - lo) * (20 / (hi - lo))).long().clamp(0, 19)
+            assert st["hist"]["counts"] == torch.bincount(k, minlength=20).tolist()
+    assert not batch.pending
+
+
+def test_inf_gives_the_true_mean_and_nan_spread():
+    batch = StatsBatch()
+    x = torch.randn(100)
+    x[3] = float("inf")
+    st = batch.add(x, 100, True)
+    batch.compute()
+    assert st["max"] == math.inf and st["mean"] == x.mean().item() == math.inf
+    assert math.isnan(st["std"]) and "hist" in st and sum(st["hist"]["counts"]) == 99
+
+
+def test_the_copy_is_taken_when_added_not_when_computed():
+    batch = StatsBatch()
+    x = torch.arange(100.0)
+    st = batch.add(x, 100, False)
+    x.mul_(-1)                                      # the snippet changes it later
+    del x
+    batch.compute()
+    assert (st["min"], st["max"], st["mean"]) == (0.0, 99.0, 49.5)
+
+
+def test_memo_shares_a_pending_dict_and_a_final_grad_gets_its_own_histogram():
+    batch = StatsBatch()
+    memo = SummaryMemo(4, (0.0, 0.0), batch)        # no time for histograms
+    g = torch.randn(30, 20)
+    s = memo.summary(g)                             # as a backward step sees it
+    assert memo.summary(g) is s and memo.summary(g.t())["stats"] is s["stats"]
+    value, final = memo.value_of(g, final=True)     # as the final .grad
+    assert value is None and final is not s["stats"]
+    batch.compute()
+    assert "hist" not in s["stats"] and sum(final["hist"]["counts"]) == 600
+    assert final["mean"] == s["stats"]["mean"] == stats_of(g)["mean"]
+
+
+def test_held_messages_leave_in_order_after_their_stats():
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(out.append, batch)
+    held(P.Output(0, "stdout", "first\n"))          # nothing pending: straight through
+    assert len(out) == 1
+    st = batch.add(torch.randn(100), 100, False)
+    held(P.TensorInfo(0, [100], "float32", stats=st))
+    held(P.Output(1, "stdout", "no newline "))
+    assert len(out) == 1                            # both held back
+    held(P.Output(2, "stdout", "end of line\n"))    # a finished line lets them go
+    assert [type(m).__name__ for m in out] == ["Output", "TensorInfo", "Output", "Output"]
+    assert out[1].stats["min"] is not None
+    held(P.Output(3, "stdout", "again\n"))
+    assert len(out) == 5
+
+
+def test_flush_if_idle_from_another_thread():
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(out.append, batch)
+    held._last_flush -= 1.0                         # long quiet
+    st = batch.add(torch.randn(200), 200, False)
+    held(P.TensorInfo(0, [200], "float32", stats=st))
+    assert out == []
+    t = threading.Thread(target=held.flush_if_idle)
+    t.start()
+    t.join()
+    assert len(out) == 1 and "mean" in out[0].stats
+
+
+def test_a_sleeping_snippet_still_streams_its_big_tensors():
+    """The worker's flusher thread lets held messages go while the snippet is
+    quiet, so the live view is not frozen by a time.sleep."""
+    src = ("import torch, time\n"
+           "w = torch.randn(300)\n"
+           "time.sleep(60)\n")
+    col = Collector()
+    r = shared_runner()
+    r.start(src, "<snippet>", col, timeout=90)
+    try:
+        col.wait_for(lambda ms: any(isinstance(m, P.TensorInfo) and m.shape == [300]
+                                    for m in ms))
+    finally:
+        end = r.stop()
+    info = next(m for m in col.messages if isinstance(m, P.TensorInfo) and m.shape == [300])
+    assert end.status == "stopped"
+    assert info.stats["numel"] == 300 and info.stats["min"] < info.stats["mean"] < info.stats["max"]
