@@ -142,7 +142,8 @@ class StatsBatch:
         try:
             n = group[0][1]
             x = torch.stack([e[0] for e in group]).view(len(group), n)
-            lo, hi = torch.aminmax(x, dim=1)
+            # two calls: aminmax along a dimension is not vectorised (20x slower here)
+            lo, hi = x.amin(dim=1), x.amax(dim=1)
             d = x if x.dtype == _f64 else x.double()
             mean = d.sum(dim=1).div_(n)
             dev = d - mean[:, None]
