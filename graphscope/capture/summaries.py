@@ -97,6 +97,10 @@ def stats_of(t, hist: bool = False) -> dict | None:
         else:
             mean, std = d.reshape(()).item(), 0.0
         lo, hi = lo.item(), hi.item()
+        if mean != mean and lo == lo and hi == hi:
+            # an inf and no NaN: std_mean's Welford update gives NaN (inf - inf)
+            # where the mean is +-inf (or NaN for both): sum / n, as the batch does
+            mean = d.double().sum().item() / n
         st = {"numel": n, "min": lo, "max": hi, "mean": mean, "std": std}
         if hist and (plan is None or dt in _float_types):   # floating dtypes only
             h = _hist(d, lo, hi)
