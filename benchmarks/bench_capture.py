@@ -3,7 +3,9 @@
 Each workload runs as a snippet; "plain" execs the same code object in a fresh
 module dict without any recorder, "capture" goes through
 graphscope.capture.session.run_snippet with a list as emit (so the cost of
-JSON and the pipe is not included: that is the worker's). Medians of N runs,
+JSON and the pipe is not included: that is the worker's). "floor" runs the
+snippet under a TorchFunctionMode that records nothing, then with a no-op
+hook on every backward Node as well: what the mechanism itself costs. Medians of N runs,
 each in fresh state (new namespace, gc.collect before), plain and capture
 interleaved so machine load hits both. Besides wall time the CPU time of this
 process is compared ("cpu ratio"): on a shared, loaded machine it is the
@@ -21,6 +23,7 @@ import time
 import tracemalloc
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from graphscope import protocol as P
 from graphscope.capture.session import run_snippet
@@ -78,6 +81,52 @@ def plain(source: str) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+class _BareMode(TorchFunctionMode):
+    """The floor of the mechanism the capture is built on: a TorchFunctionMode
+    that records nothing, and (``hooks``) a no-op post hook on every autograd
+    Node of each backward call, put on and taken off as the recorder does.
+    Whatever records an op or a backward step pays at least this."""
+
+    def __init__(self, hooks: bool) -> None:
+        super().__init__()
+        self.hooks = hooks
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.hooks and (func is torch.Tensor.backward or func is torch.autograd.grad):
+            roots = args[0] if isinstance(args[0], (list, tuple)) else [args[0]]
+            handles, seen = [], set()
+            stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+            while stack:
+                node = stack.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                handles.append(node.register_hook(_noop_hook))
+                stack.extend(n for n, _ in node.next_functions if n is not None)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                for h in handles:
+                    h.remove()
+        return func(*args, **kwargs)
+
+
+def _noop_hook(grad_inputs, grad_outputs):
+    return None
+
+
+def bare(source: str, hooks: bool) -> tuple[float, float]:
+    """(wall, cpu) of the snippet under _BareMode."""
+    code = compile(source, "<snippet>", "exec")
+    g = {"__name__": "__main__"}
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    with _BareMode(hooks):
+        exec(code, g)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def captured(source: str) -> tuple[float, float, int]:
     """(wall, cpu, number of messages) of the snippet under run_snippet."""
     msgs: list = []
@@ -110,9 +159,9 @@ def main() -> None:
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"medians of {a.repeat}")
     print(f"{'workload':38} {'plain ms':>9} {'capture ms':>11} {'ratio':>6} "
-          f"{'cpu ratio':>9} {'messages':>9}")
+          f"{'cpu ratio':>9} {'messages':>9} {'floor: mode':>12} {'+ node hooks':>13}")
     for name, src in WORKLOADS:
-        p, c, pc, cc, n = [], [], [], [], 0
+        p, c, pc, cc, f1, f2, n = [], [], [], [], [], [], 0
         for _ in range(a.repeat):
             dt, dc = plain(src)
             p.append(dt)
@@ -120,9 +169,16 @@ def main() -> None:
             dt, dc, n = captured(src)
             c.append(dt)
             cc.append(dc)
+            f1.append(bare(src, False)[1])
+            f2.append(bare(src, True)[1])
         mp, mc = statistics.median(p), statistics.median(c)
-        cpu = statistics.median(cc) / statistics.median(pc)
-        print(f"{name:38} {mp*1e3:9.1f} {mc*1e3:11.1f} {mc/mp:6.2f} {cpu:9.2f} {n:9,}")
+        pcpu = statistics.median(pc)
+        cpu = statistics.median(cc) / pcpu
+        print(f"{name:38} {mp*1e3:9.1f} {mc*1e3:11.1f} {mc/mp:6.2f} {cpu:9.2f} {n:9,} "
+              f"{statistics.median(f1) / pcpu:11.2f}x {statistics.median(f2) / pcpu:12.2f}x")
+    print("\nfloor (cpu ratios): the same snippet under a TorchFunctionMode that records "
+          "nothing,\nthen also with a no-op hook on every backward Node: the least any "
+          "recorder on\nthis mechanism pays before it writes down a single fact.")
     mb, n = trace_memory(CHAIN)
     print(f"\nmemory held by the recorded messages of the 20,000-op chain: {mb:.1f} MB "
           f"({n:,} messages, tracemalloc)")
