@@ -138,82 +138,79 @@ class BackwardTracer:
                     node = None
             if node is not None:
                 stack.append(node)
-        seen: set[int] = set()
-        keep = []       # wrappers stay alive during the call, so id() stays unique
+        infos: dict = {}   # id(node) -> its node_info, read once per node in this walk
+        keep = []          # wrappers stay alive during the call, so id() stays unique
         handles = self._handles
         node_info = self._node_info
         emit_step = self._emit_step
         r = self.r
         pre_summary = r.memo.summary
         summary_as = r.memo.summary_as
+        seq = r.seq
+        # The hooks run inside the recorder's __torch_function__ (Tensor.backward's
+        # handler), where the mode is off: the torch calls that summarise a
+        # gradient are never recorded, so the hooks need no guard of their own.
         while stack:
             node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            keep.append(node)
-            info = node_info(node)
-            nid = info[2]
+            key = id(node)
+            info = infos.get(key)
+            if info is None:
+                info = infos[key] = node_info(node)
+                keep.append(node)
+            elif info[3]:
+                continue   # hooked already
+            info[3] = True
             nxt = []
             for n, _ in node.next_functions:
                 if n is not None:
-                    nxt.append(node_info(n)[2])
-                    if id(n) not in seen:
+                    ni = infos.get(id(n))
+                    if ni is None:
+                        ni = infos[id(n)] = node_info(n)
+                        keep.append(n)
+                    nxt.append(ni[2])
+                    if not ni[3]:
                         stack.append(n)
-            fixed = (nid, node_name(node), info[0], info[1], nxt)
+            fixed = (info[2], node_name(node), info[0], info[1], nxt)
 
-            if _is_acc(node):
-                def pre(grad_outputs, node=node, nid=nid):
-                    var = node.variable
-                    g = var._grad
-                    was = r.recording
-                    r.recording = False
-                    try:
-                        befores[nid] = pre_summary(g) if g is not None else None
-                    finally:
-                        r.recording = was
+            if info[4]:   # AccumulateGrad
+                def pre(grad_outputs, node=node, nid=info[2]):
+                    g = node.variable._grad
+                    befores[nid] = pre_summary(g) if g is not None else None
                 handles.append(node.register_prehook(pre))
 
                 def post(grad_inputs, grad_outputs, node=node, fixed=fixed):
-                    was = r.recording
-                    r.recording = False
-                    try:
-                        g = node.variable._grad
-                        before = befores.pop(fixed[0], None)
-                        if g is None:
-                            after = None
-                        elif before is None and grad_outputs:
-                            # into an empty .grad: the incoming gradient or a copy
-                            # (NOTE [same elements] in summaries.py)
-                            pre_summary(grad_outputs[0])
-                            after = summary_as(g, grad_outputs[0])
-                        else:
-                            after = pre_summary(g)
-                        emit_step(call_id, fixed, next(r.seq), grad_outputs, grad_inputs,
-                                  before, after)
-                    finally:
-                        r.recording = was
+                    g = node.variable._grad
+                    before = befores.pop(fixed[0], None)
+                    if g is None:
+                        after = None
+                    elif before is None and grad_outputs:
+                        # into an empty .grad: the incoming gradient or a copy
+                        # (NOTE [same elements] in summaries.py)
+                        pre_summary(grad_outputs[0])
+                        after = summary_as(g, grad_outputs[0])
+                    else:
+                        after = pre_summary(g)
+                    emit_step(call_id, fixed, next(seq), grad_outputs, grad_inputs,
+                              before, after)
             else:
                 def post(grad_inputs, grad_outputs, fixed=fixed):
-                    was = r.recording
-                    r.recording = False
-                    try:
-                        emit_step(call_id, fixed, next(r.seq), grad_outputs, grad_inputs,
-                                  None, None)
-                    finally:
-                        r.recording = was
+                    emit_step(call_id, fixed, next(seq), grad_outputs, grad_inputs,
+                              None, None)
 
             handles.append(node.register_hook(post))
         del keep
 
     def _node_info(self, node) -> list:
-        """[forward op, tensor, node id] of ``node`` (NOTE [node ids]), assigning the id."""
+        """[forward op, tensor, node id, hooked in this walk, is AccumulateGrad] of
+        ``node`` (NOTE [node ids]), assigning the id; a copy per walk, so the
+        hooked flag starts False."""
         meta = node.metadata
         info = meta.get(_KEY)
         if info is None:
             info = meta[_KEY] = [None, None, None]
+        acc = _is_acc(node)
         if info[2] is None:
-            if _is_acc(node):
+            if acc:
                 tid = self.r.tensor_id(node.variable, 0)
                 nid = self.acc_nodes.get(tid)
                 if nid is None:
@@ -222,7 +219,7 @@ class BackwardTracer:
             else:
                 nid = self._new_node()
             info[2] = nid
-        return info
+        return [info[0], info[1], info[2], False, acc]
 
     def _node_id(self, node) -> int:
         return self._node_info(node)[2]
