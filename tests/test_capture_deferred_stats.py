@@ -113,18 +113,22 @@ def test_held_messages_leave_in_order_after_their_stats():
     assert len(out) == 5
 
 
-def test_flush_if_idle_from_another_thread():
+def test_flush_if_idle_waits_for_a_quiet_period_then_flushes_from_another_thread():
     out = []
     batch = StatsBatch()
     held = HeldEmit(out.append, batch)
-    held._last_flush -= 1.0                         # long quiet
     st = batch.add(torch.randn(200), 200, False)
     held(P.TensorInfo(0, [200], "float32", stats=st))
-    assert out == []
-    t = threading.Thread(target=held.flush_if_idle)
-    t.start()
-    t.join()
-    assert len(out) == 1 and "mean" in out[0].stats
+
+    def tick():   # one period of the worker's flusher thread
+        t = threading.Thread(target=held.flush_if_idle)
+        t.start()
+        t.join()
+
+    tick()
+    assert out == []                  # a message came since the last look: busy
+    tick()
+    assert len(out) == 1 and "mean" in out[0].stats   # quiet for a period: flushed
 
 
 def test_a_sleeping_snippet_still_streams_its_big_tensors():

@@ -19,8 +19,8 @@ A dict that is not filled yet must not leave the worker, so ``HeldEmit``
 holds every message back while anything is pending, in order, and lets them
 go after ``compute``: when the batch is full, when a line of output is
 written (it flushes the stream as a terminal would), when the run ends, and
-from the worker's flusher thread when the snippet has been quiet for
-``IDLE_AFTER`` seconds (so a ``time.sleep`` does not freeze the live view).
+from the worker's flusher thread when no message came for one of its periods
+(20 ms; so a ``time.sleep`` does not freeze the live view).
 A crash therefore loses at most what was held back, a few milliseconds of
 events, as the worker's own write batching already could.
 """
@@ -38,7 +38,6 @@ from graphscope.capture import summaries
 BATCH_NUMEL = 1 << 16        # above this a tensor's op dominates: stats_of at once
 BATCH_COUNT = 512            # pending tensors before a compute ...
 BATCH_ELEMENTS = 1 << 22     # ... or pending elements (32 MB of double copies at most)
-IDLE_AFTER = 0.01            # seconds without a flush before the flusher thread flushes
 
 _STACK_FROM = 3              # a group this big is stacked; smaller: stats_of each
 
@@ -249,9 +248,11 @@ class HeldEmit:
         self.batch = batch
         self._held: deque = deque()
         self._flush_lock = threading.Lock()
-        self._last_flush = time.monotonic()
+        self._n = 0          # messages so far: the snippet is quiet while it stays put
+        self._seen = -1      # ... as flush_if_idle last saw it
 
     def __call__(self, msg) -> None:
+        self._n += 1
         batch = self.batch
         if self._held or batch.computing or batch._entries:
             self._held.append(msg)
@@ -269,10 +270,14 @@ class HeldEmit:
             for _ in range(n):
                 emit(held[0])      # peek, emit, then pop: while one is on its way
                 held.popleft()     # the queue is not empty, so nothing overtakes it
-            self._last_flush = time.monotonic()
 
     def flush_if_idle(self) -> None:
-        """From the worker's flusher thread: flush if nothing did for a while."""
-        if (self._held or self.batch._entries) and \
-                time.monotonic() - self._last_flush >= IDLE_AFTER:
+        """From the worker's flusher thread, every few milliseconds: flush if no
+        message came since the last call (the snippet is quiet: sleeping, in a
+        long C call, waiting). A busy snippet is left to flush its own full
+        batches: computing them from this thread would only fight it for the GIL."""
+        n = self._n
+        if n != self._seen:
+            self._seen = n
+        elif self._held or self.batch._entries:
             self.flush()
