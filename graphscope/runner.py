@@ -343,7 +343,16 @@ def _decode_lines(chunk: bytes) -> list:
                 continue
     out = []
     types = P.MESSAGE_TYPES
+    sizes = P._ROW_SIZES
     for d in rows:
+        if type(d) is list:   # NOTE [rows] in protocol.py
+            e = sizes.get(d[0]) if d and type(d[0]) is str else None
+            if e is not None:
+                try:
+                    out.append(e[0](*d[1:e[1] + 1]))
+                except TypeError:
+                    pass
+            continue
         if not isinstance(d, dict):
             continue
         cls = types.get(d.get("t"))
