@@ -86,6 +86,7 @@ class Op:
                                  # grad_read | grad_write | retain_grad | item | bool
     versions: Optional[dict] = None  # in-place: {tensor id (str): [before, after]}
     scalars: Optional[list] = None   # non-tensor arguments worth showing, as text
+    after: Optional[dict] = None     # in-place: {tensor id (str): [value, stats]} just after
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

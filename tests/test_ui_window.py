@@ -149,6 +149,35 @@ def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):
     assert w.canvas.selected() == w.selected_node()
 
 
+def test_inspector_shows_a_tensor_as_it_is_after_in_place_changes(qtbot, window):
+    """NOTE [values after in-place]: an update under no_grad shows on the tensor's
+    node from its step on; a change autograd records shows on the new node."""
+    w = window
+    run_source(qtbot, w, textwrap.dedent("""\
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        with torch.no_grad():
+            w -= 0.5
+        h = w * 2
+        h.add_(1)
+        print(h)
+        """))
+    wn = node_by_label(w, "w")
+    w.set_cursor(step_of_op(w, "sub_") - 1)
+    w.select_node(wn.id)
+    assert w.inspector.value_caption.text() == "Value when created"
+    assert "[1., 1., 1.]" in w.inspector.value_text.toPlainText()
+    w.set_cursor(step_of_op(w, "sub_"))
+    w.select_node(wn.id)
+    assert w.inspector.value_caption.text() == "Value at this step (changed in place by sub_, line 4)"
+    assert "[0.5000, 0.5000, 0.5000]" in w.inspector.value_text.toPlainText()
+    w.step_last()
+    h1 = next(n for n in w.live.graph.nodes.values() if n.id.endswith("~1"))
+    w.select_node(h1.id)
+    assert w.inspector.value_caption.text() == "Value after add_, line 6"
+    assert "[2., 2., 2.]" in w.inspector.value_text.toPlainText()
+
+
 def test_large_tensor_gets_statistics_and_histogram(qtbot, window):
     w = window
     run_source(qtbot, w, "import torch\nv = torch.linspace(-1, 1, 40)\nprint(v.sum().item() < 1e-5)\n")

@@ -573,17 +573,32 @@ class Recorder(TorchFunctionMode):
                     g.metadata["graphscope"] = [op_id, out_ids[0], None]
                 except Exception:
                     pass
+        after = None
         if before is not None:
+            # NOTE [values after in-place]: the value just after the change, so a
+            # view can show the tensor as it is at a later step, not as created
+            value_of = self.memo.value_of
             if isinstance(before, int):
                 t0 = ins[0]
-                versions = {str(in_ids[0]): [before, _ver(t0)]}
+                v1 = _ver(t0)
+                key = str(in_ids[0])
+                versions = {key: [before, v1]}
+                if v1 != before:
+                    after = {key: list(value_of(t0))}
                 if not outs:
                     self.update_state(t0, in_ids[0])
             else:
-                versions = {str(lookup(t)[0]): [v, _ver(t)] for t, v in before}
+                versions = {}
+                for t, v in before:
+                    key = str(lookup(t)[0])
+                    v1 = _ver(t)
+                    versions[key] = [v, v1]
+                    if v1 != v:
+                        after = after or {}
+                        after[key] = list(value_of(t))
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
-                       scalars))
+                       scalars, after))
         return op_id
 
     def _maybe_scan(self, frame, line) -> None:

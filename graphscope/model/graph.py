@@ -194,6 +194,24 @@ def dtype_text(dtype) -> str:
 _DETAIL_CACHE: dict = {}
 
 
+def changed_tensors(op: P.Op) -> list:
+    """Ids of the tensors an in-place op changed: the version counters say
+    (``x[0] = 5`` returns nothing)."""
+    return [int(k) for k in (op.versions or {})] or [t for t in op.outputs if t in op.inputs]
+
+
+def inplace_tracked(op: P.Op, changed: list, tensors: dict) -> bool:
+    """Whether autograd recorded an in-place op (then the changed tensor gets a new
+    node, ``t<id>~<k>``; else it keeps its node, marked ``inplace``): it does on a
+    non-leaf that requires grad (a leaf that requires grad may only change under
+    no_grad, e.g. inside ``nn.init.kaiming_uniform_``)."""
+    if not op.grad_enabled:
+        return False   # under no_grad: op.grad_fn is the tensor's old node, not a new one
+    return bool(op.grad_fn) or any(
+        (i := tensors.get(t)) is not None and i.requires_grad and not i.is_leaf
+        for t in changed)
+
+
 def tensor_detail(info: Optional[P.TensorInfo]) -> str:
     if info is None:
         return ""
@@ -365,13 +383,8 @@ class GraphBuilder:
         outputs = op.outputs
         if op.kind == "inplace":
             # which tensors changed: the version counters say (``x[0] = 5`` returns nothing)
-            changed = [int(k) for k in (op.versions or {})] or [t for t in op.outputs if t in op.inputs]
-            # autograd records it on a non-leaf that requires grad (a leaf that requires
-            # grad may only change under no_grad, e.g. inside nn.init.kaiming_uniform_)
-            tracked = bool(op.grad_fn) or (op.grad_enabled and any(
-                (i := self.tensors.get(t)) is not None and i.requires_grad and not i.is_leaf
-                for t in changed))
-            if not tracked:
+            changed = changed_tensors(op)
+            if not inplace_tracked(op, changed, self.tensors):
                 self._untracked_inplace(op, changed, step, d, created)
                 return d
             outputs = op.outputs or changed

@@ -35,6 +35,8 @@ class Trace:
     torch_version: Optional[str] = None
     passes: list = field(default_factory=list)         # filled by model/passes.py (issue 5)
     static: Optional[dict] = None                      # static-capture results (issue 5)
+    # tensor id -> in-place ops that changed it (those with ``after``), in order
+    _changes: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- building -----------------------------------------------------------
     def apply(self, msg) -> None:
@@ -42,6 +44,9 @@ class Trace:
         t = msg.T
         if t == "op":
             self.ops.append(msg)
+            if msg.after:
+                for key in msg.after:
+                    self._changes.setdefault(int(key), []).append(msg)
         elif t == "tensor":
             self.tensors[msg.id] = msg
         elif t == "tensor_update":
@@ -113,6 +118,11 @@ class Trace:
             if t.name == name:
                 found = t
         return found
+
+    def changes_of(self, tid: int) -> list:
+        """The in-place ops that changed tensor ``tid``, in order, each with the
+        value just after in ``op.after[str(tid)]`` (NOTE [values after in-place])."""
+        return self._changes.get(tid, [])
 
     def op_by_id(self, op_id: int) -> Optional[P.Op]:
         # ops are numbered 0.. in order, so the index is the id unless truncated oddly

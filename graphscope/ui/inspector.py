@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScr
                                QSizePolicy, QVBoxLayout, QWidget)
 
 from graphscope.model.summary import format_summary
+from graphscope.model.values import value_at
 from graphscope.ui.editor import monospace_font
 
 VALUE_CHARS = 1200
@@ -319,6 +320,16 @@ class Inspector(QWidget):
         self._refill_grid()
         summary = tensor_summary(t)
         self.value_caption.setText("Value when created")
+        # NOTE [values after in-place] in model/values.py: the value this node holds now
+        cur = getattr(frame, "current", None) if frame is not None else None
+        at = value_at(trace, t.id, getattr(node, "op", None), getattr(cur, "seq", None))
+        if at is not None and at.changed_by is not None:
+            summary = {**summary, "value": at.value, "stats": at.stats}
+            by = at.changed_by
+            where = f", line {by.line}" if by.line else ""
+            self.value_caption.setText(
+                f"Value after {by.name}{where}" if at.own
+                else f"Value at this step (changed in place by {by.name}{where})")
         if self.values_hidden:
             self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
                                          "the answer away.")

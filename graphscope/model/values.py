@@ -1,0 +1,53 @@
+"""What value a tensor node shows at a moment of the run (Qt-free, torch-free).
+
+NOTE [values after in-place]: a TensorInfo carries a tensor's value when it was
+created; an in-place op carries in ``Op.after`` the value just after it changed
+a tensor (``x.add_(1)``, ``x[0] = 5``, ``w -= lr * w.grad`` under no_grad,
+``out=``). The graph draws a change autograd recorded as a new node for the
+tensor (``t<id>~<k>``, made by that op) and one it did not record (an update
+under no_grad) on the tensor's existing node. So a node shows: the value after
+the op that made it if that op changed the tensor in place, else the value when
+created; then the value after each later unrecorded change, up to the moment
+asked for, until a recorded change hands the tensor on to a newer node.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from graphscope.model.graph import changed_tensors, inplace_tracked
+
+
+@dataclass(frozen=True)
+class ValueAt:
+    value: Any                  # nested list / number when small, else None
+    stats: Optional[dict]       # statistics when not small
+    changed_by: Any = None      # the in-place P.Op whose result this is, None: as created
+    own: bool = False           # changed_by is the op that made the node itself
+
+
+def value_at(trace, tid: int, made_by: Optional[int] = None,
+             seq: Optional[int] = None) -> Optional[ValueAt]:
+    """The value the node of tensor ``tid`` made by op ``made_by`` shows at
+    ``seq`` (None: at the end of the run); None for an unknown tensor."""
+    info = trace.tensors.get(tid)
+    key = str(tid)
+    shown, own, since = None, False, (info.seq if info is not None else -1)
+    if made_by is not None:
+        op = trace.op_by_id(made_by)
+        if op is not None and op.after and key in op.after:
+            shown, own, since = op, True, op.seq
+    for op in trace.changes_of(tid):
+        if op.seq <= since:
+            continue
+        if seq is not None and op.seq > seq:
+            break
+        if op.kind != "inplace" or inplace_tracked(op, changed_tensors(op), trace.tensors):
+            break   # a newer node of the tensor shows this change
+        shown, own = op, False
+    if shown is None:
+        if info is None:
+            return None
+        return ValueAt(info.value, info.stats)
+    value, stats = shown.after[key]
+    return ValueAt(value, stats, shown, own)

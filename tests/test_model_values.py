@@ -1,0 +1,67 @@
+"""The value a tensor node shows at a step (NOTE [values after in-place] in
+model/values.py), on traces of real snippets."""
+from __future__ import annotations
+
+from graphscope.model.graph import build_graph
+from graphscope.model.values import value_at
+from capture_helpers import capture
+
+
+def _node(graph, tid, version=0):
+    return graph.nodes[f"t{tid}" if not version else f"t{tid}~{version}"]
+
+
+def test_recorded_values_after_each_in_place_change():
+    tr = capture("""
+        import torch
+        x = torch.zeros(3)
+        x.add_(1)
+        x[0] = 5
+        y = torch.empty(3)
+        torch.mul(x, 2, out=y)
+        """)
+    x, y = tr.tensor_by_name("x"), tr.tensor_by_name("y")
+    ops = {o.name: o for o in tr.ops}
+    assert ops["add_"].after == {str(x.id): [[1.0, 1.0, 1.0], None]}
+    assert ops["setitem"].after == {str(x.id): [[5.0, 1.0, 1.0], None]}
+    assert ops["mul"].after == {str(y.id): [[10.0, 2.0, 2.0], None]}
+    assert [o.name for o in tr.changes_of(x.id)] == ["add_", "setitem"]
+
+
+def test_untracked_changes_show_on_the_node_tracked_ones_on_a_new_node():
+    tr = capture("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        with torch.no_grad():
+            w -= 0.5                   # an update: w keeps its node
+        h = w * 2
+        h.add_(1)                      # autograd records it: h~1
+        with torch.no_grad():
+            h.mul_(10)                 # shown on h~1
+        """)
+    g = build_graph(tr)
+    w, h = tr.tensor_by_name("w"), tr.tensor_by_name("h")
+    sub = next(o for o in tr.ops if o.name == "sub_")
+    # w's node before and after the update
+    assert value_at(tr, w.id, None, sub.seq - 1).value == [1.0, 1.0, 1.0]
+    at = value_at(tr, w.id, None, sub.seq)
+    assert at.value == [0.5, 0.5, 0.5] and at.changed_by is sub and not at.own
+    # h: created [1, 1, 1]; its node keeps that; h~1 is after add_, then mul_
+    h0, h1 = _node(g, h.id), _node(g, h.id, 1)
+    assert value_at(tr, h.id, h0.op).value == [1.0, 1.0, 1.0]
+    add = tr.op_by_id(h1.op)
+    first = value_at(tr, h.id, h1.op, add.seq)
+    assert add.name == "add_" and first.own and first.value == [2.0, 2.0, 2.0]
+    assert value_at(tr, h.id, h1.op).value == [20.0, 20.0, 20.0]
+
+
+def test_big_tensors_carry_statistics_after_the_change():
+    tr = capture("""
+        import torch
+        w = torch.zeros(100)
+        w.fill_(3.0)
+        """)
+    w = tr.tensor_by_name("w")
+    at = value_at(tr, w.id)
+    assert at.value is None and at.stats["mean"] == 3.0 and at.stats["numel"] == 100
+    assert tr.tensors[w.id].stats["mean"] == 0.0          # as created
