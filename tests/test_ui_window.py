@@ -169,12 +169,12 @@ def test_inspector_shows_a_tensor_as_it_is_after_in_place_changes(qtbot, window)
     assert "[1., 1., 1.]" in w.inspector.value_text.toPlainText()
     w.set_cursor(step_of_op(w, "sub_"))
     w.select_node(wn.id)
-    assert w.inspector.value_caption.text() == "Value at this step (changed in place by sub_, line 4)"
+    assert w.inspector.value_caption.text() == "Value at this step, after sub_ (line 4)"
     assert "[0.5000, 0.5000, 0.5000]" in w.inspector.value_text.toPlainText()
     w.step_last()
     h1 = next(n for n in w.live.graph.nodes.values() if n.id.endswith("~1"))
     w.select_node(h1.id)
-    assert w.inspector.value_caption.text() == "Value after add_, line 6"
+    assert w.inspector.value_caption.text() == "Value after add_ (line 6)"
     assert "[2., 2., 2.]" in w.inspector.value_text.toPlainText()
 
 

@@ -93,6 +93,8 @@ class Inspector(QWidget):
         self.value_text = QPlainTextEdit(body)
         self.value_text.setReadOnly(True)
         self.grad_caption = QLabel("Gradient", body)
+        for c in (self.value_caption, self.grad_caption):
+            c.setWordWrap(True)   # a long caption wraps instead of widening the panel
         self.grad_text = QPlainTextEdit(body)
         self.grad_text.setReadOnly(True)
         for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text):
@@ -326,10 +328,10 @@ class Inspector(QWidget):
         if at is not None and at.changed_by is not None:
             summary = {**summary, "value": at.value, "stats": at.stats}
             by = at.changed_by
-            where = f", line {by.line}" if by.line else ""
+            where = f" (line {by.line})" if by.line else ""
             self.value_caption.setText(
                 f"Value after {by.name}{where}" if at.own
-                else f"Value at this step (changed in place by {by.name}{where})")
+                else f"Value at this step, after {by.name}{where}")
         if self.values_hidden:
             self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
                                          "the answer away.")
