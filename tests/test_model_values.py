@@ -65,3 +65,30 @@ def test_big_tensors_carry_statistics_after_the_change():
     at = value_at(tr, w.id)
     assert at.value is None and at.stats["mean"] == 3.0 and at.stats["numel"] == 100
     assert tr.tensors[w.id].stats["mean"] == 0.0          # as created
+
+
+def test_the_timeline_follows_a_grad_zeroed_in_place_or_set_to_none():
+    from graphscope.model.timeline import Timeline
+    tr = capture("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        (w * 2).sum().backward()
+        w.grad.zero_()
+        (w * 3).sum().backward()
+        opt.zero_grad()
+        """)
+    tl = Timeline(tr)
+    w = tr.tensor_by_name("w").id
+
+    def grad_after(op_name):
+        i = next(s.index for s in tl.steps if s.kind == "op"
+                 and tr.op_by_id(s.op).name == op_name)
+        return tl.state(i).leaf_grads.get(w)
+
+    before, after = grad_after("zero_")
+    assert before["value"] == [2.0, 2.0, 2.0] and after["value"] == [0.0, 0.0, 0.0]
+    last = tl.state(len(tl.steps) - 1).leaf_grads[w]
+    assert last[0]["value"] == [3.0, 3.0, 3.0] and last[1] is None   # zero_grad: None
+    # stepping back undoes it
+    assert grad_after("zero_")[1]["value"] == [0.0, 0.0, 0.0]

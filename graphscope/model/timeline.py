@@ -77,6 +77,7 @@ class Timeline:
         self._seqs: list[int] = []
         self._n_ops = self._n_calls = self._n_bw = 0
         self._bw_by_id: dict[int, object] = {}
+        self._grad_owner: dict[int, int] = {}   # a .grad tensor id -> its leaf (w.grad reads)
         self._node_tensor: dict[int, int] = {}   # autograd Node id -> tensor it belongs to
         self._deltas: list = []                  # per step: [(which, key, old, new)]
         self._tail = ({}, {})                    # (grad_of, leaf_grads) after the last step
@@ -137,6 +138,8 @@ class Timeline:
         delta = ()          # shared: 20,000 forward steps change no gradient
         if t == "op":
             step = Step("op", i, ev.seq, ev.line, op=ev.id)
+            if ev.kind == "grad_read" or ev.kind == "grad_write" or ev.after:
+                delta = self._grad_tensor_changes(ev)
         elif t == "backward_call":
             self._current_call = ev.id
             step = Step("backward_call", i, ev.seq, ev.line, call=ev.id)
@@ -165,6 +168,44 @@ class Timeline:
         if 0 <= (call_id or 0) < len(calls) and calls[call_id].id == call_id:
             return calls[call_id]
         return next((c for c in calls if c.id == call_id), None)
+
+    def _grad_tensor_changes(self, op) -> list:
+        """A leaf's ``.grad`` changed by the program, not by backward: set to None
+        (``opt.zero_grad()``), or changed in place (``w.grad.zero_()``; NOTE
+        [values after in-place] in values.py). ``w.grad`` reads tell which tensor
+        is whose gradient."""
+        grad_tail, leaf_tail = self._tail
+        changes = []
+
+        def put(which, d, key, new):
+            old = d.get(key, _MISSING)
+            if old is not new:
+                changes.append((which, key, old, new))
+                d[key] = new
+
+        if op.kind == "grad_read":
+            if op.inputs and op.outputs:
+                self._grad_owner[op.outputs[0]] = op.inputs[0]
+            return ()
+        if op.kind == "grad_write":
+            if op.inputs and op.scalars == ["None"]:
+                leaf = op.inputs[0]
+                if leaf in leaf_tail or leaf in grad_tail:
+                    last = leaf_tail.get(leaf)
+                    put(1, leaf_tail, leaf, (last[1] if last else None, None))
+                    put(0, grad_tail, leaf, None)
+            return changes or ()
+        for key, (value, stats) in (op.after or {}).items():
+            leaf = self._grad_owner.get(int(key))
+            if leaf is None:
+                continue
+            info = self.trace.tensors.get(int(key))
+            new = {"value": value, "stats": stats,
+                   "shape": list(info.shape) if info else [], "dtype": info.dtype if info else ""}
+            last = leaf_tail.get(leaf)
+            put(1, leaf_tail, leaf, (last[1] if last else None, new))
+            put(0, grad_tail, leaf, new)
+        return changes or ()
 
     def _grad_changes(self, ev, op) -> list:
         grad_tail, leaf_tail = self._tail
