@@ -148,3 +148,22 @@ def test_a_sleeping_snippet_still_streams_its_big_tensors():
     info = next(m for m in col.messages if isinstance(m, P.TensorInfo) and m.shape == [300])
     assert end.status == "stopped"
     assert info.stats["numel"] == 300 and info.stats["min"] < info.stats["mean"] < info.stats["max"]
+
+
+def test_messages_held_by_a_slow_busy_snippet_wait_at_most_a_few_periods():
+    """Slow ops that keep emitting but fill a batch only slowly: the flusher
+    lets the held messages go after MAX_WAIT periods even though it is never quiet."""
+    from graphscope.capture.deferred_stats import MAX_WAIT
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(out.append, batch)
+    ticks = 0
+    while not out:
+        st = batch.add(torch.randn(100), 100, False)   # a message every period
+        held(P.TensorInfo(ticks, [100], "float32", stats=st))
+        t = threading.Thread(target=held.flush_if_idle)
+        t.start()
+        t.join()
+        ticks += 1
+        assert ticks <= MAX_WAIT + 1
+    assert ticks >= 2 and all("mean" in m.stats for m in out)

@@ -20,7 +20,8 @@ holds every message back while anything is pending, in order, and lets them
 go after ``compute``: when the batch is full, when a line of output is
 written (it flushes the stream as a terminal would), when the run ends, and
 from the worker's flusher thread when no message came for one of its periods
-(20 ms; so a ``time.sleep`` does not freeze the live view).
+(20 ms; so a ``time.sleep`` does not freeze the live view) or when messages
+have waited ``MAX_WAIT`` periods (slow ops that fill a batch only slowly).
 A crash therefore loses at most what was held back, a few milliseconds of
 events, as the worker's own write batching already could.
 """
@@ -39,6 +40,7 @@ BATCH_NUMEL = 1 << 16        # above this a tensor's op dominates: stats_of at o
 BATCH_COUNT = 512            # pending tensors before a compute ...
 BATCH_ELEMENTS = 1 << 22     # ... or pending elements (32 MB of double copies at most)
 
+MAX_WAIT = 3                 # flusher periods a held message may wait, however busy
 _STACK_FROM = 3              # a group this big is stacked; smaller: stats_of each
 
 
@@ -250,6 +252,9 @@ class HeldEmit:
         self._flush_lock = threading.Lock()
         self._n = 0          # messages so far: the snippet is quiet while it stays put
         self._seen = -1      # ... as flush_if_idle last saw it
+        self._flushes = 0    # flushes so far ...
+        self._waited = 0     # ... and how many of the flusher's periods without one
+        self._seen_flushes = 0
 
     def __call__(self, msg) -> None:
         self._n += 1
@@ -270,14 +275,22 @@ class HeldEmit:
             for _ in range(n):
                 emit(held[0])      # peek, emit, then pop: while one is on its way
                 held.popleft()     # the queue is not empty, so nothing overtakes it
+            self._flushes += 1
 
     def flush_if_idle(self) -> None:
-        """From the worker's flusher thread, every few milliseconds: flush if no
+        """From the worker's flusher thread, every period (20 ms): flush if no
         message came since the last call (the snippet is quiet: sleeping, in a
-        long C call, waiting). A busy snippet is left to flush its own full
-        batches: computing them from this thread would only fight it for the GIL."""
+        long C call, waiting), or if messages have been held for ``MAX_WAIT``
+        periods (a snippet whose slow ops fill a batch only every few seconds).
+        A busy snippet otherwise flushes its own full batches: computing them
+        from this thread would only fight it for the GIL."""
         n = self._n
-        if n != self._seen:
-            self._seen = n
-        elif self._held or self.batch._entries:
-            self.flush()
+        held = bool(self._held or self.batch._entries)
+        if not held or self._flushes != self._seen_flushes:
+            self._waited = 0     # nothing held, or the snippet flushed since the last look
+        if held:
+            self._waited += 1
+            if n == self._seen or self._waited >= MAX_WAIT:
+                self.flush()
+                self._waited = 0
+        self._seen, self._seen_flushes = n, self._flushes
