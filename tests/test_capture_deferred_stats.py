@@ -29,6 +29,8 @@ def _tensors():
         out += [x, x.double(), x.to(torch.int64), x > 1, x.half(), x.bfloat16(),
                 torch.complex(x, 2 * x)]
     out.append(torch.randn(50, 40).t())            # not contiguous
+    # channels_last copies keep their strides unless asked: they must still stack
+    out += [torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last) for _ in range(3)]
     out.append(torch.full((100,), 2.0))             # one value
     nan = torch.randn(100)
     nan[3] = float("nan")
@@ -167,3 +169,75 @@ def test_messages_held_by_a_slow_busy_snippet_wait_at_most_a_few_periods():
         ticks += 1
         assert ticks <= MAX_WAIT + 1
     assert ticks >= 2 and all("mean" in m.stats for m in out)
+
+
+def test_held_messages_go_at_once_when_nothing_is_left_pending():
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(out.append, batch)
+    st = batch.add(torch.randn(300), 300, False)
+    held(P.TensorInfo(0, [300], "float32", stats=st))
+    batch.compute()                                 # as the flusher thread would
+    held(P.Output(1, "stdout", "x"))                # nothing pending: all go now
+    assert [m.T for m in out] == ["tensor", "output"] and out[0].stats["max"] is not None
+    held(P.Output(2, "stdout", "y"))
+    assert len(out) == 3                            # and later ones straight through
+
+
+def test_a_busy_snippet_flushes_what_it_held_for_hold_max(monkeypatch):
+    import graphscope.capture.deferred_stats as D
+    now = [100.0]
+    monkeypatch.setattr(D, "_monotonic", lambda: now[0])
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(out.append, batch)
+    st = batch.add(torch.randn(300), 300, False)
+    held(P.TensorInfo(0, [300], "float32", stats=st))
+    now[0] += D.HOLD_MAX / 2
+    held(P.Output(1, "stdout", "a"))
+    assert out == []
+    now[0] += D.HOLD_MAX
+    held(P.Output(2, "stdout", "b"))
+    assert [m.T for m in out] == ["tensor", "output", "output"]
+
+
+def test_an_interrupt_inside_a_flush_never_sends_a_message_twice():
+    out = []
+    fail = [True]
+
+    def emit(m):
+        out.append(m)                      # written to the pipe's buffer ...
+        if m.seq == 1 and fail[0]:
+            fail[0] = False
+            raise KeyboardInterrupt        # ... then SIGINT from the runner lands
+
+    batch = StatsBatch()
+    held = HeldEmit(emit, batch)
+    st = batch.add(torch.randn(300), 300, False)
+    held(P.TensorInfo(0, [300], "float32", stats=st, seq=0))
+    for i in (1, 2):
+        held(P.Output(i, "stdout", "."))
+    try:
+        held.flush()
+    except KeyboardInterrupt:
+        pass
+    held(P.Output(3, "stdout", "\n"))
+    held.flush()
+    assert [m.seq for m in out] == [0, 1, 2, 3]
+
+
+def test_a_pending_tensor_asked_for_again_orders_one_histogram():
+    batch = StatsBatch()
+    memo = SummaryMemo(4, (1.0, 1.0), batch)        # plenty of time for histograms
+    g = torch.randn(30, 20)
+    first = memo.value_of(g, final=True)[1]
+    again = [memo.value_of(g, final=True)[1] for _ in range(3)]
+    assert all(a is first for a in again) and len(batch._entries) == 1
+    # a final .grad over the same elements as a view seen before (NOTE [same
+    # elements]) still gets its histogram
+    memo2 = SummaryMemo(4, (0.0, 0.0), batch)
+    w = torch.randn(30, 20)
+    step = memo2.summary(w.t())["stats"]            # a backward step: no histogram
+    final = memo2.value_of(w, final=True)[1]
+    batch.compute()
+    assert "hist" in first and "hist" in final and "hist" not in step

@@ -92,3 +92,25 @@ def test_the_timeline_follows_a_grad_zeroed_in_place_or_set_to_none():
     assert last[0]["value"] == [3.0, 3.0, 3.0] and last[1] is None   # zero_grad: None
     # stepping back undoes it
     assert grad_after("zero_")[1]["value"] == [0.0, 0.0, 0.0]
+
+
+def test_the_value_follows_the_graph_that_is_drawn_as_it_was_built_live():
+    """out[0] = 7 changes a tensor autograd does not track yet; out[1] = x[1] * 2
+    makes it tracked. A live graph (built message by message) draws the first
+    change on out's own node: that node shows [7, 0, 0]."""
+    from graphscope.model.graph import GraphBuilder
+    tr = capture("""
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        out = torch.zeros(3)
+        out[0] = 7.0
+        out[1] = x[1] * 2
+        """)
+    live = GraphBuilder()
+    live.extend(tr.messages)
+    out = tr.tensor_by_name("out")
+    first, second = tr.changes_of(out.id)
+    assert (first.id, out.id) not in live.graph.out_node       # drawn on out's node
+    assert (second.id, out.id) in live.graph.out_node          # a new node, out~1
+    at = value_at(tr, out.id, tr.tensors[out.id].created_by, None, live.graph)
+    assert at.value == [7.0, 0.0, 0.0] and at.changed_by is first

@@ -17,16 +17,19 @@ accumulated in double and rounded to the tensor's own precision.
 
 A dict that is not filled yet must not leave the worker, so ``HeldEmit``
 holds every message back while anything is pending, in order, and lets them
-go after ``compute``: when the batch is full, when a line of output is
-written (it flushes the stream as a terminal would), when the run ends, and
-from the worker's flusher thread when no message came for one of its periods
-(20 ms; so a ``time.sleep`` does not freeze the live view) or when messages
-have waited ``MAX_WAIT`` periods (slow ops that fill a batch only slowly).
-A crash therefore loses at most what was held back, a few milliseconds of
-events, as the worker's own write batching already could.
+go after ``compute``: when the batch is full, when a message comes and the
+oldest held one is ``HOLD_MAX`` (20 ms) old, when a line of output is written
+(it flushes the stream as a terminal would), when the run ends, and from the
+worker's flusher thread when no message came for one of its periods (20 ms;
+so a ``time.sleep`` does not freeze the live view) or when messages have
+waited ``MAX_WAIT`` periods. Once nothing is pending, what is held goes at
+once. A crash therefore loses at most about 20 ms of events (the worker's own
+write batching already could lose a millisecond), and an interrupt landing
+inside a flush may lose one message, never send one twice.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
@@ -40,6 +43,7 @@ BATCH_NUMEL = 1 << 16        # above this a tensor's op dominates: stats_of at o
 BATCH_COUNT = 512            # pending tensors before a compute ...
 BATCH_ELEMENTS = 1 << 22     # ... or pending elements (32 MB of double copies at most)
 
+HOLD_MAX = 0.02              # seconds a message is held at most while messages come
 MAX_WAIT = 3                 # flusher periods a held message may wait, however busy
 _STACK_FROM = 3              # a group this big is stacked; smaller: stats_of each
 
@@ -50,7 +54,9 @@ def _hist_estimate(n: int) -> float:
     return 3e-6 + 2e-9 * n
 
 
+_monotonic = time.monotonic
 _strided = torch.strided
+_contiguous = torch.contiguous_format
 _f32 = torch.float32
 _f64 = torch.float64
 
@@ -58,7 +64,8 @@ _f64 = torch.float64
 class StatsBatch:
     """Pending statistics: copies of tensors and the dicts their stats go into."""
 
-    __slots__ = ("_entries", "_elements", "_lock", "computing", "_hist_seconds", "_hist_owed")
+    __slots__ = ("_entries", "_elements", "_lock", "computing", "_hist_seconds", "_hist_owed",
+                 "_inflight", "_hist_ids")
 
     def __init__(self) -> None:
         # (copy, numel, stats dict, floating, round_to_f32, hist wanted, group key)
@@ -68,6 +75,8 @@ class StatsBatch:
         self.computing = False
         self._hist_seconds = 0.0     # time spent on histograms ...
         self._hist_owed = 0.0        # ... and the estimate for the pending ones
+        self._inflight: list = []    # the entries a compute is working on
+        self._hist_ids: set = set()  # id() of pending dicts that will get a histogram
 
     @property
     def hist_seconds(self) -> float:
@@ -97,12 +106,11 @@ class StatsBatch:
                 c = d.abs()
                 floating = False
             elif plan is None:
-                c = d.clone()
+                # contiguous (a channels_last copy would not stack into rows)
+                c = d.clone(memory_format=_contiguous)
                 floating = True
             else:
-                c = d.to(plan)
-                if c is d:
-                    c = d.clone()
+                c = d.to(plan, memory_format=_contiguous)
                 floating = dt in summaries.HALF_TYPES
             cdt = c.dtype
             key = (cdt, c.shape)   # stacked together: same dtype and shape
@@ -115,19 +123,28 @@ class StatsBatch:
             self._elements += n
             if hist:
                 self._hist_owed += _hist_estimate(n)
+                self._hist_ids.add(id(st))
         return st
+
+    def will_hist(self, st: dict) -> bool:
+        """Whether pending dict ``st`` is to get a histogram (so nobody orders
+        a second one)."""
+        return id(st) in self._hist_ids
 
     def add_like(self, st: dict, n: int, hist: bool):
         """A new pending dict for the same copy as pending ``st`` (with ``hist``
-        wanted), or None if ``st`` is not pending (already computed)."""
+        wanted), or None if ``st`` is not pending (already computed). ``st`` may
+        be in a compute running on another thread: its copy is still good."""
         with self._lock:
-            for e in reversed(self._entries):
+            for e in itertools.chain(reversed(self._entries), self._inflight):
                 if e[2] is st:
                     st2 = {"numel": n}
                     hist = hist and e[3]
                     self._entries.append((e[0], n, st2, e[3], e[4], hist, e[6]))
+                    self._elements += n
                     if hist:
                         self._hist_owed += _hist_estimate(n)
+                        self._hist_ids.add(id(st2))
                     return st2
         return None
 
@@ -142,6 +159,8 @@ class StatsBatch:
             self._elements = 0
             self.computing = True
             self._hist_owed = 0.0
+            self._inflight = entries
+            self._hist_ids = set()
         done = False
         try:
             # our own calls: not the snippet's ops, whichever thread this is
@@ -165,7 +184,9 @@ class StatsBatch:
                 for e in entries:
                     if "min" not in e[2]:
                         e[2].update(min=None, max=None, mean=None, std=None)
-            self.computing = False
+            with self._lock:
+                self._inflight = []
+                self.computing = False
 
     def _fill_one(self, e) -> None:
         """A tensor without company: ``stats_of`` on its copy is cheaper than a stack."""
@@ -180,7 +201,7 @@ class StatsBatch:
     def _fill(self, group: list) -> None:
         try:
             n = group[0][1]
-            x = torch.stack([e[0] for e in group]).view(len(group), n)
+            x = torch.stack([e[0] for e in group]).reshape(len(group), n)
             # two calls: aminmax along a dimension is not vectorised (20x slower here)
             lo, hi = x.amin(dim=1), x.amax(dim=1)
             d = x if x.dtype == _f64 else x.double()
@@ -255,27 +276,42 @@ class HeldEmit:
         self._flushes = 0    # flushes so far ...
         self._waited = 0     # ... and how many of the flusher's periods without one
         self._seen_flushes = 0
+        self._flushing = False
+        self._since = 0.0    # when the oldest held message came
 
     def __call__(self, msg) -> None:
         self._n += 1
         batch = self.batch
-        if self._held or batch.computing or batch._entries:
-            self._held.append(msg)
-            if batch.full() or (type(msg) is P.Output and msg.text.endswith("\n")):
+        if self._held or self._flushing or batch.computing or batch._entries:
+            held = self._held
+            if not held:
+                self._since = _monotonic()
+            held.append(msg)
+            if (batch.full() or not (batch._entries or batch.computing or self._flushing)
+                    or (type(msg) is P.Output and msg.text.endswith("\n"))
+                    or _monotonic() - self._since >= HOLD_MAX):
+                # full; or nothing left to wait for (drain); a finished line of
+                # output; or held long enough: a crash would lose them
                 self.flush()
         else:
             self._emit(msg)
 
     def flush(self) -> None:
         with self._flush_lock:
-            held = self._held
-            n = len(held)          # these messages' stats were added before them ...
-            self.batch.compute()   # ... so this fills all of them
-            emit = self._emit
-            for _ in range(n):
-                emit(held[0])      # peek, emit, then pop: while one is on its way
-                held.popleft()     # the queue is not empty, so nothing overtakes it
-            self._flushes += 1
+            self._flushing = True   # while set, __call__ holds: nothing overtakes
+            try:
+                held = self._held
+                n = len(held)          # these messages' stats were added before them ...
+                self.batch.compute()   # ... so this fills all of them
+                emit = self._emit
+                pop = held.popleft
+                for _ in range(n):
+                    # popped first: an interrupt in emit loses this one message
+                    # rather than sending it twice (a duplicate Op draws a phantom node)
+                    emit(pop())
+                self._flushes += 1
+            finally:
+                self._flushing = False
 
     def flush_if_idle(self) -> None:
         """From the worker's flusher thread, every period (20 ms): flush if no

@@ -278,7 +278,7 @@ class SummaryMemo:
                     st = st2
             return e[2], st
         value, stats = self._value_of(t, final)
-        if stats is not None and "min" in stats:   # a pending one had its histogram decided
+        if stats is not None:
             stats = self._with_hist(t, stats, final)
         if small_too or stats is not None:
             if len(memo) >= self._MAX:
@@ -303,9 +303,10 @@ class SummaryMemo:
         if stats is None or "hist" in stats:
             return stats
         if "min" not in stats:   # still pending (NOTE [deferred stats])
-            if self.batch is None or not self._hist_wanted(final):
+            batch = self.batch
+            if batch is None or batch.will_hist(stats) or not self._hist_wanted(final):
                 return stats
-            return self.batch.add_like(stats, stats["numel"], True) or stats
+            return batch.add_like(stats, stats["numel"], True) or stats
         if stats["min"] is None or not self._hist_wanted(final):
             return stats
         now = _clock()
@@ -378,7 +379,10 @@ class SummaryMemo:
             value, stats = value_of(t, self.limit)
         else:
             value = None
-        if dense and stats is not None:
+        if dense and stats is not None and not (self.batch is not None
+                                                and self.batch.will_hist(stats)):
+            # (a pending dict that will carry a histogram is not shared: NOTE
+            # [histograms] keeps them off the gradients of backward steps)
             blocks = self._blocks
             if len(blocks) >= self._MAX:
                 blocks.clear()

@@ -27,9 +27,13 @@ class ValueAt:
 
 
 def value_at(trace, tid: int, made_by: Optional[int] = None,
-             seq: Optional[int] = None) -> Optional[ValueAt]:
+             seq: Optional[int] = None, graph=None) -> Optional[ValueAt]:
     """The value the node of tensor ``tid`` made by op ``made_by`` shows at
-    ``seq`` (None: at the end of the run); None for an unknown tensor."""
+    ``seq`` (None: at the end of the run); None for an unknown tensor.
+
+    ``graph``: the graph the view draws (a change it drew as a new node is in
+    ``graph.out_node``); without it, the graph's rule is applied to the trace's
+    final tensor facts, which can differ from what a live graph knew then."""
     info = trace.tensors.get(tid)
     key = str(tid)
     shown, own, since = None, False, (info.seq if info is not None else -1)
@@ -42,7 +46,12 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
             continue
         if seq is not None and op.seq > seq:
             break
-        if op.kind != "inplace" or inplace_tracked(op, changed_tensors(op), trace.tensors):
+        if graph is not None:
+            new_node = (op.id, tid) in graph.out_node
+        else:
+            new_node = op.kind != "inplace" or inplace_tracked(op, changed_tensors(op),
+                                                               trace.tensors)
+        if new_node:
             break   # a newer node of the tensor shows this change
         shown, own = op, False
     if shown is None:

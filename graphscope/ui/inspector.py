@@ -58,7 +58,8 @@ class Inspector(QWidget):
         self._scale = 1.0
         self._rows: dict[str, str] = {}
         self.values_hidden = False     # a quiz hides values until Reveal (main_window NOTE [hidden output])
-        self._last = None              # (node, trace, frame, caption) shown, to redraw on unhide
+        self._last = None              # (node, trace, frame, caption, graph) shown, to redraw on unhide
+        self._graph = None             # the graph of the node shown (show_node)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         scroll = QScrollArea(self)
@@ -215,10 +216,13 @@ class Inspector(QWidget):
         if self._last is not None:
             self.show_node(*self._last)
 
-    def show_node(self, node, trace, frame=None, caption: str = "") -> None:
+    def show_node(self, node, trace, frame=None, caption: str = "", graph=None) -> None:
         """Show ``node`` (a model.graph.Node) as it is at ``frame`` (a FrameState).
-        ``caption``: a small line above the title ("At this step", "Selected")."""
-        self._last = (node, trace, frame, caption)
+        ``caption``: a small line above the title ("At this step", "Selected");
+        ``graph``: the drawn graph the node is in (which in-place changes it drew
+        as new nodes: NOTE [values after in-place])."""
+        self._last = (node, trace, frame, caption, graph)
+        self._graph = graph
         self.caption_label.setText(caption)
         self.caption_label.setVisible(bool(caption))
         op = _lookup_op(node, trace)
@@ -324,7 +328,8 @@ class Inspector(QWidget):
         self.value_caption.setText("Value when created")
         # NOTE [values after in-place] in model/values.py: the value this node holds now
         cur = getattr(frame, "current", None) if frame is not None else None
-        at = value_at(trace, t.id, getattr(node, "op", None), getattr(cur, "seq", None))
+        at = value_at(trace, t.id, getattr(node, "op", None), getattr(cur, "seq", None),
+                      self._graph)
         if at is not None and at.changed_by is not None:
             summary = {**summary, "value": at.value, "stats": at.stats}
             by = at.changed_by

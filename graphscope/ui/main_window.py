@@ -913,13 +913,15 @@ class MainWindow(QMainWindow):
         if self.canvas.selected() is None:
             self._selected = None          # the user clicked the canvas background
         if self._selected and self._selected in live.graph.nodes:
-            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame, "Selected")
+            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame, "Selected",
+                                     live.graph)
             return
         nid = self._current_node(frame)
         if nid is None:
             self.inspector.clear_node()
         else:
-            self.inspector.show_node(live.graph.nodes[nid], live.trace, frame, "At this step")
+            self.inspector.show_node(live.graph.nodes[nid], live.trace, frame, "At this step",
+                                     live.graph)
 
     def _current_node(self, frame) -> Optional[str]:
         cur = frame.current if frame is not None else None
@@ -954,7 +956,7 @@ class MainWindow(QMainWindow):
         self._selected = node_id
         node = live.graph.nodes[node_id]
         self.canvas.select(node_id)
-        self.inspector.show_node(node, live.trace, self._frame(), "Selected")
+        self.inspector.show_node(node, live.trace, self._frame(), "Selected", live.graph)
         if node.line:
             self.editor.go_to_line(node.line)
 
@@ -975,7 +977,7 @@ class MainWindow(QMainWindow):
         if hasattr(self.canvas, "select_many"):
             self.canvas.select_many(ids)
         self.inspector.show_node(self.live.graph.nodes[first], self.live.trace,
-                                 self._frame(), f"Made by line {line}")
+                                 self._frame(), f"Made by line {line}", self.live.graph)
 
     def _on_problem_activated(self, line, node_ids: list) -> None:
         if line:
