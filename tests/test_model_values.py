@@ -114,3 +114,15 @@ def test_the_value_follows_the_graph_that_is_drawn_as_it_was_built_live():
     assert (second.id, out.id) in live.graph.out_node          # a new node, out~1
     at = value_at(tr, out.id, tr.tensors[out.id].created_by, None, live.graph)
     assert at.value == [7.0, 0.0, 0.0] and at.changed_by is first
+
+
+def test_values_after_in_place_changes_are_kept_up_to_a_size():
+    from graphscope.capture.recorder import AFTER_NUMEL
+    tr = capture(f"""
+        import torch
+        big = torch.zeros({AFTER_NUMEL + 1})
+        big.add_(1)
+        """)
+    op = next(o for o in tr.ops if o.name == "add_")
+    assert op.versions and op.after is None
+    assert value_at(tr, tr.tensor_by_name("big").id).changed_by is None

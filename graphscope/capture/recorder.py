@@ -68,6 +68,7 @@ _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int_
                  "__float__": "float", "__index__": "index", "__complex__": "complex"}
 
 
+AFTER_NUMEL = 1 << 16   # values after in-place changes kept up to this size (_record)
 _RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach"})
 _SCAN_ALWAYS = 2000
 _SCAN_EVERY = 64
@@ -577,13 +578,16 @@ class Recorder(TorchFunctionMode):
         if before is not None:
             # NOTE [values after in-place]: the value just after the change, so a
             # view can show the tensor as it is at a later step, not as created
+            # (up to AFTER_NUMEL elements: an optimizer changes every parameter
+            # in place each step, and the statistics of a million-element weight
+            # cost several times the update itself)
             value_of = self.memo.value_of
             if isinstance(before, int):
                 t0 = ins[0]
                 v1 = _ver(t0)
                 key = str(in_ids[0])
                 versions = {key: [before, v1]}
-                if v1 != before:
+                if v1 != before and t0.numel() <= AFTER_NUMEL:
                     after = {key: list(value_of(t0))}
                 if not outs:
                     self.update_state(t0, in_ids[0])
@@ -593,7 +597,7 @@ class Recorder(TorchFunctionMode):
                     key = str(lookup(t)[0])
                     v1 = _ver(t)
                     versions[key] = [v, v1]
-                    if v1 != v:
+                    if v1 != v and t.numel() <= AFTER_NUMEL:
                         after = after or {}
                         after[key] = list(value_of(t))
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,

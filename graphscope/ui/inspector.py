@@ -337,6 +337,9 @@ class Inspector(QWidget):
             self.value_caption.setText(
                 f"Value after {by.name}{where}" if at.own
                 else f"Value at this step, after {by.name}{where}")
+        elif "inplace" in (getattr(node, "flags", ()) or ()) and not trace.changes_of(t.id):
+            # changed in place, but too big for its values to be kept each time
+            self.value_caption.setText("Value when created (changed in place since)")
         if self.values_hidden:
             self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
                                          "the answer away.")
