@@ -38,6 +38,24 @@ def _tensors():
     return out
 
 
+def _held_with_pending(n=300, emit=None):
+    """(out, batch, held): a HeldEmit holding one TensorInfo whose stats are pending."""
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(emit or out.append, batch)
+    st = batch.add(torch.randn(n), n, False)
+    held(P.TensorInfo(0, [n], "float32", stats=st, seq=0))
+    return out, batch, held
+
+
+def _flusher_tick(held):
+    """One period of the worker's flusher thread."""
+    t = threading.Thread(target=held.flush_if_idle)
+    t.start()
+    t.join()
+
+
+
 def test_batched_statistics_are_those_of_stats_of():
     batch = StatsBatch()
     xs = _tensors()
@@ -116,20 +134,10 @@ def test_held_messages_leave_in_order_after_their_stats():
 
 
 def test_flush_if_idle_waits_for_a_quiet_period_then_flushes_from_another_thread():
-    out = []
-    batch = StatsBatch()
-    held = HeldEmit(out.append, batch)
-    st = batch.add(torch.randn(200), 200, False)
-    held(P.TensorInfo(0, [200], "float32", stats=st))
-
-    def tick():   # one period of the worker's flusher thread
-        t = threading.Thread(target=held.flush_if_idle)
-        t.start()
-        t.join()
-
-    tick()
+    out, batch, held = _held_with_pending(200)
+    _flusher_tick(held)
     assert out == []                  # a message came since the last look: busy
-    tick()
+    _flusher_tick(held)
     assert len(out) == 1 and "mean" in out[0].stats   # quiet for a period: flushed
 
 
@@ -156,27 +164,19 @@ def test_messages_held_by_a_slow_busy_snippet_wait_at_most_a_few_periods():
     """Slow ops that keep emitting but fill a batch only slowly: the flusher
     lets the held messages go after MAX_WAIT periods even though it is never quiet."""
     from graphscope.capture.deferred_stats import MAX_WAIT
-    out = []
-    batch = StatsBatch()
-    held = HeldEmit(out.append, batch)
+    out, batch, held = _held_with_pending()
     ticks = 0
     while not out:
         st = batch.add(torch.randn(100), 100, False)   # a message every period
-        held(P.TensorInfo(ticks, [100], "float32", stats=st))
-        t = threading.Thread(target=held.flush_if_idle)
-        t.start()
-        t.join()
+        held(P.TensorInfo(ticks + 1, [100], "float32", stats=st))
+        _flusher_tick(held)
         ticks += 1
         assert ticks <= MAX_WAIT + 1
     assert ticks >= 2 and all("mean" in m.stats for m in out)
 
 
 def test_held_messages_go_at_once_when_nothing_is_left_pending():
-    out = []
-    batch = StatsBatch()
-    held = HeldEmit(out.append, batch)
-    st = batch.add(torch.randn(300), 300, False)
-    held(P.TensorInfo(0, [300], "float32", stats=st))
+    out, batch, held = _held_with_pending()
     batch.compute()                                 # as the flusher thread would
     held(P.Output(1, "stdout", "x"))                # nothing pending: all go now
     assert [m.T for m in out] == ["tensor", "output"] and out[0].stats["max"] is not None
@@ -188,11 +188,7 @@ def test_a_busy_snippet_flushes_what_it_held_for_hold_max(monkeypatch):
     import graphscope.capture.deferred_stats as D
     now = [100.0]
     monkeypatch.setattr(D, "_monotonic", lambda: now[0])
-    out = []
-    batch = StatsBatch()
-    held = HeldEmit(out.append, batch)
-    st = batch.add(torch.randn(300), 300, False)
-    held(P.TensorInfo(0, [300], "float32", stats=st))
+    out, batch, held = _held_with_pending()
     now[0] += D.HOLD_MAX / 2
     held(P.Output(1, "stdout", "a"))
     assert out == []
@@ -211,10 +207,7 @@ def test_an_interrupt_inside_a_flush_never_sends_a_message_twice():
             fail[0] = False
             raise KeyboardInterrupt        # ... then SIGINT from the runner lands
 
-    batch = StatsBatch()
-    held = HeldEmit(emit, batch)
-    st = batch.add(torch.randn(300), 300, False)
-    held(P.TensorInfo(0, [300], "float32", stats=st, seq=0))
+    _, batch, held = _held_with_pending(emit=emit)
     for i in (1, 2):
         held(P.Output(i, "stdout", "."))
     try:
