@@ -87,6 +87,7 @@ class Op:
     versions: Optional[dict] = None  # in-place: {tensor id (str): [before, after]}
     scalars: Optional[list] = None   # non-tensor arguments worth showing, as text
     after: Optional[dict] = None     # in-place: {tensor id (str): [value, stats]} just after
+    subgraph: Optional[list] = None  # autograd nodes the call made: [[name, [next...]], ...]
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
@@ -133,6 +134,7 @@ class BackwardStep:
     grad_inputs: list = field(default_factory=list)   # Summary per gradient sent on
     grad_before: Any = None      # AccumulateGrad: leaf .grad before (Summary or None)
     grad_after: Any = None       # AccumulateGrad: leaf .grad after (Summary or None)
+    within: Optional[int] = None # a Node inside op ``within``'s sub-graph (Op.subgraph)
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

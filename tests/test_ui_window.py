@@ -178,6 +178,30 @@ def test_inspector_shows_a_tensor_as_it_is_after_in_place_changes(qtbot, window)
     assert "[2., 2., 2.]" in w.inspector.value_text.toPlainText()
 
 
+def test_inspector_expands_a_composite_op_and_its_inner_backward_steps(qtbot, window):
+    """NOTE [composite ops]: F.cross_entropy is one op made of two autograd nodes."""
+    w = window
+    run_source(qtbot, w, textwrap.dedent("""\
+        import torch
+        import torch.nn.functional as F
+        z = torch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
+        loss = F.cross_entropy(z, torch.tensor([1]))
+        loss.backward()
+        """))
+    ce = node_by_label(w, "cross_entropy")
+    w.select_node(ce.id)
+    assert w.inspector.rows()["autograd nodes"] == "NllLossBackward0 \u2190 LogSoftmaxBackward0"
+    tl = w.live.timeline
+    inner = next(s.index for s in tl.steps if s.kind == "backward"
+                 and w.live.trace.backward[s.backward].grad_fn == "LogSoftmaxBackward0")
+    w.set_cursor(inner)
+    assert tl.state().highlight == {ce.id}          # the step is drawn on the op
+    w.select_node(ce.id)
+    text = w.inspector.grad_text.toPlainText()
+    assert text.startswith("LogSoftmaxBackward0 runs (inside cross_entropy):")
+    assert "gradient sent on" in text
+
+
 def test_large_tensor_gets_statistics_and_histogram(qtbot, window):
     w = window
     run_source(qtbot, w, "import torch\nv = torch.linspace(-1, 1, 40)\nprint(v.sum().item() < 1e-5)\n")

@@ -57,7 +57,7 @@ class BackwardTracer:
     def tag(self, grad_fn, op_id, out_tid=None) -> None:
         """Remember that ``grad_fn`` was made by op ``op_id`` (NOTE [node ids])."""
         try:
-            grad_fn.metadata[_KEY] = [op_id, out_tid, None]
+            grad_fn.metadata[_KEY] = [op_id, out_tid, None, None]
         except Exception:
             pass
 
@@ -170,7 +170,7 @@ class BackwardTracer:
                     nxt.append(ni[2])
                     if not ni[3]:
                         stack.append(n)
-            fixed = (info[2], node_name(node), info[0], info[1], nxt)
+            fixed = (info[2], node_name(node), info[0], info[1], nxt, info[5])
 
             if info[4]:   # AccumulateGrad
                 def pre(grad_outputs, node=node, nid=info[2]):
@@ -201,13 +201,13 @@ class BackwardTracer:
         del keep
 
     def _node_info(self, node) -> list:
-        """[forward op, tensor, node id, hooked in this walk, is AccumulateGrad] of
-        ``node`` (NOTE [node ids]), assigning the id; a copy per walk, so the
-        hooked flag starts False."""
+        """[forward op, tensor, node id, hooked in this walk, is AccumulateGrad,
+        op whose sub-graph holds it] of ``node`` (NOTE [node ids]), assigning the
+        id; a copy per walk, so the hooked flag starts False."""
         meta = node.metadata
         info = meta.get(_KEY)
         if info is None:
-            info = meta[_KEY] = [None, None, None]
+            info = meta[_KEY] = [None, None, None, None]
         acc = _is_acc(node)
         if info[2] is None:
             if acc:
@@ -219,7 +219,7 @@ class BackwardTracer:
             else:
                 nid = self._new_node()
             info[2] = nid
-        return [info[0], info[1], info[2], False, acc]
+        return [info[0], info[1], info[2], False, acc, info[3]]
 
     def _node_id(self, node) -> int:
         return self._node_info(node)[2]
@@ -231,13 +231,14 @@ class BackwardTracer:
 
     def _emit_step(self, call_id, fixed, seq, grad_outputs, grad_inputs, before,
                    after) -> None:
-        nid, gname, op, tensor, nxt = fixed
+        nid, gname, op, tensor, nxt, within = fixed
         sm = self.r.memo.summary
         sid = self.n_steps
         self.n_steps = sid + 1
         self.r.emit(P.BackwardStep(
             sid, seq, call_id, gname, nid, op, tensor, list(nxt),
-            [sm(g) for g in grad_outputs], [sm(g) for g in grad_inputs], before, after))
+            [sm(g) for g in grad_outputs], [sm(g) for g in grad_inputs], before, after,
+            within))
 
     def remove_all(self) -> None:
         for h in self._handles:

@@ -50,6 +50,7 @@ from graphscope.capture.tensor_ids import TensorIds
 
 Tensor = torch.Tensor
 _TB = torch._C.TensorBase
+_FunctionType = types.FunctionType
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
 _Parameter = torch.nn.Parameter
@@ -305,6 +306,46 @@ def _is_param(t) -> bool:
     return False if type(t) is Tensor else isinstance(t, _Parameter)
 
 
+_SUBGRAPH_LIMIT = 256
+
+
+def _inner_nodes(g, op_id):
+    """NOTE [composite ops]: the mode sees ``F.cross_entropy`` or
+    ``F.multi_head_attention_forward`` as one call, but the call made several
+    autograd nodes (``NllLossBackward0`` after ``LogSoftmaxBackward0``; an
+    ``nn.Linear``'s ``TBackward0`` for its weight). Walking back from the
+    output's node ``g`` to nodes that belong to earlier ops (tagged) or to leaves
+    (AccumulateGrad) finds them: each is tagged as inside op ``op_id`` (so its
+    backward step says ``within``) and the list ``[[name, [next, ...]], ...]``
+    (index 0 is ``g``; a next of -1 is a node outside, an input's) becomes
+    ``Op.subgraph``, so a viewer can expand the op without a backward pass.
+    None when ``g`` is the only node. At most ``_SUBGRAPH_LIMIT`` nodes."""
+    index = {id(g): 0}
+    rows = [[node_name(g), []]]
+    keep = [g]          # wrappers alive during the walk: ids stay unique
+    stack = [g]
+    while stack:
+        node = stack.pop()
+        row = rows[index[id(node)]]
+        for n, _ in node.next_functions:
+            if n is None:
+                continue
+            i = index.get(id(n))
+            if i is None:
+                meta = n.metadata
+                if "graphscope" in meta or type(n).__name__ == "AccumulateGrad" \
+                        or len(rows) >= _SUBGRAPH_LIMIT:
+                    row[1].append(-1)
+                    continue
+                i = index[id(n)] = len(rows)
+                meta["graphscope"] = [None, None, None, op_id]
+                rows.append([node_name(n), []])
+                keep.append(n)
+                stack.append(n)
+            row[1].append(i)
+    return rows if len(rows) > 1 else None
+
+
 def _grad_fn_name(t):
     g = t.grad_fn
     return None if g is None else node_name(g)
@@ -521,17 +562,23 @@ class Recorder(TorchFunctionMode):
             _flatten(result, outs)
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
-        op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame)
+        # a Python function (F.cross_entropy) or a call from torch's own Python code
+        # (nn.Linear.forward) may make autograd nodes of its own (NOTE [composite ops])
+        op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,
+                          caller is not frame or type(func) is _FunctionType)
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
-                frame=False):
+                frame=False, composite=False):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
-        is none), else it is looked up here."""
+        is none), else it is looked up here. ``composite``: the call came through
+        torch's Python code (a ``torch.nn.functional`` function, a module's
+        ``forward``), so it may have made autograd nodes of its own (NOTE
+        [composite ops])."""
         if frame is False:
             frame, opaque = self.where(2)
             if opaque:
@@ -557,6 +604,7 @@ class Recorder(TorchFunctionMode):
         out_ids = []
         gname = None
         versions = None
+        subgraph = None
         if outs:
             first = outs[0]
             g = first.grad_fn
@@ -571,7 +619,9 @@ class Recorder(TorchFunctionMode):
                 out_ids.append(tid)
             if g is not None and self.backward is not None:
                 try:   # NOTE [node ids] in backward.py (BackwardTracer.tag, inlined)
-                    g.metadata["graphscope"] = [op_id, out_ids[0], None]
+                    g.metadata["graphscope"] = [op_id, out_ids[0], None, None]
+                    if composite:
+                        subgraph = _inner_nodes(g, op_id)
                 except Exception:
                     pass
         after = None
@@ -602,7 +652,7 @@ class Recorder(TorchFunctionMode):
                         after[key] = list(value_of(t))
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
-                       scalars, after))
+                       scalars, after, subgraph))
         return op_id
 
     def _maybe_scan(self, frame, line) -> None:

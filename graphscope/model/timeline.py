@@ -147,6 +147,9 @@ class Timeline:
             self._bw_by_id[ev.id] = ev
             op = self.trace.op_by_id(ev.op) if ev.op is not None else None
             line = op.line if op is not None else None
+            if line is None and ev.within is not None:   # inside a composite op's sub-graph
+                host = self.trace.op_by_id(ev.within)
+                line = host.line if host is not None else None
             if line is None and ev.tensor is not None:
                 info = self.trace.tensors.get(ev.tensor)
                 if info is not None and info.created_by is not None:
@@ -396,6 +399,8 @@ def node_of_backward(graph: Graph, ev) -> Optional[str]:
     """The graph node a backward step belongs to: the op's node, else the tensor's."""
     if ev.op is not None and f"o{ev.op}" in graph.nodes and not _is_accumulate(ev.grad_fn):
         return f"o{ev.op}"
+    if ev.within is not None and f"o{ev.within}" in graph.nodes:
+        return f"o{ev.within}"   # a Node inside a composite op (NOTE [composite ops])
     if ev.tensor is not None:
         nid = f"t{ev.tensor}"
         if nid in graph.nodes:

@@ -274,6 +274,11 @@ class Inspector(QWidget):
         if op.versions:
             rows["in-place"] = "; ".join(f"{_tensor_name(trace, int(k))} version {a}\u2192{b}"
                                          for k, (a, b) in op.versions.items())
+        if op.subgraph:
+            # NOTE [composite ops]: the autograd nodes this one call made, output first
+            names = [row[0] for row in op.subgraph]
+            rows["autograd nodes"] = " \u2190 ".join(names[:6]) + (
+                f" (+{len(names) - 6} more)" if len(names) > 6 else "")
         self._rows = rows
         self._refill_grid()
         grads = None if self.values_hidden else self._backward_grads_for(op, trace, frame)
@@ -385,6 +390,14 @@ class Inspector(QWidget):
         if cur is None or getattr(cur, "kind", None) != "backward":
             return None
         step = _backward_step(trace, getattr(cur, "backward", None))
+        if step is not None and step.op is None and step.within == op.id:
+            # a Node inside this op (NOTE [composite ops]): its gradients, unpaired
+            lines = [f"{step.grad_fn} runs (inside {op.name}):"]
+            lines += [f"gradient arrives:\n  {format_summary(g, 300)}"
+                      for g in step.grad_outputs or [] if g]
+            lines += [f"gradient sent on:\n  {format_summary(g, 300)}"
+                      for g in step.grad_inputs or [] if g]
+            return "\n".join(lines)
         if step is None or step.op != op.id:
             return None
         lines = [f"{step.grad_fn} runs:"]

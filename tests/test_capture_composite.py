@@ -1,0 +1,70 @@
+"""Composite calls: the autograd nodes one recorded call made (NOTE [composite
+ops] in capture/recorder.py), against torch's own graph."""
+from __future__ import annotations
+
+from graphscope.model.graph import build_graph
+from graphscope.model.timeline import Timeline, node_of_backward
+from capture_helpers import capture
+
+SNIPPET = """
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    y = torch.tensor([0, 2])
+    z = lin(x)
+    loss = F.cross_entropy(z, y)
+    a = x * 2
+    loss.backward()
+    """
+
+
+def _op(tr, name):
+    return next(o for o in tr.ops if o.name == name)
+
+
+def test_sub_graphs_of_cross_entropy_and_linear_match_torch():
+    tr = capture(SNIPPET)
+    ce, lin, mul = _op(tr, "cross_entropy"), _op(tr, "linear"), _op(tr, "mul")
+    # F.cross_entropy = nll_loss(log_softmax(z)): two nodes, the second fed by z's
+    assert ce.subgraph == [["NllLossBackward0", [1]], ["LogSoftmaxBackward0", [-1]]]
+    # addmm(bias, x, weight.t()): the bias's AccumulateGrad (outside), then TBackward0
+    assert lin.subgraph == [["AddmmBackward0", [-1, 1]], ["TBackward0", [-1]]]
+    assert mul.subgraph is None                       # one node, or none: nothing to expand
+    inside = {s.grad_fn: s.within for s in tr.backward if s.within is not None}
+    assert inside == {"LogSoftmaxBackward0": ce.id, "TBackward0": lin.id}
+    # every Node the engine ran belongs to an op, is inside one, or is a leaf's
+    assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
+               for s in tr.backward)
+
+
+def test_every_node_of_multi_head_attention_is_attributed():
+    tr = capture("""
+        import torch
+        torch.manual_seed(0)
+        mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        q = torch.randn(1, 3, 8)
+        out, w = mha(q, q, q)
+        out.sum().backward()
+        """)
+    attn = _op(tr, "multi_head_attention_forward")
+    assert attn.subgraph and len(attn.subgraph) > 5
+    names = {row[0] for row in attn.subgraph}
+    assert any("Softmax" in n for n in names) and any("Bmm" in n or "Baddbmm" in n for n in names)
+    for row in attn.subgraph:                          # links stay inside the list
+        assert all(-1 <= i < len(attn.subgraph) for i in row[1])
+    assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
+               for s in tr.backward)
+
+
+def test_a_step_inside_a_composite_op_is_shown_on_that_op():
+    tr = capture(SNIPPET)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    ce = _op(tr, "cross_entropy")
+    step = next(s for s in tl.steps if s.kind == "backward"
+                and tr.backward[s.backward].grad_fn == "LogSoftmaxBackward0")
+    assert step.line == ce.line
+    assert node_of_backward(g, tr.backward[step.backward]) == f"o{ce.id}"
+    assert tl.state(step.index).highlight == {f"o{ce.id}"}
