@@ -234,3 +234,28 @@ def test_a_pending_tensor_asked_for_again_orders_one_histogram():
     final = memo2.value_of(w, final=True)[1]
     batch.compute()
     assert "hist" in first and "hist" in final and "hist" not in step
+
+
+def test_a_message_emitted_while_a_lock_is_held_is_held_not_flushed():
+    """The cyclic GC may run a snippet's __del__ anywhere, also inside a flush or
+    inside StatsBatch.add; a print there reaches HeldEmit on the same thread. It
+    must be held, not flush (re-entering a lock held lower on the stack would
+    hang the run). Called from a helper thread so a regression fails, not hangs."""
+    out, batch, held = _held_with_pending()
+
+    def emit_line(seq):
+        t = threading.Thread(target=held, args=(P.Output(seq, "stdout", "bye\n"),),
+                             daemon=True)
+        t.start()
+        t.join(5)
+        return not t.is_alive()
+
+    with batch._lock:                 # as inside StatsBatch.add
+        assert emit_line(1)
+    held._flushing = True             # as inside a flush
+    with held._flush_lock:
+        assert emit_line(2)
+    held._flushing = False
+    assert out == []                  # all held ...
+    held.flush()
+    assert [m.seq for m in out] == [0, 1, 2]   # ... and sent, in order, by the next flush

@@ -29,7 +29,6 @@ inside a flush may lose one message, never send one twice.
 """
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections import deque
@@ -118,11 +117,17 @@ class StatsBatch:
             return None
         st = {"numel": n}
         hist = hist and floating
+        entry = (c, n, st, floating, cdt is _f32, hist, key)
+        owed = _hist_estimate(n) if hist else 0.0
+        # NOTE [no allocation under the lock]: nothing made under ``_lock`` is a
+        # container the cyclic GC counts, so no collection (and no user
+        # ``__del__`` that prints or runs torch, re-entering here) can start
+        # while it is held
         with self._lock:
-            self._entries.append((c, n, st, floating, cdt is _f32, hist, key))
+            self._entries.append(entry)
             self._elements += n
             if hist:
-                self._hist_owed += _hist_estimate(n)
+                self._hist_owed += owed
                 self._hist_ids.add(id(st))
         return st
 
@@ -135,32 +140,46 @@ class StatsBatch:
         """A new pending dict for the same copy as pending ``st`` (with ``hist``
         wanted), or None if ``st`` is not pending (already computed). ``st`` may
         be in a compute running on another thread: its copy is still good."""
-        with self._lock:
-            for e in itertools.chain(reversed(self._entries), self._inflight):
+        found = None
+        with self._lock:   # NOTE [no allocation under the lock]
+            for e in reversed(self._entries):
                 if e[2] is st:
-                    st2 = {"numel": n}
-                    hist = hist and e[3]
-                    self._entries.append((e[0], n, st2, e[3], e[4], hist, e[6]))
-                    self._elements += n
-                    if hist:
-                        self._hist_owed += _hist_estimate(n)
-                        self._hist_ids.add(id(st2))
-                    return st2
-        return None
+                    found = e
+                    break
+            else:
+                for e in self._inflight:
+                    if e[2] is st:
+                        found = e
+                        break
+        if found is None:
+            return None
+        if not (hist and found[3]):
+            return st      # no histogram for it: the pending dict will do
+        st2 = {"numel": n}
+        entry = (found[0], n, st2, True, found[4], True, found[6])
+        owed = _hist_estimate(n)
+        with self._lock:
+            self._entries.append(entry)
+            self._elements += n
+            self._hist_owed += owed
+            self._hist_ids.add(id(st2))
+        return st2
 
     def compute(self) -> None:
         """Fill every pending dict. Never raises for a bad tensor: its dict gets
         None for the numbers, as ``stats_of`` gives None for an unreadable one."""
-        with self._lock:
+        fresh: list = []
+        with self._lock:   # NOTE [no allocation under the lock]
             entries = self._entries
             if not entries:
                 return
-            self._entries = []
-            self._elements = 0
+            # computing first: HeldEmit reads _entries, then computing, and must
+            # never see both empty while these are being filled
             self.computing = True
+            self._entries = fresh
+            self._elements = 0
             self._hist_owed = 0.0
             self._inflight = entries
-            self._hist_ids = set()
         done = False
         try:
             # our own calls: not the snippet's ops, whichever thread this is
@@ -184,8 +203,12 @@ class StatsBatch:
                 for e in entries:
                     if "min" not in e[2]:
                         e[2].update(min=None, max=None, mean=None, std=None)
-            with self._lock:
-                self._inflight = []
+            done_ids = [id(e[2]) for e in entries if e[5]]
+            empty: list = []
+            with self._lock:   # NOTE [no allocation under the lock]
+                self._inflight = empty
+                for i in done_ids:
+                    self._hist_ids.discard(i)
                 self.computing = False
 
     def _fill_one(self, e) -> None:
@@ -282,12 +305,18 @@ class HeldEmit:
     def __call__(self, msg) -> None:
         self._n += 1
         batch = self.batch
-        if self._held or self._flushing or batch.computing or batch._entries:
+        # _entries before computing: StatsBatch.compute sets computing before it
+        # empties _entries, so one of the two always shows a compute under way
+        if batch._entries or batch.computing or self._flushing or self._held:
             held = self._held
             if not held:
                 self._since = _monotonic()
             held.append(msg)
-            if (batch.full() or not (batch._entries or batch.computing or self._flushing)
+            if self._flushing or self._flush_lock.locked() or batch._lock.locked():
+                # a flush is under way, maybe on this very thread (a __del__ that
+                # prints, run by the GC inside it): it, or the next one, takes this
+                return
+            if (batch.full() or not (batch._entries or batch.computing)
                     or (type(msg) is P.Output and msg.text.endswith("\n"))
                     or _monotonic() - self._since >= HOLD_MAX):
                 # full; or nothing left to wait for (drain); a finished line of
