@@ -126,3 +126,83 @@ def test_values_after_in_place_changes_are_kept_up_to_a_size():
     op = next(o for o in tr.ops if o.name == "add_")
     assert op.versions and op.after is None
     assert value_at(tr, tr.tensor_by_name("big").id).changed_by is None
+
+
+def _state_after_line(tl, line):
+    """The timeline's state just before the first op of a later line."""
+    later = [s.index for s in tl.steps if s.kind == "op" and s.line > line]
+    return tl.state(min(later) - 1 if later else len(tl.steps) - 1)
+
+
+def test_the_timeline_follows_grads_changed_through_aliases_optimizers_and_writes():
+    """Against plain PyTorch: what w.grad is after each line (review findings)."""
+    from graphscope.model.timeline import Timeline
+    tr = capture("""
+        import torch
+        w = torch.tensor([3.0, 4.0], requires_grad=True)
+        (w * w).sum().backward()                       # 4: grad [6, 8]
+        torch.nn.utils.clip_grad_norm_([w], 1.0)       # 5: [0.6, 0.8]
+        w.grad.data.zero_()                            # 6: [0, 0]
+        (w * 2).sum().backward()                       # 7: [2, 2]
+        w.grad[0:1].zero_()                            # 8: [0, 2]
+        g = w.grad
+        w.grad = torch.ones(2)                         # 10: [1, 1]
+        g.add_(5)                                      # 11: g is not w.grad any more
+        opt = torch.optim.SGD([w], lr=0.1, foreach=True)
+        opt.zero_grad(set_to_none=False)               # 13: [0, 0]
+        """)
+    tl = Timeline(tr)
+    w = tr.tensor_by_name("w").id
+
+    def after(line):
+        got = _state_after_line(tl, line).leaf_grads[w][1]
+        return [round(v, 4) for v in got["value"]]
+
+    # (the snippet's line 1 is empty)
+    assert after(4) == [6.0, 8.0]
+    assert after(5) == [0.6, 0.8]
+    assert after(6) == [0.0, 0.0]
+    assert after(7) == [2.0, 2.0]
+    assert after(8) == [0.0, 2.0]
+    assert after(10) == [1.0, 1.0]
+    assert after(11) == [1.0, 1.0]
+    assert after(13) == [0.0, 0.0]
+
+
+def test_an_in_place_change_through_a_view_reaches_its_base():
+    tr = capture("""
+        import torch
+        x = torch.arange(4.0)
+        v = x[0:2]
+        v.mul_(2)
+        """)
+    x = tr.tensor_by_name("x")
+    at = value_at(tr, x.id)
+    assert at.value == [0.0, 2.0, 2.0, 3.0] and at.changed_by.name == "mul_"
+
+
+def test_a_big_gradient_zeroed_in_place_is_known_to_be_zero():
+    from graphscope.capture.recorder import AFTER_NUMEL
+    tr = capture(f"""
+        import torch
+        w = torch.ones({AFTER_NUMEL + 10}, requires_grad=True)
+        (w * 2).sum().backward()
+        w.grad.zero_()
+        """)
+    op = next(o for o in tr.ops if o.name == "zero_")
+    (value, stats), = op.after.values()
+    assert value is None and stats["max"] == 0.0 and stats["numel"] == AFTER_NUMEL + 10
+
+
+def test_a_change_too_big_to_keep_is_reported_from_its_step_on():
+    from graphscope.capture.recorder import AFTER_NUMEL
+    tr = capture(f"""
+        import torch
+        big = torch.zeros({AFTER_NUMEL + 1})
+        big.add_(1)
+        """)
+    big = tr.tensor_by_name("big").id
+    add = next(o for o in tr.ops if o.name == "add_")
+    before, now = value_at(tr, big, None, add.seq - 1), value_at(tr, big, None, add.seq)
+    assert before.stale is None and before.changed_by is None
+    assert now.stale is add and now.changed_by is None and now.stats["mean"] == 0.0

@@ -101,8 +101,8 @@ def _short_name(func) -> tuple[str, str, str]:
             short = _R_DUNDERS[core[1:]]
         else:
             short = _DUNDER_ALIASES.get(core, core)
-    elif name.endswith("_") and not name.startswith("_"):
-        kind = "inplace"
+    elif name.endswith("_") and (not name.startswith("_") or name.startswith("_foreach_")):
+        kind = "inplace"   # torch._foreach_add_(params, grads): each of params changes
     if short in _VIEW_NAMES:
         kind = "view"
     elif short in _FACTORY_NAMES:
@@ -536,7 +536,11 @@ class Recorder(TorchFunctionMode):
                 _flatten(a, ins)
         before = None
         if kind == "inplace" and ins:
-            before = _ver(ins[0])
+            a0 = args[0] if args else None
+            if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
+                before = [(t, _ver(t)) for t in a0 if isinstance(t, Tensor)]
+            else:
+                before = _ver(ins[0])
         elif "out" in kwargs:
             outs_kw = []
             _flatten(kwargs["out"], outs_kw)
@@ -628,32 +632,58 @@ class Recorder(TorchFunctionMode):
         if before is not None:
             # NOTE [values after in-place]: the value just after the change, so a
             # view can show the tensor as it is at a later step, not as created
-            # (up to AFTER_NUMEL elements: an optimizer changes every parameter
-            # in place each step, and the statistics of a million-element weight
-            # cost several times the update itself)
-            value_of = self.memo.value_of
             if isinstance(before, int):
                 t0 = ins[0]
                 v1 = _ver(t0)
                 key = str(in_ids[0])
                 versions = {key: [before, v1]}
-                if v1 != before and t0.numel() <= AFTER_NUMEL:
-                    after = {key: list(value_of(t0))}
+                if v1 != before:
+                    after = self._values_after(((t0, key),), name)
                 if not outs:
                     self.update_state(t0, in_ids[0])
             else:
                 versions = {}
+                changed = []
                 for t, v in before:
                     key = str(lookup(t)[0])
                     v1 = _ver(t)
                     versions[key] = [v, v1]
-                    if v1 != v and t.numel() <= AFTER_NUMEL:
-                        after = after or {}
-                        after[key] = list(value_of(t))
+                    if v1 != v:
+                        changed.append((t, key))
+                if changed:
+                    after = self._values_after(changed, name)
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars, after, subgraph))
         return op_id
+
+    def _values_after(self, changed, name) -> dict | None:
+        """``Op.after`` (NOTE [values after in-place] in model/values.py) for the
+        (tensor, id key) pairs an in-place op changed, and for the base of each
+        that is a view of a tensor already seen (``x[0:2].mul_(2)`` changes x).
+        Up to AFTER_NUMEL elements: an optimizer changes every parameter in
+        place each step, and the statistics of a million-element weight cost
+        several times the update; a ``zero_`` of any size is known without
+        reading it."""
+        after = {}
+        value_of = self.memo.value_of
+        get = self.ids.get
+        for t, key in changed:
+            base = t._base
+            pairs = [(t, key)]
+            if base is not None:
+                bid = get(base)
+                if bid is not None and str(bid) not in after:
+                    pairs.append((base, str(bid)))
+            for x, k in pairs:
+                n = x.numel()
+                if n <= AFTER_NUMEL:
+                    after[k] = list(value_of(x, True, False, False))
+                elif x is t and (name == "zero_" or name == "_foreach_zero_"):
+                    zero = 0.0 if x.is_floating_point() else 0
+                    after[k] = [None, {"numel": n, "min": zero, "max": zero,
+                                       "mean": 0.0, "std": 0.0}]
+        return after or None
 
     def _maybe_scan(self, frame, line) -> None:
         """Look for variable names (names.py) when the snippet line changed.

@@ -249,11 +249,13 @@ class SummaryMemo:
         self._hist_spent = 0.0
         self._t0 = _clock()
 
-    def value_of(self, t, small_too: bool = True, final: bool = False):
+    def value_of(self, t, small_too: bool = True, final: bool = False, hist: bool = True):
         """``value_of(t, limit)``; remembered only for big tensors unless ``small_too``
         (for a small one ``tolist`` costs about what the memo does). Stats of a
         floating tensor carry a histogram while the run's time budget lasts, and
-        always when ``final`` (NOTE [histograms])."""
+        always when ``final`` (NOTE [histograms]); never with ``hist`` False (a
+        value after an in-place change: an optimizer's updates would spend the
+        budget meant for tensors as first seen)."""
         if not small_too:
             try:
                 if t.numel() <= self.limit:
@@ -264,12 +266,12 @@ class SummaryMemo:
             v = t._version
         except Exception:  # inference tensors have no version counter
             value, stats = value_of(t, self.limit)
-            return value, self._with_hist(t, stats, final)
+            return value, (self._with_hist(t, stats, final) if hist else stats)
         memo = self._memo
         e = memo.get(id(t))
         if e is not None and e[1] == v and e[0]() is t:
             st = e[3]
-            if st is not None and "hist" not in st:
+            if hist and st is not None and "hist" not in st:
                 # first summarised by a backward step, without histogram: add it now
                 # (a new dict: the old one may be in a record already, NOTE [records])
                 st2 = self._with_hist(t, st, final)
@@ -277,8 +279,8 @@ class SummaryMemo:
                     memo[id(t)] = (e[0], v, e[2], st2, e[4])
                     st = st2
             return e[2], st
-        value, stats = self._value_of(t, final)
-        if stats is not None:
+        value, stats = self._value_of(t, final if hist else None)
+        if hist and stats is not None:
             stats = self._with_hist(t, stats, final)
         if small_too or stats is not None:
             if len(memo) >= self._MAX:

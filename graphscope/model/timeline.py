@@ -24,6 +24,7 @@ from typing import Callable, Optional
 
 from graphscope.model.graph import Graph, build_graph, gc_paused
 from graphscope.model.summary import format_summary
+from graphscope.model.values import value_at
 
 _MISSING = object()
 
@@ -138,7 +139,7 @@ class Timeline:
         delta = ()          # shared: 20,000 forward steps change no gradient
         if t == "op":
             step = Step("op", i, ev.seq, ev.line, op=ev.id)
-            if ev.kind == "grad_read" or ev.kind == "grad_write" or ev.after:
+            if ev.kind in _GRAD_KINDS or ev.after:
                 delta = self._grad_tensor_changes(ev)
         elif t == "backward_call":
             self._current_call = ev.id
@@ -174,10 +175,13 @@ class Timeline:
 
     def _grad_tensor_changes(self, op) -> list:
         """A leaf's ``.grad`` changed by the program, not by backward: set to None
-        (``opt.zero_grad()``), or changed in place (``w.grad.zero_()``; NOTE
-        [values after in-place] in values.py). ``w.grad`` reads tell which tensor
-        is whose gradient."""
+        (``opt.zero_grad()``) or to another tensor (``w.grad = g``), or changed in
+        place (``w.grad.zero_()``, ``w.grad.data.zero_()``, a slice of it, the
+        ``_foreach`` ops of an optimizer; NOTE [values after in-place] in
+        values.py). ``w.grad`` reads and writes tell which tensor is whose
+        gradient (``_grad_owner``), ``.data`` / ``detach()`` hand that on."""
         grad_tail, leaf_tail = self._tail
+        owner = self._grad_owner
         changes = []
 
         def put(which, d, key, new):
@@ -186,29 +190,44 @@ class Timeline:
                 changes.append((which, key, old, new))
                 d[key] = new
 
-        if op.kind == "grad_read":
-            if op.inputs and op.outputs:
-                self._grad_owner[op.outputs[0]] = op.inputs[0]
-            return ()
-        if op.kind == "grad_write":
-            if op.inputs and op.scalars == ["None"]:
-                leaf = op.inputs[0]
-                if leaf in leaf_tail or leaf in grad_tail:
-                    last = leaf_tail.get(leaf)
-                    put(1, leaf_tail, leaf, (last[1] if last else None, None))
-                    put(0, grad_tail, leaf, None)
-            return changes or ()
-        for key, (value, stats) in (op.after or {}).items():
-            leaf = self._grad_owner.get(int(key))
-            if leaf is None:
-                continue
-            info = self.trace.tensors.get(int(key))
-            new = {"value": value, "stats": stats,
-                   "shape": list(info.shape) if info else [], "dtype": info.dtype if info else ""}
+        def set_grad(leaf, new):
             last = leaf_tail.get(leaf)
             put(1, leaf_tail, leaf, (last[1] if last else None, new))
             put(0, grad_tail, leaf, new)
+
+        kind = op.kind
+        if kind == "grad_read" or kind == "detach":
+            if op.inputs and op.outputs:
+                leaf = op.inputs[0] if kind == "grad_read" else owner.get(op.inputs[0])
+                if leaf is not None:
+                    owner[op.outputs[0]] = leaf
+            return ()
+        if kind == "grad_write":
+            if not op.inputs:
+                return ()
+            leaf = op.inputs[0]
+            for g in [g for g, who in owner.items() if who == leaf]:
+                del owner[g]   # no longer its .grad
+            if len(op.inputs) > 1:          # w.grad = g
+                owner[op.inputs[1]] = leaf
+                set_grad(leaf, self._summary_at(op.inputs[1], op.seq))
+            elif leaf in leaf_tail or leaf in grad_tail:   # w.grad = None
+                set_grad(leaf, None)
+            return changes or ()
+        for key in op.after or ():
+            leaf = owner.get(int(key))
+            if leaf is not None:
+                set_grad(leaf, self._summary_at(int(key), op.seq))
         return changes or ()
+
+    def _summary_at(self, tid: int, seq: int) -> Optional[dict]:
+        """Tensor ``tid`` as a Summary, as it is at ``seq`` (values.value_at)."""
+        at = value_at(self.trace, tid, None, seq)
+        info = self.trace.tensors.get(tid)
+        if at is None or info is None:
+            return None
+        return {"value": at.value, "stats": at.stats, "shape": list(info.shape),
+                "dtype": info.dtype}
 
     def _grad_changes(self, ev, op) -> list:
         grad_tail, leaf_tail = self._tail
@@ -389,6 +408,9 @@ class Timeline:
                    if (info := self.trace.tensors.get(t)) is not None and info.requires_grad]
             pairs = list(zip(req, [s for s in grads if s is not None]))
         return [(t, s) for t, s in pairs if t is not None and s is not None]
+
+
+_GRAD_KINDS = frozenset({"grad_read", "grad_write", "detach"})
 
 
 def _is_accumulate(name: str) -> bool:

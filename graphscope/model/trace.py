@@ -35,7 +35,7 @@ class Trace:
     torch_version: Optional[str] = None
     passes: list = field(default_factory=list)         # filled by model/passes.py (issue 5)
     static: Optional[dict] = None                      # static-capture results (issue 5)
-    # tensor id -> in-place ops that changed it (those with ``after``), in order
+    # tensor id -> in-place ops that changed it, in order (with ``after`` when kept)
     _changes: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- building -----------------------------------------------------------
@@ -44,9 +44,13 @@ class Trace:
         t = msg.T
         if t == "op":
             self.ops.append(msg)
+            if msg.versions:
+                for key in msg.versions:
+                    self._changes.setdefault(int(key), []).append(msg)
             if msg.after:
                 for key in msg.after:
-                    self._changes.setdefault(int(key), []).append(msg)
+                    if msg.versions is None or key not in msg.versions:   # a view's base
+                        self._changes.setdefault(int(key), []).append(msg)
         elif t == "tensor":
             self.tensors[msg.id] = msg
         elif t == "tensor_update":
@@ -120,8 +124,9 @@ class Trace:
         return found
 
     def changes_of(self, tid: int) -> list:
-        """The in-place ops that changed tensor ``tid``, in order, each with the
-        value just after in ``op.after[str(tid)]`` (NOTE [values after in-place])."""
+        """The in-place ops that changed tensor ``tid``, in order; the value just
+        after is in ``op.after[str(tid)]`` when it was kept (NOTE [values after
+        in-place])."""
         return self._changes.get(tid, [])
 
     def op_by_id(self, op_id: int) -> Optional[P.Op]:

@@ -24,6 +24,7 @@ class ValueAt:
     stats: Optional[dict]       # statistics when not small
     changed_by: Any = None      # the in-place P.Op whose result this is, None: as created
     own: bool = False           # changed_by is the op that made the node itself
+    stale: Any = None           # a later in-place P.Op whose result was too big to keep
 
 
 def value_at(trace, tid: int, made_by: Optional[int] = None,
@@ -36,11 +37,15 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
     final tensor facts, which can differ from what a live graph knew then."""
     info = trace.tensors.get(tid)
     key = str(tid)
-    shown, own, since = None, False, (info.seq if info is not None else -1)
+    shown, own, since, stale = None, False, (info.seq if info is not None else -1), None
     if made_by is not None:
         op = trace.op_by_id(made_by)
-        if op is not None and op.after and key in op.after:
-            shown, own, since = op, True, op.seq
+        if op is not None and (key in (op.versions or ()) or key in (op.after or ())):
+            own, since = True, op.seq
+            if op.after and key in op.after:
+                shown = op
+            else:
+                stale = op      # the change that made this node, too big to keep
     for op in trace.changes_of(tid):
         if op.seq <= since:
             continue
@@ -53,10 +58,13 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
                                                                trace.tensors)
         if new_node:
             break   # a newer node of the tensor shows this change
-        shown, own = op, False
+        if op.after and key in op.after:
+            shown, own, stale = op, False, None
+        else:
+            stale = op          # changed, but too big for its value to be kept
     if shown is None:
         if info is None:
             return None
-        return ValueAt(info.value, info.stats)
+        return ValueAt(info.value, info.stats, None, False, stale)
     value, stats = shown.after[key]
-    return ValueAt(value, stats, shown, own)
+    return ValueAt(value, stats, shown, own, stale)

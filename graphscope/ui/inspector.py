@@ -342,9 +342,12 @@ class Inspector(QWidget):
             self.value_caption.setText(
                 f"Value after {by.name}{where}" if at.own
                 else f"Value at this step, after {by.name}{where}")
-        elif "inplace" in (getattr(node, "flags", ()) or ()) and not trace.changes_of(t.id):
-            # changed in place, but too big for its values to be kept each time
-            self.value_caption.setText("Value when created (changed in place since)")
+        if at is not None and at.stale is not None:
+            # changed in place since, but too big for each new value to be kept
+            by = at.stale
+            where = f", line {by.line}" if by.line else ""
+            self.value_caption.setText(f"{self.value_caption.text()}; changed since by "
+                                       f"{by.name}{where} (too big to keep)")
         if self.values_hidden:
             self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
                                          "the answer away.")
