@@ -38,7 +38,10 @@ import torch
 from graphscope import protocol as P
 from graphscope.capture import summaries
 
-BATCH_NUMEL = 1 << 16        # above this a tensor's op dominates: stats_of at once
+BATCH_NUMEL = 4096           # above this one stats_of call is as cheap (measured:
+                             # batched 5.8 us a tensor against 11.4 at 1,000 elements,
+                             # even at 4,096-8,192, 4x slower at 16,384: cache misses)
+_CHUNK = 1 << 18             # elements stacked at once (the double copy stays in cache)
 BATCH_COUNT = 512            # pending tensors before a compute ...
 BATCH_ELEMENTS = 1 << 22     # ... or pending elements (32 MB of double copies at most)
 
@@ -95,22 +98,28 @@ class StatsBatch:
         """A stats dict for tensor ``t`` of ``n`` elements, filled by the next
         ``compute``; None if ``t`` is not a plain strided CPU tensor (the caller
         then computes its stats at once)."""
+        if n < 2 or n > BATCH_NUMEL:
+            return None
         try:
-            if n < 2 or n > BATCH_NUMEL or t.layout is not _strided or not t.is_cpu:
+            if t.layout is not _strided or not t.is_cpu:
                 return None
-            d = t.detach()
+            d = t.detach() if t.requires_grad else t   # the copy records no autograd node
             dt = d.dtype
-            plan = summaries.plan_of(dt)
-            if plan is summaries.ABS:
-                c = d.abs()
-                floating = False
-            elif plan is None:
+            if dt is _f32 or dt is _f64:                # the common case, first
                 # contiguous (a channels_last copy would not stack into rows)
-                c = d.clone(memory_format=_contiguous)
+                c = d.clone() if d.is_contiguous() else d.clone(memory_format=_contiguous)
                 floating = True
             else:
-                c = d.to(plan, memory_format=_contiguous)
-                floating = dt in summaries.HALF_TYPES
+                plan = summaries.plan_of(dt)
+                if plan is summaries.ABS:
+                    c = d.abs()
+                    floating = False
+                elif plan is None:
+                    c = d.clone(memory_format=_contiguous)
+                    floating = True
+                else:
+                    c = d.to(plan, memory_format=_contiguous)
+                    floating = dt in summaries.HALF_TYPES
             cdt = c.dtype
             key = (cdt, c.shape)   # stacked together: same dtype and shape
         except Exception:
@@ -195,8 +204,10 @@ class StatsBatch:
                     if len(group) < _STACK_FROM:
                         for e in group:
                             self._fill_one(e)
-                    else:
-                        self._fill(group)
+                        continue
+                    step = max(1, _CHUNK // group[0][1])
+                    for i in range(0, len(group), step):
+                        self._fill(group[i:i + step])
             done = True
         finally:
             if not done:   # interrupted (KeyboardInterrupt): no dict stays half empty
@@ -227,10 +238,13 @@ class StatsBatch:
             x = torch.stack([e[0] for e in group]).reshape(len(group), n)
             # two calls: aminmax along a dimension is not vectorised (20x slower here)
             lo, hi = x.amin(dim=1), x.amax(dim=1)
-            d = x if x.dtype == _f64 else x.double()
+            # in a double copy (x itself is still needed for histograms), in place:
+            # no temporaries the size of the batch (at 4,096 elements a tensor,
+            # allocating them cost 10x the arithmetic)
+            d = x.double() if x.dtype != _f64 else x.clone()
             mean = d.sum(dim=1).div_(n)
-            dev = d - mean[:, None]
-            std = dev.mul_(dev).sum(dim=1).div_(n - 1).sqrt_()
+            d.sub_(mean[:, None])
+            std = d.mul_(d).sum(dim=1).div_(n - 1).sqrt_()
             if group[0][4]:              # float32 values: torch's own rounding
                 mean, std = mean.float(), std.float()
             rows = zip(lo.tolist(), hi.tolist(), mean.tolist(), std.tolist())
