@@ -206,3 +206,17 @@ def test_a_change_too_big_to_keep_is_reported_from_its_step_on():
     before, now = value_at(tr, big, None, add.seq - 1), value_at(tr, big, None, add.seq)
     assert before.stale is None and before.changed_by is None
     assert now.stale is add and now.changed_by is None and now.stats["mean"] == 0.0
+
+
+def test_a_view_whose_base_changed_in_place_says_so():
+    tr = capture("""
+        import torch
+        x = torch.arange(4.0)
+        y = x.view(2, 2)
+        x.add_(1)
+        """)
+    y = tr.tensor_by_name("y").id
+    add = next(o for o in tr.ops if o.name == "add_")
+    assert value_at(tr, y, None, add.seq - 1).stale is None
+    at = value_at(tr, y, None, add.seq)
+    assert at.value == [[0.0, 1.0], [2.0, 3.0]] and at.stale is add   # as created: marked

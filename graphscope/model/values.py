@@ -24,7 +24,8 @@ class ValueAt:
     stats: Optional[dict]       # statistics when not small
     changed_by: Any = None      # the in-place P.Op whose result this is, None: as created
     own: bool = False           # changed_by is the op that made the node itself
-    stale: Any = None           # a later in-place P.Op whose result was too big to keep
+    stale: Any = None           # a later in-place P.Op whose result this does not show
+                                # (too big to keep, or made on the tensor this is a view of)
 
 
 def value_at(trace, tid: int, made_by: Optional[int] = None,
@@ -62,9 +63,30 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
             shown, own, stale = op, False, None
         else:
             stale = op          # changed, but too big for its value to be kept
+    if stale is None and info is not None:
+        stale = _base_changed(trace, info, shown.seq if shown is not None else since, seq)
     if shown is None:
         if info is None:
             return None
         return ValueAt(info.value, info.stats, None, False, stale)
     value, stats = shown.after[key]
     return ValueAt(value, stats, shown, own, stale)
+
+
+def _base_changed(trace, info, since: int, seq: Optional[int]):
+    """The latest in-place change, after ``since`` and by ``seq``, of the tensor
+    ``info`` is a view of (made by a ``view`` op: ``y = x.view(2, 2)``): the
+    view's elements changed with it, but only the changed tensor's value was
+    kept. None if there is none."""
+    made = trace.op_by_id(info.created_by) if info.created_by is not None else None
+    if made is None or made.kind != "view" or not made.inputs:
+        return None
+    found = None
+    for op in trace.changes_of(made.inputs[0]):
+        if op.seq <= since:
+            continue
+        if seq is not None and op.seq > seq:
+            break
+        if str(info.id) not in (op.versions or ()) and str(info.id) not in (op.after or ()):
+            found = op
+    return found
