@@ -220,3 +220,44 @@ def test_a_view_whose_base_changed_in_place_says_so():
     assert value_at(tr, y, None, add.seq - 1).stale is None
     at = value_at(tr, y, None, add.seq)
     assert at.value == [[0.0, 1.0], [2.0, 3.0]] and at.stale is add   # as created: marked
+
+
+def test_shared_memory_changes_reported_from_reviews():
+    """A view of a view, a detached copy, a big base changed through a small view."""
+    from graphscope.capture.recorder import AFTER_NUMEL
+    tr = capture(f"""
+        import torch
+        x = torch.arange(6.).reshape(2, 3).clone()    # its own memory: the root
+        r = x[0]
+        z = r[0:2]
+        z.mul_(2)
+        d = x.detach()
+        x.add_(10)
+        big = torch.zeros({AFTER_NUMEL + 10})
+        big[0:2].add_(5)
+        """)
+    ids = {n: tr.tensor_by_name(n).id for n in ("x", "r", "d", "big")}
+    mul = next(o for o in tr.ops if o.name == "mul_")
+    add = next(o for o in tr.ops if o.name == "add_" and str(ids["x"]) in o.versions)
+    assert value_at(tr, ids["x"], None, mul.seq).value == [[0.0, 2.0, 2.0], [3.0, 4.0, 5.0]]
+    assert value_at(tr, ids["r"], None, mul.seq).stale is mul       # x[0] through z
+    assert value_at(tr, ids["d"]).stale is add                      # a detach shares memory
+    big_at = value_at(tr, ids["big"])
+    assert big_at.stale is not None and big_at.stale.name == "add_"
+
+
+def test_a_multi_output_op_keeps_its_nodes_from_a_later_composite():
+    tr = capture("""
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(1, 4, requires_grad=True)
+        y = torch.randn(3, 1, requires_grad=True)
+        a, b = torch.broadcast_tensors(x, y)
+        lin = torch.nn.Linear(4, 2)
+        z = lin(b)
+        z.sum().backward()
+        """)
+    lin = next(o for o in tr.ops if o.name == "linear")
+    assert [row[0] for row in lin.subgraph] == ["AddmmBackward0", "TBackward0"]
+    expand = [s for s in tr.backward if s.grad_fn == "ExpandBackward0"]
+    assert expand and all(s.within is None and s.op is not None for s in expand)

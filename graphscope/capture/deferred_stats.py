@@ -150,16 +150,14 @@ class StatsBatch:
         wanted), or None if ``st`` is not pending (already computed). ``st`` may
         be in a compute running on another thread: its copy is still good."""
         found = None
-        with self._lock:   # NOTE [no allocation under the lock]
-            for e in reversed(self._entries):
-                if e[2] is st:
-                    found = e
-                    break
-            else:
-                for e in self._inflight:
-                    if e[2] is st:
-                        found = e
+        with self._lock:   # NOTE [no allocation under the lock]: range, no list iterator
+            for es in (self._entries, self._inflight):
+                for i in range(len(es) - 1, -1, -1):
+                    if es[i][2] is st:
+                        found = es[i]
                         break
+                if found is not None:
+                    break
         if found is None:
             return None
         if not (hist and found[3]):

@@ -621,6 +621,8 @@ class Recorder(TorchFunctionMode):
                 elif kind == "inplace" or kind == "requires_grad" or kind == "detach":
                     self.update_state(t, tid)
                 out_ids.append(tid)
+            if len(outs) > 1 and self.backward is not None:
+                self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
                 try:   # NOTE [node ids] in backward.py (BackwardTracer.tag, inlined)
                     g.metadata["graphscope"] = [op_id, out_ids[0], None, None]
@@ -638,7 +640,7 @@ class Recorder(TorchFunctionMode):
                 key = str(in_ids[0])
                 versions = {key: [before, v1]}
                 if v1 != before:
-                    after = self._values_after(((t0, key),), name)
+                    after = self._values_after(((t0, key),), name, versions)
                 if not outs:
                     self.update_state(t0, in_ids[0])
             else:
@@ -651,20 +653,36 @@ class Recorder(TorchFunctionMode):
                     if v1 != v:
                         changed.append((t, key))
                 if changed:
-                    after = self._values_after(changed, name)
+                    after = self._values_after(changed, name, versions)
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars, after, subgraph))
         return op_id
 
-    def _values_after(self, changed, name) -> dict | None:
+    @staticmethod
+    def _tag_other_outputs(outs, out_ids, g, op_id) -> None:
+        """Outputs with Nodes of their own (``broadcast_tensors``, ``meshgrid``):
+        tagged too (NOTE [node ids]), or a later composite op's walk would take
+        them for its own (NOTE [composite ops])."""
+        for t, tid in zip(outs[1:], out_ids[1:]):
+            n = t.grad_fn
+            if n is not None and n is not g:
+                try:
+                    meta = n.metadata
+                    if "graphscope" not in meta:
+                        meta["graphscope"] = [op_id, tid, None, None]
+                except Exception:
+                    pass
+
+    def _values_after(self, changed, name, versions=None) -> dict | None:
         """``Op.after`` (NOTE [values after in-place] in model/values.py) for the
         (tensor, id key) pairs an in-place op changed, and for the base of each
         that is a view of a tensor already seen (``x[0:2].mul_(2)`` changes x).
         Up to AFTER_NUMEL elements: an optimizer changes every parameter in
         place each step, and the statistics of a million-element weight cost
         several times the update; a ``zero_`` of any size is known without
-        reading it."""
+        reading it. The base's id also goes into ``versions`` (views share its
+        counter), so a reader knows it changed even when its value is too big."""
         after = {}
         value_of = self.memo.value_of
         get = self.ids.get
@@ -676,6 +694,8 @@ class Recorder(TorchFunctionMode):
                 if bid is not None and str(bid) not in after:
                     pairs.append((base, str(bid)))
             for x, k in pairs:
+                if x is not t and versions is not None:
+                    versions[k] = list(versions[key])   # the base: one version counter
                 n = x.numel()
                 if n <= AFTER_NUMEL:
                     after[k] = list(value_of(x, True, False, False))

@@ -73,20 +73,32 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
     return ValueAt(value, stats, shown, own, stale)
 
 
+_SHARING = frozenset({"view", "detach"})   # op kinds whose output shares its input's memory
+
+
 def _base_changed(trace, info, since: int, seq: Optional[int]):
-    """The latest in-place change, after ``since`` and by ``seq``, of the tensor
-    ``info`` is a view of (made by a ``view`` op: ``y = x.view(2, 2)``): the
-    view's elements changed with it, but only the changed tensor's value was
-    kept. None if there is none."""
-    made = trace.op_by_id(info.created_by) if info.created_by is not None else None
-    if made is None or made.kind != "view" or not made.inputs:
-        return None
+    """The latest in-place change, after ``since`` and by ``seq``, of a tensor
+    ``info`` shares memory with as a view (``y = x.view(2, 2)``, ``x[0][0:2]``,
+    ``x.detach()``, up the chain): its elements changed with it, but only the
+    changed tensor's value (and its base's) was kept. None if there is none.
+    (An op of kind ``view`` that had to copy, a ``reshape`` of a non-contiguous
+    tensor, is taken for a view too: the trace does not say which.)"""
+    key = str(info.id)
     found = None
-    for op in trace.changes_of(made.inputs[0]):
-        if op.seq <= since:
-            continue
-        if seq is not None and op.seq > seq:
+    seen = 0
+    while info is not None and info.created_by is not None and seen < 64:
+        made = trace.op_by_id(info.created_by)
+        if made is None or made.kind not in _SHARING or not made.inputs:
             break
-        if str(info.id) not in (op.versions or ()) and str(info.id) not in (op.after or ()):
-            found = op
+        src = made.inputs[0]
+        for op in trace.changes_of(src):
+            if op.seq <= since:
+                continue
+            if seq is not None and op.seq > seq:
+                break
+            if key not in (op.versions or ()) and key not in (op.after or ()):
+                if found is None or op.seq > found.seq:
+                    found = op
+        info = trace.tensors.get(src)
+        seen += 1
     return found
