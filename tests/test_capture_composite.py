@@ -68,3 +68,34 @@ def test_a_step_inside_a_composite_op_is_shown_on_that_op():
     assert step.line == ce.line
     assert node_of_backward(g, tr.backward[step.backward]) == f"o{ce.id}"
     assert tl.state(step.index).highlight == {f"o{ce.id}"}
+
+
+def test_an_assignment_into_a_tracked_tensor_owns_its_new_node():
+    """x[0] = 5 returns nothing; autograd gives x a CopySlices node, which is the
+    setitem's: named on the op, and its backward step belongs to it."""
+    tr = capture("""
+        import torch
+        w = torch.ones(3, requires_grad=True)
+        h = w * 2
+        h[0] = 5.0
+        h.sum().backward()
+        with torch.no_grad():
+            h[1] = 7.0
+        """)
+    first, second = [o for o in tr.ops if o.name == "setitem"]
+    assert first.grad_fn == "CopySlices" and second.grad_fn is None   # no_grad: no node
+    step = next(s for s in tr.backward if s.grad_fn == "CopySlices")
+    assert step.op == first.id
+
+
+def test_an_assignment_through_a_view_names_the_base_s_node():
+    tr = capture("""
+        import torch
+        x = torch.ones(2, 3, requires_grad=True)
+        h = x * 2
+        h[0][1] = 0.0
+        h.sum().backward()
+        """)
+    op = next(o for o in tr.ops if o.name == "setitem")
+    assert op.grad_fn == "CopySlices"
+    assert next(s for s in tr.backward if s.grad_fn == "CopySlices").op == op.id

@@ -630,6 +630,24 @@ class Recorder(TorchFunctionMode):
                         subgraph = _inner_nodes(g, op_id)
                 except Exception:
                     pass
+        elif kind == "inplace" and ins and grad_enabled:
+            # ``x[0] = 5`` returns nothing, but autograd gave x a new node
+            # (CopySlices; on the base when x is a view): it is this op's, as an
+            # output's node would be
+            t0 = ins[0]
+            base = t0._base
+            owner = t0 if base is None else base
+            g = owner.grad_fn
+            if g is not None:
+                gname = node_name(g)
+                tid = in_ids[0] if base is None else self.ids.get(base)
+                if self.backward is not None and tid is not None:
+                    try:
+                        meta = g.metadata
+                        if "graphscope" not in meta:
+                            meta["graphscope"] = [op_id, tid, None, None]
+                    except Exception:
+                        pass
         after = None
         if before is not None:
             # NOTE [values after in-place]: the value just after the change, so a
