@@ -261,3 +261,20 @@ def test_a_multi_output_op_keeps_its_nodes_from_a_later_composite():
     assert [row[0] for row in lin.subgraph] == ["AddmmBackward0", "TBackward0"]
     expand = [s for s in tr.backward if s.grad_fn == "ExpandBackward0"]
     assert expand and all(s.within is None and s.op is not None for s in expand)
+
+
+def test_a_big_gradient_changed_in_place_is_shown_as_changed_not_stale():
+    from graphscope.capture.recorder import AFTER_NUMEL
+    from graphscope.model.summary import format_summary
+    from graphscope.model.timeline import Timeline
+    tr = capture(f"""
+        import torch
+        w = torch.ones({AFTER_NUMEL + 10}, requires_grad=True)
+        (w * 2).sum().backward()
+        w.grad.mul_(3)
+        """)
+    tl = Timeline(tr)
+    w = tr.tensor_by_name("w").id
+    before, after = tl.state(len(tl.steps) - 1).leaf_grads[w]
+    assert before["stats"]["mean"] == 2.0
+    assert after["stats"] is None and "changed by mul_" in format_summary(after, 200)

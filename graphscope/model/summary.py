@@ -33,9 +33,11 @@ def format_summary(summary, max_chars: int = 40) -> str:
     if stats:
         text = format_stats(stats, shape)
         return text if len(text) <= max_chars else text[: max(1, max_chars - 1)] + "…"
+    note = summary.get("note") if isinstance(summary, dict) else None
     if shape is not None:
-        return f"({_shape(shape)} {dtype})".replace(" )", ")")
-    return "?"
+        text = f"({_shape(shape)} {dtype})".replace(" )", ")")
+        return f"{text} {note}" if note else text
+    return note or "?"
 
 
 def format_values(value, dtype: str = "") -> str:

@@ -139,7 +139,7 @@ class Timeline:
         delta = ()          # shared: 20,000 forward steps change no gradient
         if t == "op":
             step = Step("op", i, ev.seq, ev.line, op=ev.id)
-            if ev.kind in _GRAD_KINDS or ev.after:
+            if ev.kind in _GRAD_KINDS or ev.versions or ev.after:
                 delta = self._grad_tensor_changes(ev)
         elif t == "backward_call":
             self._current_call = ev.id
@@ -214,10 +214,19 @@ class Timeline:
             elif leaf in leaf_tail or leaf in grad_tail:   # w.grad = None
                 set_grad(leaf, None)
             return changes or ()
-        for key in op.after or ():
+        after = op.after or {}
+        for key in (op.versions or {}).keys() | after.keys():
             leaf = owner.get(int(key))
-            if leaf is not None:
+            if leaf is None:
+                continue
+            if key in after:
                 set_grad(leaf, self._summary_at(int(key), op.seq))
+            else:   # changed, but too big for the value to be kept
+                info = self.trace.tensors.get(int(key))
+                set_grad(leaf, {"value": None, "stats": None,
+                                "shape": list(info.shape) if info else None,
+                                "dtype": info.dtype if info else "",
+                                "note": f"changed by {op.name}, too big to keep"})
         return changes or ()
 
     def _summary_at(self, tid: int, seq: int) -> Optional[dict]:
