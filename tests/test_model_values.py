@@ -278,3 +278,22 @@ def test_a_big_gradient_changed_in_place_is_shown_as_changed_not_stale():
     before, after = tl.state(len(tl.steps) - 1).leaf_grads[w]
     assert before["stats"]["mean"] == 2.0
     assert after["stats"] is None and "changed by mul_" in format_summary(after, 200)
+
+
+def test_assigning_data_is_a_change_in_place():
+    """w.data = w.data - lr * w.grad: the classic hand-written SGD step."""
+    from graphscope.model.timeline import Timeline
+    tr = capture("""
+        import torch
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        (w * w).sum().backward()
+        w.data = w.data - 0.25 * w.grad
+        w.grad.data = torch.zeros(2)
+        print(w, w.grad)
+        """)
+    w = tr.tensor_by_name("w").id
+    at = value_at(tr, w)
+    assert at.value == [0.5, 1.0] and at.changed_by.name == "data"
+    tl = Timeline(tr)
+    assert tl.state(len(tl.steps) - 1).leaf_grads[w][1]["value"] == [0.0, 0.0]
+    assert tr.stdout == "tensor([0.5000, 1.0000], requires_grad=True) tensor([0., 0.])\n"

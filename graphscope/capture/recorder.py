@@ -393,6 +393,7 @@ class Recorder(TorchFunctionMode):
         sp[_TB.grad.__set__] = Recorder._grad_write
         sp[_TB.requires_grad.__set__] = Recorder._requires_grad_set
         sp[_TB.data.__get__] = Recorder._data_get
+        sp[_TB.data.__set__] = Recorder._data_set
         for a in _VIEW_GETTERS:
             sp[getattr(_TB, a).__get__] = Recorder._view_get
         for name in _BRANCH_KINDS:
@@ -657,7 +658,7 @@ class Recorder(TorchFunctionMode):
                 v1 = _ver(t0)
                 key = str(in_ids[0])
                 versions = {key: [before, v1]}
-                if v1 != before:
+                if v1 != before or name == "data":   # ``w.data = t`` moves no counter
                     after = self._values_after(((t0, key),), name, versions)
                 if not outs:
                     self.update_state(t0, in_ids[0])
@@ -800,8 +801,22 @@ class Recorder(TorchFunctionMode):
         return result
 
     def _data_get(self, func, args, kwargs):
-        return self._call(func, args, kwargs, "detach") if False else self._named_get(
-            func, args, kwargs, "data", "detach")
+        return self._named_get(func, args, kwargs, "data", "detach")
+
+    def _data_set(self, func, args, kwargs):
+        """``w.data = t`` (a hand-written SGD step of older tutorials): w now holds
+        t's values without its version counter moving, so it is recorded as an
+        in-place ``data`` op with w's value after (NOTE [values after in-place])."""
+        grad_enabled = _is_grad_enabled()
+        t = args[0]
+        before = _ver(t) if isinstance(t, Tensor) else None
+        result = call_as_caller(func, args, kwargs)
+        if before is not None:
+            self.memo.forget(t)   # same version, new values
+            ins = [t] + [a for a in args[1:2] if isinstance(a, Tensor)]
+            self._record("data", "torch.Tensor.data", "inplace", grad_enabled, ins, [],
+                         before, None)
+        return result
 
     def _view_get(self, func, args, kwargs):
         return self._named_get(func, args, kwargs, func.__self__.__name__, "view")

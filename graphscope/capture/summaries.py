@@ -288,6 +288,11 @@ class SummaryMemo:
             memo[id(t)] = (_ref(t), v, value, stats, None)
         return value, stats
 
+    def forget(self, t) -> None:
+        """Drop what is remembered of ``t``: its values changed without its version
+        counter moving (``t.data = other``)."""
+        self._memo.pop(id(t), None)
+
     def _hist_wanted(self, final: bool) -> bool:
         """Whether a histogram is wanted now (NOTE [histograms]: the time budget)."""
         if final:
