@@ -306,6 +306,17 @@ def _is_param(t) -> bool:
     return False if type(t) is Tensor else isinstance(t, _Parameter)
 
 
+def _tag_if_new(node, op_id, tid) -> None:
+    """Tag autograd ``node`` as op ``op_id``'s, for tensor ``tid`` (NOTE [node ids]
+    in backward.py), unless an earlier op tagged it."""
+    try:
+        meta = node.metadata
+        if "graphscope" not in meta:
+            meta["graphscope"] = [op_id, tid, None, None]
+    except Exception:
+        pass
+
+
 _SUBGRAPH_LIMIT = 256
 
 
@@ -643,12 +654,7 @@ class Recorder(TorchFunctionMode):
                 gname = node_name(g)
                 tid = in_ids[0] if base is None else self.ids.get(base)
                 if self.backward is not None and tid is not None:
-                    try:
-                        meta = g.metadata
-                        if "graphscope" not in meta:
-                            meta["graphscope"] = [op_id, tid, None, None]
-                    except Exception:
-                        pass
+                    _tag_if_new(g, op_id, tid)
         after = None
         if before is not None:
             # NOTE [values after in-place]: the value just after the change, so a
@@ -686,12 +692,7 @@ class Recorder(TorchFunctionMode):
         for t, tid in zip(outs[1:], out_ids[1:]):
             n = t.grad_fn
             if n is not None and n is not g:
-                try:
-                    meta = n.metadata
-                    if "graphscope" not in meta:
-                        meta["graphscope"] = [op_id, tid, None, None]
-                except Exception:
-                    pass
+                _tag_if_new(n, op_id, tid)
 
     def _values_after(self, changed, name, versions=None) -> dict | None:
         """``Op.after`` (NOTE [values after in-place] in model/values.py) for the
