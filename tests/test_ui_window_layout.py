@@ -92,6 +92,20 @@ def test_hidden_output_keeps_the_graph_but_not_the_answer(qtbot, window):
     assert w.canvas._frame.leaf_grads
 
 
+def test_hidden_output_keeps_in_place_captions_neutral(qtbot, window):
+    """"changed since by add_ (a view of the tensor it changed)" would answer a
+    quiz on shared memory: the caption says only "Value" until Reveal."""
+    w = window
+    w.set_output_hidden(True)
+    run(qtbot, w, "import torch\nx = torch.arange(4.0)\ny = x.view(2, 2)\nx.add_(1)\nprint(y)\n")
+    yid = next(n for n, node in w.live.graph.nodes.items() if node.label == "y")
+    w.select_node(yid)
+    assert w.inspector.value_caption.text() == "Value"
+    w.set_output_hidden(False)
+    w.select_node(yid)
+    assert "a view of the tensor it changed" in w.inspector.value_caption.text()
+
+
 def test_hidden_output_hides_the_error_until_reveal(qtbot, window):
     w = window
     w.set_output_hidden(True)

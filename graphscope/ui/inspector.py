@@ -351,6 +351,9 @@ class Inspector(QWidget):
             self.value_caption.setText(f"{self.value_caption.text()}; changed since by "
                                        f"{by.name}{where} ({why})")
         if self.values_hidden:
+            # the caption too: "changed since ... (a view of the tensor it changed)"
+            # would answer a quiz about shared memory
+            self.value_caption.setText("Value")
             self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
                                          "the answer away.")
             _fit_height(self.value_text, 3)
