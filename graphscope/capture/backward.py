@@ -53,14 +53,6 @@ class BackwardTracer:
         self.acc_nodes: dict[int, int] = {}   # leaf tensor id -> node id
         self._handles: list = []
 
-    # -- forward side ---------------------------------------------------------------
-    def tag(self, grad_fn, op_id, out_tid=None) -> None:
-        """Remember that ``grad_fn`` was made by op ``op_id`` (NOTE [node ids])."""
-        try:
-            grad_fn.metadata[_KEY] = [op_id, out_tid, None, None]
-        except Exception:
-            pass
-
     # -- backward call ----------------------------------------------------------------
     def run(self, func, args, kwargs):
         r = self.r
@@ -220,9 +212,6 @@ class BackwardTracer:
                 nid = self._new_node()
             info[2] = nid
         return [info[0], info[1], info[2], False, acc, info[3]]
-
-    def _node_id(self, node) -> int:
-        return self._node_info(node)[2]
 
     def _new_node(self) -> int:
         n = self.n_nodes

@@ -306,12 +306,12 @@ def _is_param(t) -> bool:
     return False if type(t) is Tensor else isinstance(t, _Parameter)
 
 
-def _tag_if_new(node, op_id, tid) -> None:
+def _tag(node, op_id, tid, only_new: bool = False) -> None:
     """Tag autograd ``node`` as op ``op_id``'s, for tensor ``tid`` (NOTE [node ids]
-    in backward.py), unless an earlier op tagged it."""
+    in backward.py); with ``only_new``, unless an earlier op tagged it."""
     try:
         meta = node.metadata
-        if "graphscope" not in meta:
+        if not (only_new and "graphscope" in meta):
             meta["graphscope"] = [op_id, tid, None, None]
     except Exception:
         pass
@@ -636,12 +636,12 @@ class Recorder(TorchFunctionMode):
             if len(outs) > 1 and self.backward is not None:
                 self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
-                try:   # NOTE [node ids] in backward.py (BackwardTracer.tag, inlined)
-                    g.metadata["graphscope"] = [op_id, out_ids[0], None, None]
-                    if composite:
+                _tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
+                if composite:
+                    try:
                         subgraph = _inner_nodes(g, op_id)
-                except Exception:
-                    pass
+                    except Exception:
+                        pass
         elif kind == "inplace" and ins and grad_enabled:
             # ``x[0] = 5`` returns nothing, but autograd gave x a new node
             # (CopySlices; on the base when x is a view): it is this op's, as an
@@ -654,7 +654,7 @@ class Recorder(TorchFunctionMode):
                 gname = node_name(g)
                 tid = in_ids[0] if base is None else self.ids.get(base)
                 if self.backward is not None and tid is not None:
-                    _tag_if_new(g, op_id, tid)
+                    _tag(g, op_id, tid, only_new=True)
         after = None
         if before is not None:
             # NOTE [values after in-place]: the value just after the change, so a
@@ -692,7 +692,7 @@ class Recorder(TorchFunctionMode):
         for t, tid in zip(outs[1:], out_ids[1:]):
             n = t.grad_fn
             if n is not None and n is not g:
-                _tag_if_new(n, op_id, tid)
+                _tag(n, op_id, tid, only_new=True)
 
     def _values_after(self, changed, name, versions=None) -> dict | None:
         """``Op.after`` (NOTE [values after in-place] in model/values.py) for the

@@ -854,20 +854,13 @@ def _direction_text(ctl, went) -> str:
 _FLAG_SETS: dict = {}
 
 
+_FACT_FLAGS = ("requires_grad", "leaf", "param", "grad_fn", "retains_grad")
+
+
 def _tensor_flags(kept, facts, branch, missing, version) -> frozenset:
     flags = set(kept)
-    if facts is not None:
-        requires_grad, is_leaf, is_param, grad_fn, retains_grad = facts
-        if requires_grad:
-            flags.add("requires_grad")
-        if is_leaf:
-            flags.add("leaf")
-        if is_param:
-            flags.add("param")
-        if grad_fn:
-            flags.add("grad_fn")
-        if retains_grad:
-            flags.add("retains_grad")
+    if facts is not None:   # (requires_grad, is_leaf, is_param, grad_fn, retains_grad)
+        flags.update(name for name, on in zip(_FACT_FLAGS, facts) if on)
     if branch:
         flags.add("branch")
     if missing:

@@ -185,10 +185,7 @@ class Timeline:
         changes = []
 
         def put(which, d, key, new):
-            old = d.get(key, _MISSING)
-            if old is not new:
-                changes.append((which, key, old, new))
-                d[key] = new
+            _put(changes, which, d, key, new)
 
         def set_grad(leaf, new):
             last = leaf_tail.get(leaf)
@@ -243,11 +240,7 @@ class Timeline:
         changes = []
 
         def put(which, d, key, new):
-            old = d.get(key, _MISSING)
-            if old is new:
-                return
-            changes.append((which, key, old, new))
-            d[key] = new
+            _put(changes, which, d, key, new)
 
         if _is_accumulate(ev.grad_fn):
             tid = ev.tensor
@@ -417,6 +410,15 @@ class Timeline:
                    if (info := self.trace.tensors.get(t)) is not None and info.requires_grad]
             pairs = list(zip(req, [s for s in grads if s is not None]))
         return [(t, s) for t, s in pairs if t is not None and s is not None]
+
+
+def _put(changes: list, which: int, d: dict, key, new) -> None:
+    """``d[key] = new``, noting ``(which, key, old, new)`` in ``changes`` so the
+    step can be undone (``Timeline._materialise``)."""
+    old = d.get(key, _MISSING)
+    if old is not new:
+        changes.append((which, key, old, new))
+        d[key] = new
 
 
 _GRAD_KINDS = frozenset({"grad_read", "grad_write", "detach"})

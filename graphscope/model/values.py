@@ -24,8 +24,8 @@ class ValueAt:
     stats: Optional[dict]       # statistics when not small
     changed_by: Any = None      # the in-place P.Op whose result this is, None: as created
     own: bool = False           # changed_by is the op that made the node itself
-    stale: Any = None           # a later in-place P.Op whose result this does not show
-                                # (too big to keep, or made on the tensor this is a view of)
+    stale: Any = None           # a later in-place P.Op whose result this does not show:
+    shared: bool = False        # made on memory this shares (a view), else too big to keep
 
 
 def value_at(trace, tid: int, made_by: Optional[int] = None,
@@ -63,14 +63,16 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
             shown, own, stale = op, False, None
         else:
             stale = op          # changed, but too big for its value to be kept
+    shared = False
     if stale is None and info is not None:
         stale = _base_changed(trace, info, shown.seq if shown is not None else since, seq)
+        shared = stale is not None
     if shown is None:
         if info is None:
             return None
-        return ValueAt(info.value, info.stats, None, False, stale)
+        return ValueAt(info.value, info.stats, None, False, stale, shared)
     value, stats = shown.after[key]
-    return ValueAt(value, stats, shown, own, stale)
+    return ValueAt(value, stats, shown, own, stale, shared)
 
 
 _SHARING = frozenset({"view", "detach"})   # op kinds whose output shares its input's memory

@@ -346,8 +346,7 @@ class Inspector(QWidget):
             # changed in place since, but too big for each new value to be kept
             by = at.stale
             where = f", line {by.line}" if by.line else ""
-            shared = str(t.id) not in (by.versions or ()) and str(t.id) not in (by.after or ())
-            why = "a view of the tensor it changed" if shared else "too big to keep"
+            why = "a view of the tensor it changed" if at.shared else "too big to keep"
             self.value_caption.setText(f"{self.value_caption.text()}; changed since by "
                                        f"{by.name}{where} ({why})")
         if self.values_hidden:
