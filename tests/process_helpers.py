@@ -1,5 +1,10 @@
-"""Shared by the tests that start worker processes: finding leaked children."""
+"""Shared by the tests that start worker processes: finding leaked children, and
+the two autouse fixtures a module of such tests imports to check for them."""
 import os
+
+import pytest
+
+from graphscope.runner import shared_runner
 
 
 def children() -> set:
@@ -16,3 +21,21 @@ def children() -> set:
         if int(rest[1]) == me and rest[0] != "Z":
             kids.add(int(d))
     return kids
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_workers():
+    """After each test: no worker left but the shared runner's warm one."""
+    before = children()
+    yield
+    leaked = children() - before - shared_runner().worker_pids()
+    assert not leaked, f"worker processes left behind: {leaked}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def all_workers_gone_at_the_end():
+    """After the module: closing the shared runner leaves no process behind."""
+    before = children()
+    yield
+    shared_runner().close()
+    assert not (children() - before)

@@ -11,25 +11,7 @@ import graphscope
 from graphscope import protocol as P
 from graphscope.runner import Runner, run_to_trace, shared_runner
 from process_helpers import children
-
-
-
-
-@pytest.fixture(autouse=True)
-def no_leaked_workers():
-    before = children()
-    yield
-    allowed = shared_runner().worker_pids()
-    leaked = children() - before - allowed
-    assert not leaked, f"worker processes left behind: {leaked}"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def all_workers_gone_at_the_end():
-    before = children()
-    yield
-    shared_runner().close()
-    assert not (children() - before)
+from process_helpers import all_workers_gone_at_the_end, no_leaked_workers  # noqa: F401 (autouse)
 
 
 class Collector:

@@ -5,26 +5,8 @@ import os
 import pytest
 
 from graphscope.cli import CommandError, read_snippet
-from graphscope.runner import run_to_trace, shared_runner
-from process_helpers import children
-
-
-
-
-@pytest.fixture(autouse=True)
-def no_leaked_workers():
-    before = children()
-    yield
-    leaked = children() - before - shared_runner().worker_pids()
-    assert not leaked, f"worker processes left behind: {leaked}"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def all_workers_gone_at_the_end():
-    before = children()
-    yield
-    shared_runner().close()
-    assert not (children() - before)
+from graphscope.runner import run_to_trace
+from process_helpers import all_workers_gone_at_the_end, no_leaked_workers  # noqa: F401 (autouse)
 
 
 def _no_graphscope_frames(error):
