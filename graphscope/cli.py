@@ -153,12 +153,12 @@ def _completed(trace) -> bool:
     return end is not None and (end.status == "ok" or (end.status == "exit" and not end.exit_code))
 
 
-def _run_file(path: str, timeout: float):
+def _run_file(path: str, timeout: float, also=None):
     from graphscope.runner import Runner, run_to_trace
     source = read_snippet(path)
     runner = Runner(warm=False)  # one run: a second warm worker would be wasted work
     try:
-        trace = run_to_trace(source, str(path), timeout=timeout, runner=runner)
+        trace = run_to_trace(source, str(path), timeout=timeout, runner=runner, also=also)
     finally:
         runner.close()
     err = trace.error
@@ -179,9 +179,11 @@ def cmd_export(args) -> int:
             export.renderer()  # before running anything: fail fast
         except export.ExportError as e:
             raise CommandError(str(e)) from None
-    trace = _run_file(args.snippet, args.timeout)
+    # JSON: the rows are encoded while the snippet runs (NOTE [JSON as it comes])
+    rows = export.RowText() if args.format == "json" else None
+    trace = _run_file(args.snippet, args.timeout, rows.extend if rows is not None else None)
     try:
-        export.write(trace, out, args.format)
+        export.write(trace, out, args.format, rows=rows)
     except export.ExportError as e:
         raise CommandError(str(e)) from None
     except OSError as e:

@@ -603,22 +603,31 @@ def shared_runner() -> Runner:
 
 
 def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[float] = 30.0,
-                 *, runner: Optional[Runner] = None, **run_fields) -> Trace:
+                 *, runner: Optional[Runner] = None, also: Optional[OnMessages] = None,
+                 **run_fields) -> Trace:
     """Run ``source`` in a worker and return the complete :class:`Trace` (blocking).
 
     Uses the shared warm Runner unless ``runner`` is given (or the shared one is
-    busy in another thread, in which case a one-off Runner is used)."""
+    busy in another thread, in which case a one-off Runner is used). ``also``
+    is handed every batch of messages after the trace took it, on the runner's
+    reader thread (the export encodes rows as they come with it)."""
     trace = Trace(source=source, filename=filename)
+    if also is not None:
+        def take(batch, _extend=trace.extend):
+            _extend(batch)
+            also(batch)
+    else:
+        take = trace.extend
     own = None
     if runner is None:
         runner = shared_runner()
         try:
-            runner.start(source, filename, trace.extend, timeout=timeout, **run_fields)
+            runner.start(source, filename, take, timeout=timeout, **run_fields)
         except RuntimeError:
             runner = own = Runner(warm=False)
-            runner.start(source, filename, trace.extend, timeout=timeout, **run_fields)
+            runner.start(source, filename, take, timeout=timeout, **run_fields)
     else:
-        runner.start(source, filename, trace.extend, timeout=timeout, **run_fields)
+        runner.start(source, filename, take, timeout=timeout, **run_fields)
     try:
         runner.wait()
     except BaseException:  # Ctrl+C while waiting: never leave the worker behind

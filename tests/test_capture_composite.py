@@ -99,3 +99,55 @@ def test_an_assignment_through_a_view_names_the_base_s_node():
     op = next(o for o in tr.ops if o.name == "setitem")
     assert op.grad_fn == "CopySlices"
     assert next(s for s in tr.backward if s.grad_fn == "CopySlices").op == op.id
+
+
+def test_a_cpp_composite_called_straight_from_the_snippet_is_walked_too():
+    """F.linear and a batched @ are C++ functions the mode sees as one call, yet
+    each makes two or more nodes: the inner ones are the op's, not nobody's."""
+    tr = capture("""
+        import torch
+        import torch.nn.functional as F
+        torch.manual_seed(0)
+        x = torch.randn(3, 4, requires_grad=True)
+        w = torch.randn(5, 4, requires_grad=True)
+        b = torch.randn(5, requires_grad=True)
+        y = F.linear(x, w, b)
+        m = y.unsqueeze(0) @ torch.randn(5, 2)
+        z = y * 2
+        (m.sum() + z.sum()).backward()
+        """)
+    lin, mm, mul = _op(tr, "linear"), _op(tr, "matmul"), _op(tr, "mul")
+    # torch's own graph: addmm(b, x, w.t()), and a 3-D @ as view -> mm -> view
+    assert lin.grad_fn == "AddmmBackward0"
+    assert lin.subgraph == [["AddmmBackward0", [-1, -1, 1]], ["TBackward0", [-1]]]
+    assert mm.grad_fn == "UnsafeViewBackward0"
+    assert [row[0] for row in mm.subgraph] == ["UnsafeViewBackward0", "MmBackward0",
+                                               "ViewBackward0"]
+    assert mul.subgraph is None          # its next node is y's own: nothing inside
+    inside = sorted((s.grad_fn, s.within) for s in tr.backward if s.within is not None)
+    assert inside == [("MmBackward0", mm.id), ("TBackward0", lin.id),
+                      ("ViewBackward0", mm.id)]
+    assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
+               for s in tr.backward)
+
+
+def test_an_input_made_where_the_recorder_cannot_see_stays_outside():
+    """A tensor made by an op on another thread has an untagged node; an op the
+    snippet then calls on it must not claim that node as its own."""
+    tr = capture("""
+        import threading
+        import torch
+        import torch.nn.functional as F
+        x = torch.randn(3, 4, requires_grad=True)
+        w = torch.randn(5, 4, requires_grad=True)
+        box = {}
+        t = threading.Thread(target=lambda: box.update(h=x.exp()))
+        t.start(); t.join()
+        y = F.linear(box["h"], w)
+        y.sum().backward()
+        """)
+    lin = _op(tr, "linear")
+    assert lin.grad_fn == "MmBackward0"
+    assert lin.subgraph == [["MmBackward0", [-1, 1]], ["TBackward0", [-1]]]
+    exp = next(s for s in tr.backward if s.grad_fn == "ExpBackward0")
+    assert exp.op is None and exp.within is None    # the thread's op: nobody's here

@@ -4,7 +4,8 @@ Entered around the snippet by ``session.run_snippet`` (never a global patch),
 so it sees only calls made on the snippet's thread (NOTE [threads]). While the
 mode handles a call, PyTorch disables it, so a composite such as
 ``F.multi_head_attention_forward`` is one op: the torch calls it makes
-internally are not seen (its autograd sub-graph is still walked in backward).
+internally are not seen; the autograd nodes it made are found from its
+output's node when it returns (NOTE [composite ops]).
 
 What is recorded (docs/trace-format.md):
 - every call whose result holds a tensor, plus in-place calls (with version
@@ -54,6 +55,7 @@ _FunctionType = types.FunctionType
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
 _Parameter = torch.nn.Parameter
+_AccumulateGrad = torch._C._functions.AccumulateGrad
 _dtype_name = summaries.dtype_name
 
 # getters that make a new tensor and are recorded; every other getset is passed through
@@ -320,12 +322,16 @@ def _tag(node, op_id, tid, only_new: bool = False) -> None:
 _SUBGRAPH_LIMIT = 256
 
 
-def _inner_nodes(g, op_id):
+def _inner_nodes(g, op_id, ins=()):
     """NOTE [composite ops]: the mode sees ``F.cross_entropy`` or
     ``F.multi_head_attention_forward`` as one call, but the call made several
     autograd nodes (``NllLossBackward0`` after ``LogSoftmaxBackward0``; an
-    ``nn.Linear``'s ``TBackward0`` for its weight). Walking back from the
-    output's node ``g`` to nodes that belong to earlier ops (tagged) or to leaves
+    ``nn.Linear``'s ``TBackward0`` for its weight). So does a C++ composite
+    called straight from the snippet (``F.linear``, a batched ``@``: its
+    ``MmBackward0`` inside an ``UnsafeViewBackward0``), which
+    ``_may_have_inner`` spots. Walking back from the output's node ``g`` to
+    nodes that belong to earlier ops (tagged), to the inputs ``ins`` (their
+    nodes, even when no recorded op made them: another thread's) or to leaves
     (AccumulateGrad) finds them: each is tagged as inside op ``op_id`` (so its
     backward step says ``within``) and the list ``[[name, [next, ...]], ...]``
     (index 0 is ``g``; a next of -1 is a node outside, an input's) becomes
@@ -335,6 +341,12 @@ def _inner_nodes(g, op_id):
     rows = [[node_name(g), []]]
     keep = [g]          # wrappers alive during the walk: ids stay unique
     stack = [g]
+    outside = set()
+    for t in ins:
+        n = t.grad_fn
+        if n is not None and n is not g:
+            keep.append(n)
+            outside.add(id(n))
     while stack:
         node = stack.pop()
         row = rows[index[id(node)]]
@@ -344,7 +356,7 @@ def _inner_nodes(g, op_id):
             i = index.get(id(n))
             if i is None:
                 meta = n.metadata
-                if "graphscope" in meta or type(n).__name__ == "AccumulateGrad" \
+                if "graphscope" in meta or type(n) is _AccumulateGrad or id(n) in outside \
                         or len(rows) >= _SUBGRAPH_LIMIT:
                     row[1].append(-1)
                     continue
@@ -355,6 +367,22 @@ def _inner_nodes(g, op_id):
                 stack.append(n)
             row[1].append(i)
     return rows if len(rows) > 1 else None
+
+
+def _may_have_inner(g, ins) -> bool:
+    """Whether output node ``g`` of a call the mode saw as one leads to a node
+    that is neither an input's nor a leaf's, so the call made more than one
+    node (NOTE [composite ops]). Under a microsecond: an elementwise op's
+    next nodes are its inputs' own."""
+    for n, _ in g.next_functions:
+        if n is None or type(n) is _AccumulateGrad:
+            continue
+        for t in ins:
+            if t.grad_fn is n:
+                break
+        else:
+            return True
+    return False
 
 
 def _grad_fn_name(t):
@@ -637,11 +665,11 @@ class Recorder(TorchFunctionMode):
                 self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
                 _tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
-                if composite:
-                    try:
-                        subgraph = _inner_nodes(g, op_id)
-                    except Exception:
-                        pass
+                try:
+                    if composite or _may_have_inner(g, ins):
+                        subgraph = _inner_nodes(g, op_id, ins)
+                except Exception:
+                    pass
         elif kind == "inplace" and ins and grad_enabled:
             # ``x[0] = 5`` returns nothing, but autograd gave x a new node
             # (CopySlices; on the base when x is a view): it is this op's, as an
