@@ -136,3 +136,23 @@ def test_png_export_of_a_small_graph_is_big_enough_for_a_slide(trace, tmp_path):
     bg = small.pixel(0, 0)
     ink = sum(small.pixel(x, y) != bg for x in range(small.width()) for y in range(small.height()))
     assert ink > 0.02 * small.width() * small.height()
+
+
+def test_json_rows_made_during_the_run_give_the_same_file():
+    """NOTE [JSON as it comes]: the export encodes rows while the snippet runs;
+    the file must be the text json.dumps gives for Trace.to_dict, byte for byte,
+    also for tensors whose records were replaced after they were encoded (a name
+    bound later, the final .grad)."""
+    rows = export.RowText()
+    with Runner(warm=False) as r:
+        tr = run_to_trace(SNIPPET, "demo.py", runner=r, also=rows.extend)
+    assert rows.matches(tr)
+    x = tr.tensor_by_name("x")
+    assert x.grad is not None            # set by an update after x was first encoded
+    expected = json.dumps(tr.to_dict(), allow_nan=True)
+    assert export.to_json(tr, rows=rows) == expected
+    assert export.to_json(tr) == expected
+    partial = export.RowText()
+    partial.extend(tr.ops[:3])           # followed only part of the run: not used
+    assert not partial.matches(tr)
+    assert export.to_json(tr, rows=partial) == expected
