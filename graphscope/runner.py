@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import codecs
-import json
 import os
 import re
 import select
@@ -270,12 +269,16 @@ class _RunSession:
                 kind = names[fd]
                 if kind == "events":
                     pending += data
-                    cut = pending.rfind(b"\n")
-                    if cut < 0:
-                        continue
-                    chunk = bytes(pending[:cut])
-                    del pending[:cut + 1]
-                    for msg in _decode_lines(chunk):
+                    try:
+                        msgs = P.decode_frames(pending)
+                    except P.ProtocolError as e:
+                        w.kill(grace=0)
+                        return P.End(status="crash", error=P.ErrorInfo(
+                            type="InternalError",
+                            message=f"the worker's event stream was garbled ({e}): did the "
+                                    "snippet write to a file descriptor it did not open?"),
+                            duration=(time.monotonic() - self._t_run) if self._t_run else None)
+                    for msg in msgs:
                         t = msg.T
                         if t == "ready":
                             if self._t_run is None:
@@ -325,51 +328,6 @@ class _RunSession:
             return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
         w.kill(grace=1.0)  # it closed its pipe: reap it to learn how it died
         return _crash_end(w.proc.returncode, fault.decode("utf-8", "replace"), run.filename, duration)
-
-
-def _decode_lines(chunk: bytes) -> list:
-    """Messages from newline-separated JSON lines, parsed as one JSON array
-    (one C call for a whole batch instead of one per line). Lines that are not
-    GraphScope messages are skipped: only the worker writes this pipe, and
-    nothing read from it is ever executed."""
-    try:
-        rows = json.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
-    except ValueError:
-        rows = []
-        for line in chunk.split(b"\n"):
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    out = []
-    types = P.MESSAGE_TYPES
-    sizes = P._ROW_SIZES
-    for d in rows:
-        if type(d) is list:   # NOTE [rows] in protocol.py
-            e = sizes.get(d[0]) if d and type(d[0]) is str else None
-            if e is not None:
-                try:
-                    out.append(e[0](*d[1:e[1] + 1]))
-                except TypeError:
-                    pass
-            continue
-        if not isinstance(d, dict):
-            continue
-        cls = types.get(d.get("t"))
-        if cls is None:
-            continue
-        if cls is not P.End:  # End nests an ErrorInfo: from_dict rebuilds it
-            t = d.pop("t")
-            try:
-                out.append(cls(**d))
-                continue
-            except TypeError:  # unknown keys from a newer worker: the careful path
-                d["t"] = t
-        try:
-            out.append(P.from_dict(d))
-        except P.ProtocolError:
-            continue
-    return out
 
 
 def _exit_text(rc: Optional[int]) -> str:
@@ -580,10 +538,14 @@ def _sent_ready_then_died(worker: _Worker) -> bool:
     if not r:
         return False
     try:
-        head = os.read(worker.ev_r, 1 << 16)
+        head = bytearray(os.read(worker.ev_r, 1 << 16))
     except OSError:
         return False
-    return head.startswith(b'{"t":"ready"')
+    try:
+        msgs = P.decode_frames(head)
+    except P.ProtocolError:
+        return False
+    return bool(msgs) and msgs[0].T == "ready"
 
 
 # -- blocking convenience ---------------------------------------------------------

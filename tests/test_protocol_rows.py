@@ -1,12 +1,15 @@
-"""The event pipe's wire format (NOTE [rows] in protocol.py): what the worker's
-encoder writes, the runner's batch decoder and protocol.decode read back."""
+"""The event pipe's wire format (NOTE [rows], NOTE [frames] in protocol.py): what
+the worker's encoder writes and the runner's frame decoder reads back, and the
+JSON rows protocol.decode reads."""
 from __future__ import annotations
 
+import marshal
 import math
+
+import pytest
 
 from graphscope import protocol as P
 from graphscope.capture.worker import _fast_encoder
-from graphscope.runner import _decode_lines
 
 SUMMARY = {"value": None, "stats": {"numel": 100, "min": -1.5, "max": float("inf"),
                                     "mean": float("nan"), "std": 0.25},
@@ -38,22 +41,63 @@ def _equal(a, b) -> bool:
 
 def test_every_message_round_trips_through_the_pipe_format():
     enc = _fast_encoder()
-    lines = [enc(m) for m in MESSAGES]
-    assert lines[2].startswith(b'["op",2,7,"mul"')          # a row, not an object
-    assert lines[-2].startswith(b'{"t":"end"')               # End nests a record
-    back = _decode_lines(b"".join(lines).rstrip(b"\n"))
-    assert len(back) == len(MESSAGES)
+    frames = [enc(m) for m in MESSAGES]
+    assert frames[2][4:].startswith(marshal.dumps(("op", 2, 7, "mul"))[:1])  # a row, a tuple
+    assert type(marshal.loads(frames[-2][4:])) is dict                      # End nests a record
+    buf = bytearray(b"".join(frames))
+    back = P.decode_frames(buf)
+    assert buf == b"" and len(back) == len(MESSAGES)
     for m, b in zip(MESSAGES, back):
         assert type(b) is type(m) and _equal(m, b), m
-        assert _equal(P.decode(enc(m)), m)
+        assert b == m or m is MESSAGES[0] or m is MESSAGES[5]     # (NaN != NaN)
+        assert type(getattr(b, "inputs", [])) is list              # lists stay lists
     assert math.isnan(back[5].grad_outputs[0]["stats"]["mean"])
 
 
-def test_rows_from_a_newer_worker_and_lines_that_are_not_messages():
+def test_frames_arrive_in_pieces():
+    """A read may end anywhere: inside the length, inside the message."""
+    enc = _fast_encoder()
+    data = b"".join(enc(m) for m in MESSAGES)
+    for step in (1, 3, 7, 64):
+        buf, got = bytearray(), []
+        for i in range(0, len(data), step):
+            buf += data[i:i + step]
+            got += P.decode_frames(buf)
+        assert [type(m) for m in got] == [type(m) for m in MESSAGES] and buf == b""
+
+
+def test_values_marshal_does_not_take_go_as_json_would():
+    import numpy as np
+    import torch
+    enc = _fast_encoder()
+    stats = {"numel": 4, "min": np.float32(1.5), "max": torch.Size([2, 2]), "mean": 0.0, "std": 0.0}
+    msg = P.TensorInfo(1, [4], "float32", "cpu", False, True, None, "x", None, stats,
+                       None, None, None, False, False, 0, 1)
+    (back,) = P.decode_frames(bytearray(enc(msg)))
+    assert back.stats == {"numel": 4, "min": 1.5, "max": [2, 2], "mean": 0.0, "std": 0.0}
+
+
+def test_frames_that_are_not_messages_and_a_garbled_stream():
+    enc = _fast_encoder()
+    newer = ("op", 1, 1, "add", "torch.add", 2, True, [0], [1], None, None, False, "call",
+             None, None, None, None, "a field from a newer worker")
+    junk = [("nosuch", 1), (), (1, 2), {"t": "op"}, "text", [1, 2]]
+    data = bytearray()
+    for obj in [newer] + junk:
+        b = marshal.dumps(obj)
+        data += P.FRAME_HEAD.pack(len(b)) + b
+    data += P.FRAME_HEAD.pack(3) + b"\xff\xff\xff"          # not marshal at all
+    data += enc(MESSAGES[-1])
+    got = P.decode_frames(data)
+    assert [m.T for m in got] == ["op", "ready"] and got[0].name == "add"
+    with pytest.raises(P.ProtocolError):
+        P.decode_frames(bytearray(b"\xff\xff\xff\x7f" + b"x" * 10))
+
+
+def test_json_rows_read_by_protocol_decode():
     row = b'["op",1,1,"add","torch.add",2,true,[0],[1],null,null,false,"call",null,null,"new"]'
-    junk = b'["nosuch",1]\n[]\n[1,2]\n{"t":"op"}\nnot json\n"text"'
-    got = _decode_lines(row + b"\n" + junk)
-    assert len(got) == 1 and got[0].name == "add" and got[0].scalars is None
+    got = P.decode(row)
+    assert got.name == "add" and got.scalars is None
     for bad in (b"[]", b'["nosuch", 1]', b'["op", 1]'):
         try:
             P.decode(bad)
