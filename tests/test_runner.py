@@ -174,6 +174,28 @@ def test_fd_level_output_is_forwarded_not_mixed_into_events():
     assert any(o.name == "add" for o in tr.ops)
 
 
+def test_a_snippet_that_writes_into_the_event_pipe_ends_with_a_clear_message():
+    """NOTE [frames]: the event pipe is an inherited fd the snippet could write to;
+    a length no message has ends the stream with a message, not a hang or a
+    GraphScope traceback."""
+    src = ("import os, stat, torch\n"
+           "x = torch.ones(2) + 1\n"
+           "import time; time.sleep(0.3)\n"          # the flusher sends the add first
+           "for fd in range(3, 64):\n"
+           "    try:\n"
+           "        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+           "            os.write(fd, b'\\xff\\xff\\xff\\x7f')\n"
+           "    except OSError:\n"
+           "        pass\n"
+           "time.sleep(0.5)\n")
+    t0 = time.monotonic()
+    tr = run_to_trace(src, timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert tr.status == "crash" and tr.error.type == "InternalError"
+    assert "event stream was garbled" in tr.error.message
+    assert any(o.name == "add" for o in tr.ops)      # what was sent before is kept
+
+
 def test_worker_that_cannot_start_reports_its_stderr(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
