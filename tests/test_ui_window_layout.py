@@ -93,8 +93,9 @@ def test_hidden_output_keeps_the_graph_but_not_the_answer(qtbot, window):
 
 
 def test_hidden_output_keeps_in_place_captions_neutral(qtbot, window):
-    """"changed since by add_ (a view of the tensor it changed)" would answer a
-    quiz on shared memory: the caption says only "Value" until Reveal."""
+    """"after add_ on x, which shares its memory" would answer a quiz on shared
+    memory: the caption says only "Value" until Reveal; then the view shows the
+    elements plain PyTorch prints (NOTE [aliases])."""
     w = window
     w.set_output_hidden(True)
     run(qtbot, w, "import torch\nx = torch.arange(4.0)\ny = x.view(2, 2)\nx.add_(1)\nprint(y)\n")
@@ -103,7 +104,9 @@ def test_hidden_output_keeps_in_place_captions_neutral(qtbot, window):
     assert w.inspector.value_caption.text() == "Value"
     w.set_output_hidden(False)
     w.select_node(yid)
-    assert "a view of the tensor it changed" in w.inspector.value_caption.text()
+    assert w.inspector.value_caption.text() == ("Value at this step, after add_ on x (line 4), "
+                                                "which shares its memory")
+    assert w.inspector.value_text.toPlainText() == "[[1., 2.], [3., 4.]]"
 
 
 def test_hidden_output_hides_the_error_until_reveal(qtbot, window):

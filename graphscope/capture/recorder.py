@@ -385,6 +385,25 @@ def _may_have_inner(g, ins) -> bool:
     return False
 
 
+def _alias_of(src, src_id, outs, out_ids):
+    """``Op.alias`` of a view or detach (NOTE [aliases] in model/values.py): where
+    in the shared storage the input and each output that shares its memory lie,
+    so a reader can work out a view's elements after a change made through
+    another tensor. ``{}`` when no output shares it (a ``reshape`` or an indexing
+    with a tensor that had to copy); None when it cannot be told."""
+    try:
+        ptr = src.untyped_storage().data_ptr()
+        found = {}
+        for t, tid in zip(outs, out_ids):
+            if t.untyped_storage().data_ptr() == ptr:
+                found[str(tid)] = [t.storage_offset(), list(t.stride())]
+        if found:
+            found.setdefault(str(src_id), [src.storage_offset(), list(src.stride())])
+        return found
+    except Exception:   # no storage (a sparse or nested tensor, a tracer's)
+        return None
+
+
 def _grad_fn_name(t):
     g = t.grad_fn
     return None if g is None else node_name(g)
@@ -707,9 +726,12 @@ class Recorder(TorchFunctionMode):
                         changed.append((t, key))
                 if changed:
                     after = self._values_after(changed, name, versions)
+        alias = None
+        if (kind == "view" or kind == "detach") and outs and ins:
+            alias = _alias_of(ins[0], in_ids[0], outs, out_ids)
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
-                       scalars, after, subgraph))
+                       scalars, after, subgraph, alias))
         return op_id
 
     @staticmethod

@@ -37,6 +37,10 @@ class Trace:
     static: Optional[dict] = None                      # static-capture results (issue 5)
     # tensor id -> in-place ops that changed it, in order (with ``after`` when kept)
     _changes: dict = field(default_factory=dict, repr=False, compare=False)
+    # NOTE [aliases] in values.py: tensors that share memory (a view, a detach)
+    # as groups, and where each lies in the memory when the trace says
+    _alias_of: dict = field(default_factory=dict, repr=False, compare=False)   # id -> group
+    _geometry: dict = field(default_factory=dict, repr=False, compare=False)   # id -> [offset, strides]
 
     # -- building -----------------------------------------------------------
     def apply(self, msg) -> None:
@@ -51,6 +55,8 @@ class Trace:
                 for key in msg.after:
                     if msg.versions is None or key not in msg.versions:   # a view's base
                         self._changes.setdefault(int(key), []).append(msg)
+            if (msg.kind == "view" or msg.kind == "detach") and msg.inputs and msg.outputs:
+                self._note_alias(msg)
         elif t == "tensor":
             self.tensors[msg.id] = msg
         elif t == "tensor_update":
@@ -81,6 +87,41 @@ class Trace:
             self.static = {**(self.static or {}), msg.kind: _row(msg)}
         elif t == "ready":
             self.torch_version = msg.torch_version
+
+    def _note_alias(self, op) -> None:
+        alias = op.alias
+        if alias is None:   # not told (a trace from before Op.alias): shared, place unknown
+            ids = [op.inputs[0], *op.outputs]
+        else:               # {} : every output is a copy
+            ids = []
+            for key, where in alias.items():
+                ids.append(int(key))
+                self._geometry[int(key)] = where
+        groups = self._alias_of
+        merged = None
+        for tid in ids:
+            g = groups.get(tid)
+            if g is None:
+                g = [tid]
+                groups[tid] = g
+            if merged is None or g is merged:
+                merged = g
+                continue
+            if len(g) > len(merged):
+                merged, g = g, merged
+            merged.extend(g)
+            for t in g:
+                groups[t] = merged
+
+    def aliases_of(self, tid: int) -> list:
+        """Tensors sharing memory with tensor ``tid`` through views and detaches,
+        ``tid`` included (NOTE [aliases] in values.py); [] if none."""
+        return self._alias_of.get(tid, [])
+
+    def geometry_of(self, tid: int):
+        """``[storage offset, strides]`` of tensor ``tid`` in the memory it shares
+        with its aliases, or None if the trace does not say."""
+        return self._geometry.get(tid)
 
     def _fill_passes(self) -> None:
         # imported here: passes.py reads a Trace, trace.py must not need it at import time

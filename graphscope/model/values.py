@@ -26,6 +26,8 @@ class ValueAt:
     own: bool = False           # changed_by is the op that made the node itself
     stale: Any = None           # a later in-place P.Op whose result this does not show:
     shared: bool = False        # made on memory this shares (a view), else too big to keep
+    through: Optional[int] = None  # changed_by changed this through tensor ``through``,
+                                   # which shares its memory (NOTE [aliases])
 
 
 def value_at(trace, tid: int, made_by: Optional[int] = None,
@@ -39,6 +41,7 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
     info = trace.tensors.get(tid)
     key = str(tid)
     shown, own, since, stale = None, False, (info.seq if info is not None else -1), None
+    until = seq
     if made_by is not None:
         op = trace.op_by_id(made_by)
         if op is not None and (key in (op.versions or ()) or key in (op.after or ())):
@@ -58,49 +61,167 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
             new_node = op.kind != "inplace" or inplace_tracked(op, changed_tensors(op),
                                                                trace.tensors)
         if new_node:
-            break   # a newer node of the tensor shows this change
+            until = op.seq - 1   # a newer node of the tensor shows this change and what follows
+            break
         if op.after and key in op.after:
             shown, own, stale = op, False, None
         else:
             stale = op          # changed, but too big for its value to be kept
-    shared = False
-    if stale is None and info is not None:
-        stale = _base_changed(trace, info, shown.seq if shown is not None else since, seq)
-        shared = stale is not None
     if shown is None:
         if info is None:
             return None
-        return ValueAt(info.value, info.stats, None, False, stale, shared)
-    value, stats = shown.after[key]
-    return ValueAt(value, stats, shown, own, stale, shared)
+        value, stats = info.value, info.stats
+    else:
+        value, stats = shown.after[key]
+    through = None
+    shared = False
+    if stale is None and info is not None:
+        by, through, value2, alias_stale = _through_aliases(
+            trace, info, value, shown.seq if shown is not None else since, until)
+        if by is not None:
+            shown, own, value, stats = by, False, value2, None
+        if alias_stale is not None:
+            stale, shared = alias_stale, True
+    return ValueAt(value, stats, shown, own, stale, shared, through)
 
 
-_SHARING = frozenset({"view", "detach"})   # op kinds whose output shares its input's memory
+# NOTE [aliases]: tensors that share memory (``v = y.view(2, 2)``, ``x[1:3]``,
+# ``c = y.detach()``, ``p, q = x.split(3)``) change together, but an in-place op
+# records the value after only of the tensor it was called on and of that
+# tensor's base (NOTE [values after in-place]). So each view or detach records
+# ``Op.alias``: where the input and each output that really shares its memory
+# lie in it (storage offset and strides; a ``reshape`` that had to copy is not
+# there). The Trace groups tensors that share memory (``aliases_of``). A value
+# at a step then takes, in order, every later change made through another
+# tensor of the group whose value after was kept, and moves the elements that
+# sit at the same places in memory. What cannot be worked out so (a change too
+# big to keep that touches this tensor's memory, or a trace from before
+# ``Op.alias``) leaves the value as it was, marked stale.
 
-
-def _base_changed(trace, info, since: int, seq: Optional[int]):
-    """The latest in-place change, after ``since`` and by ``seq``, of a tensor
-    ``info`` shares memory with as a view (``y = x.view(2, 2)``, ``x[0][0:2]``,
-    ``x.detach()``, up the chain): its elements changed with it, but only the
-    changed tensor's value (and its base's) was kept. None if there is none.
-    (An op of kind ``view`` that had to copy, a ``reshape`` of a non-contiguous
-    tensor, is taken for a view too: the trace does not say which.)"""
-    key = str(info.id)
-    found = None
-    seen = 0
-    while info is not None and info.created_by is not None and seen < 64:
-        made = trace.op_by_id(info.created_by)
-        if made is None or made.kind not in _SHARING or not made.inputs:
-            break
-        src = made.inputs[0]
-        for op in trace.changes_of(src):
+def _through_aliases(trace, info, value, since: int, until: Optional[int]):
+    """(op, tensor id it went through, new value, stale op) for the changes made
+    after ``since`` and by ``until`` to memory tensor ``info`` shares with others
+    (NOTE [aliases]); (None, None, value, None) when there are none."""
+    tid = info.id
+    group = trace.aliases_of(tid)
+    if len(group) < 2:
+        return None, None, value, None
+    key = str(tid)
+    ops, seen = [], set()
+    for k in group:
+        if k == tid:
+            continue
+        for op in trace.changes_of(k):
             if op.seq <= since:
                 continue
-            if seq is not None and op.seq > seq:
+            if until is not None and op.seq > until:
                 break
-            if key not in (op.versions or ()) and key not in (op.after or ()):
-                if found is None or op.seq > found.seq:
-                    found = op
-        info = trace.tensors.get(src)
-        seen += 1
-    return found
+            if id(op) in seen or key in (op.versions or ()) or key in (op.after or ()):
+                continue
+            seen.add(id(op))
+            ops.append(op)
+    if not ops:
+        return None, None, value, None
+    ops.sort(key=lambda o: o.seq)
+    geometry = trace.geometry_of(tid)
+    shape = info.shape
+    mine = flat = None
+    if value is not None and geometry is not None:
+        mine = _positions(shape, geometry)
+        flat = _flatten(value, len(shape))
+        if len(flat) != len(mine):
+            mine = flat = None
+    by = through = stale = None
+    for op in ops:
+        for k in _changed_members(op, group, tid):
+            sk = str(k)
+            k_geometry = trace.geometry_of(k)
+            k_info = trace.tensors.get(k)
+            if geometry is None or k_geometry is None or k_info is None:
+                stale = op      # shares memory, but where is not known
+                continue
+            got = op.after.get(sk) if op.after else None
+            k_value = got[0] if got else None
+            if mine is None or k_value is None:
+                # its elements (or ours) were too many to keep: did it touch ours?
+                if _overlap(shape, geometry, k_info.shape, k_geometry):
+                    stale = op
+                continue
+            k_pos = _positions(k_info.shape, k_geometry)
+            k_flat = _flatten(k_value, len(k_info.shape))
+            if len(k_flat) != len(k_pos):
+                stale = op
+                continue
+            new = dict(zip(k_pos, k_flat))
+            hit = 0
+            for i, p in enumerate(mine):
+                if p in new:
+                    flat[i] = new[p]
+                    hit += 1
+            if hit:
+                by, through = op, k
+                if hit == len(mine):
+                    stale = None     # every element of ours is known again
+    if by is not None:
+        value = _unflatten(flat, shape)
+    return by, through, value, stale
+
+
+def _changed_members(op, group, tid) -> list:
+    """The tensors of ``group`` (other than ``tid``) whose elements ``op`` changed.
+    An in-place op changes exactly the elements of the tensor it was called on;
+    the base listed beside it (NOTE [values after in-place]) adds nothing when
+    that tensor's value was kept, and is often too big to keep itself."""
+    after = op.after or {}
+    versions = op.versions or {}
+    changed = [k for k in group if k != tid and (str(k) in versions or str(k) in after)]
+    if op.kind == "inplace" and op.inputs and not op.name.startswith("_foreach"):
+        target = op.inputs[0]
+        kept = after.get(str(target))
+        if target in changed and kept and kept[0] is not None:
+            return [target]
+    return changed
+
+
+def _positions(shape, geometry) -> list:
+    """Places in memory of a tensor's elements, in row-major order."""
+    offset, strides = geometry
+    pos = [offset]
+    for size, stride in zip(shape, strides):
+        pos = [p + i * stride for p in pos for i in range(size)]
+    return pos
+
+
+def _bounds(shape, geometry):
+    """(lowest, highest) place in memory a tensor's elements take; None if it has none."""
+    offset, strides = geometry
+    if any(s == 0 for s in shape):
+        return None
+    lo = hi = offset
+    for size, stride in zip(shape, strides):
+        if stride < 0:
+            lo += (size - 1) * stride
+        else:
+            hi += (size - 1) * stride
+    return lo, hi
+
+
+def _overlap(shape_a, geometry_a, shape_b, geometry_b) -> bool:
+    a, b = _bounds(shape_a, geometry_a), _bounds(shape_b, geometry_b)
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
+
+
+def _flatten(value, ndim: int) -> list:
+    out = [value]
+    for _ in range(ndim):
+        out = [x for row in out for x in (row if isinstance(row, list) else [row])]
+    return out
+
+
+def _unflatten(flat: list, shape) -> Any:
+    if not shape:
+        return flat[0]
+    out = flat
+    for size in reversed(shape[1:]):
+        out = [out[i:i + size] for i in range(0, len(out), size)]
+    return out

@@ -339,18 +339,24 @@ class Inspector(QWidget):
             summary = {**summary, "value": at.value, "stats": at.stats}
             by = at.changed_by
             where = f" (line {by.line})" if by.line else ""
-            self.value_caption.setText(
-                f"Value after {by.name}{where}" if at.own
-                else f"Value at this step, after {by.name}{where}")
+            if at.own:
+                text = f"Value after {by.name}{where}"
+            elif at.through is not None:
+                # NOTE [aliases]: changed through another tensor on the same memory
+                text = (f"Value at this step, after {by.name} on "
+                        f"{_tensor_name(trace, at.through)}{where}, which shares its memory")
+            else:
+                text = f"Value at this step, after {by.name}{where}"
+            self.value_caption.setText(text)
         if at is not None and at.stale is not None:
             # changed in place since, but too big for each new value to be kept
             by = at.stale
             where = f", line {by.line}" if by.line else ""
-            why = "a view of the tensor it changed" if at.shared else "too big to keep"
+            why = "it shares memory with the tensor changed" if at.shared else "too big to keep"
             self.value_caption.setText(f"{self.value_caption.text()}; changed since by "
                                        f"{by.name}{where} ({why})")
         if self.values_hidden:
-            # the caption too: "changed since ... (a view of the tensor it changed)"
+            # the caption too: "after add_ on x, which shares its memory"
             # would answer a quiz about shared memory
             self.value_caption.setText("Value")
             self.value_text.setPlainText("Hidden until Reveal (R): the value would give "
