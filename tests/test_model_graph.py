@@ -391,3 +391,19 @@ def test_a_loop_run_again_by_a_second_call_is_a_second_decision():
     """))
     assert [d.detail for d in _decisions(g)] == ["4\u00d7, last 8.0 \u2192 loop ended",
                                                  "2\u00d7, last 6.0 \u2192 loop ended"]
+
+
+def test_a_reshape_that_copied_is_not_drawn_as_a_view():
+    """NOTE [aliases]: reshape is a view when it can be, a copy when it cannot;
+    the trace says which (Op.alias), and so does the graph."""
+    from capture_helpers import capture
+    tr = capture("""
+        import torch
+        x = torch.arange(6.0).view(2, 3)
+        v = x.reshape(3, 2)         # contiguous: a view
+        c = x.t().reshape(6)        # not contiguous: a copy
+        """)
+    g = build_graph(tr)
+    node = {n.label: n for n in g.nodes.values() if n.kind == "tensor"}
+    assert "view" in node["v"].flags
+    assert "view" not in node["c"].flags

@@ -390,8 +390,11 @@ class GraphBuilder:
             outputs = op.outputs or changed
 
         is_detach = op.kind == "detach" or op.name == "detach"
+        kind = op.kind
+        if kind == "view" and op.alias is not None and not op.alias:
+            kind = "call"   # a reshape that had to copy: not a view (NOTE [aliases])
         op_flags, out_extra = _op_flag_sets(bool(op.grad_fn), op.grad_enabled, op.inference,
-                                            op.kind, is_detach, bool(op.module))
+                                            kind, is_detach, bool(op.module))
 
         # inputs first (new source nodes), then the op, then its outputs
         in_nodes = []
