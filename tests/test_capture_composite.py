@@ -151,3 +151,43 @@ def test_an_input_made_where_the_recorder_cannot_see_stays_outside():
     assert lin.subgraph == [["MmBackward0", [-1, 1]], ["TBackward0", [-1]]]
     exp = next(s for s in tr.backward if s.grad_fn == "ExpBackward0")
     assert exp.op is None and exp.within is None    # the thread's op: nobody's here
+
+
+def test_an_in_place_op_never_claims_the_node_its_input_had():
+    """From a review: after h.mul_(2), h.grad_fn is the op's new node; the node h
+    had before (made on another thread, by a custom Function) is not the op's."""
+    tr = capture("""
+        import threading
+        import torch
+        class Sq(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 2 * x * g
+        x = torch.randn(3, requires_grad=True)
+        box = {}
+        t = threading.Thread(target=lambda: box.update(h=x.exp().sin()))
+        t.start(); t.join()
+        h = box["h"]
+        h.mul_(2)
+        y = Sq.apply(x)
+        y.add_(1)
+        (h.sum() + y.sum()).backward()
+        """)
+    assert _op(tr, "mul_").subgraph is None and _op(tr, "add_").subgraph is None
+    assert all(s.within is None for s in tr.backward)
+
+
+def test_a_stack_of_many_tensors_is_checked_once_per_input():
+    """torch.stack over thousands of tensors: their nodes are the inputs' own."""
+    tr = capture("""
+        import torch
+        x = torch.randn(3000, requires_grad=True)
+        parts = [p * 2 for p in x.unbind()]
+        s = torch.stack(parts)
+        """)
+    assert _op(tr, "stack").subgraph is None

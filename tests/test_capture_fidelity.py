@@ -65,3 +65,4 @@ def test_torch_machinery_prints_the_same_through_the_worker():
     assert tr.status == "ok", tr.error
     assert tr.stdout == out
     assert tr.stderr == err
+

@@ -210,3 +210,13 @@ def test_optimizer_step_ops_are_recorded_and_values_match():
     assert tr.stdout == repr(g["res"]) + "\n"
     step_ops = [o for o in tr.ops if not o.grad_enabled]
     assert step_ops, "optimizer ops under no_grad must be recorded"
+
+
+def test_complex_values_read_by_tolist_are_recorded_as_a_trace_file_has_them():
+    tr = capture("""
+        import torch
+        z = torch.tensor([1 + 2j, 3j])
+        v = z.tolist()
+        """)
+    (b,) = tr.branches
+    assert b.value == ["(1+2j)", "3j"]

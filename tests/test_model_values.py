@@ -383,3 +383,31 @@ def test_assigning_data_is_a_change_in_place():
     tl = Timeline(tr)
     assert tl.state(len(tl.steps) - 1).leaf_grads[w][1]["value"] == [0.0, 0.0]
     assert tr.stdout == "tensor([0.5000, 1.0000], requires_grad=True) tensor([0., 0.])\n"
+
+
+def test_memory_read_another_way_or_moved_is_marked_not_guessed():
+    """From a review: views that read the memory as another dtype, or
+    conjugated, and tensors whose memory moved (x.data = t, t_()), must never
+    be given elements worked out from another tensor's (NOTE [aliases])."""
+    cases = {
+        # name: (snippet, what PyTorch holds at the end, whether a mark is expected)
+        "zv": ("z = torch.zeros(4, dtype=torch.complex64); zv = z[1:3]; re = z.real; "
+               "re.add_(5)", None, True),
+        "h": ("z = torch.tensor([[1+1j, 2j], [0j, 3j]]); h = z.H; z.add_(1)", None, True),
+        "i": ("x = torch.zeros(4); i = x.view(torch.int32); x.add_(1)", None, True),
+        "v": ("x = torch.zeros(4); v = x[0:2]; x.data = torch.ones(4); x.add_(5)",
+              [0.0, 0.0], False),
+        "e": ("b = torch.zeros(2, 3); e = b.detach(); e.t_(); b[0, 1] = 7", None, True),
+        # x.data = y: x now is y's memory, placed as y is (known once a view of y said it)
+        "w": ("x = torch.zeros(4); y = torch.ones(4); w = y[0:2]; x.data = y; x.add_(2)",
+              [3.0, 3.0], False),
+        "u": ("x = torch.zeros(4); y = torch.ones(4); x.data = y; u = y[0:2]; x.add_(2)",
+              None, True),
+    }
+    for name, (code, want, marked) in cases.items():
+        tr = capture("import torch\n" + code + "\n")
+        at = value_at(tr, tr.tensor_by_name(name).id)
+        if marked:
+            assert at.stale is not None, name
+        else:
+            assert at.stale is None and at.value == want, (name, at)

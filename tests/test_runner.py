@@ -196,6 +196,54 @@ def test_a_snippet_that_writes_into_the_event_pipe_ends_with_a_clear_message():
     assert any(o.name == "add" for o in tr.ops)      # what was sent before is kept
 
 
+def test_forked_children_print_and_never_garble_the_events():
+    """NOTE [forked children]: a child inherits the recorder and the event pipe;
+    big interleaved writes from several processes used to garble the stream.
+    The children record nothing; their prints arrive as output."""
+    src = ("import os, torch\n"
+           "pids = []\n"
+           "for k in range(3):\n"
+           "    pid = os.fork()\n"
+           "    if pid == 0:\n"
+           "        for i in range(100):\n"
+           "            y = torch.full((50,), float(i)) * 2\n"
+           "            print(k, i, 'z' * 5000)\n"
+           "        os._exit(0)\n"
+           "    pids.append(pid)\n"
+           "for i in range(100):\n"
+           "    y = torch.full((50,), float(i)) + 1\n"
+           "    print('parent', i, 'p' * 5000)\n"
+           "for p in pids:\n"
+           "    os.waitpid(p, 0)\n"
+           "print('end')\n")
+    tr = run_to_trace(src, timeout=60, max_output=10_000_000)
+    assert tr.status == "ok", tr.error
+    # two streams (the parent's events, the children's fd 1) meet in the console
+    # as they would in a terminal: lines of 5,000 characters may interleave
+    out = tr.stdout
+    assert out.count("p" * 5000) == 100 and out.count("z" * 5000) == 300
+    assert out.endswith("\nend\n")
+    assert [o.name for o in tr.ops].count("add") == 100          # the parent's own
+    assert "mul" not in {o.name for o in tr.ops}                  # no child's op
+
+
+def test_a_multiprocessing_pool_runs_as_under_python():
+    src = ("import torch\n"
+           "import multiprocessing as mp\n"
+           "def work(i):\n"
+           "    x = torch.full((4,), float(i)).tanh()\n"
+           "    print(f'worker {i}')\n"
+           "    return float(x.sum())\n"
+           "if __name__ == '__main__':\n"
+           "    with mp.get_context('fork').Pool(2) as pool:\n"
+           "        res = pool.map(work, range(6))\n"
+           "    print(len(res), round(sum(res), 4))\n")
+    tr = run_to_trace(src, "pool.py", timeout=60)
+    assert tr.status == "ok", tr.error
+    assert sorted(tr.stdout.splitlines()[:-1]) == [f"worker {i}" for i in range(6)]
+    assert tr.stdout.splitlines()[-1] == "6 18.8797"
+
+
 def test_worker_that_cannot_start_reports_its_stderr(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"

@@ -322,7 +322,7 @@ def _tag(node, op_id, tid, only_new: bool = False) -> None:
 _SUBGRAPH_LIMIT = 256
 
 
-def _inner_nodes(g, op_id, ins=()):
+def _inner_nodes(g, op_id, in_fns=()):
     """NOTE [composite ops]: the mode sees ``F.cross_entropy`` or
     ``F.multi_head_attention_forward`` as one call, but the call made several
     autograd nodes (``NllLossBackward0`` after ``LogSoftmaxBackward0``; an
@@ -331,7 +331,7 @@ def _inner_nodes(g, op_id, ins=()):
     ``MmBackward0`` inside an ``UnsafeViewBackward0``), which
     ``_may_have_inner`` spots. Walking back from the output's node ``g`` to
     nodes that belong to earlier ops (tagged), to the inputs ``ins`` (their
-    nodes, even when no recorded op made them: another thread's) or to leaves
+    nodes ``in_fns``, even when no recorded op made them: another thread's) or to leaves
     (AccumulateGrad) finds them: each is tagged as inside op ``op_id`` (so its
     backward step says ``within``) and the list ``[[name, [next, ...]], ...]``
     (index 0 is ``g``; a next of -1 is a node outside, an input's) becomes
@@ -341,12 +341,7 @@ def _inner_nodes(g, op_id, ins=()):
     rows = [[node_name(g), []]]
     keep = [g]          # wrappers alive during the walk: ids stay unique
     stack = [g]
-    outside = set()
-    for t in ins:
-        n = t.grad_fn
-        if n is not None and n is not g:
-            keep.append(n)
-            outside.add(id(n))
+    outside = {id(n) for n in in_fns if n is not None and n is not g}
     while stack:
         node = stack.pop()
         row = rows[index[id(node)]]
@@ -369,39 +364,60 @@ def _inner_nodes(g, op_id, ins=()):
     return rows if len(rows) > 1 else None
 
 
-def _may_have_inner(g, ins) -> bool:
+def _may_have_inner(g, in_fns) -> bool:
     """Whether output node ``g`` of a call the mode saw as one leads to a node
-    that is neither an input's nor a leaf's, so the call made more than one
-    node (NOTE [composite ops]). Under a microsecond: an elementwise op's
-    next nodes are its inputs' own."""
+    that is neither an input's (``in_fns``: the inputs' nodes) nor a leaf's, so
+    the call made more than one node (NOTE [composite ops]). Under a
+    microsecond: an elementwise op's next nodes are its inputs' own."""
+    ids = None
     for n, _ in g.next_functions:
         if n is None or type(n) is _AccumulateGrad:
             continue
-        for t in ins:
-            if t.grad_fn is n:
-                break
-        else:
+        if ids is None:
+            if len(in_fns) < 8:
+                for f in in_fns:
+                    if f is n:
+                        break
+                else:
+                    return True
+                continue
+            # torch.cat / torch.stack of a long list: a set, not a scan per input
+            ids = {id(f) for f in in_fns if f is not None}
+        if id(n) not in ids:
             return True
     return False
+
+
+def _as_text(v):
+    """Nested lists of complex numbers as their text, ``"(1+2j)"``."""
+    return [_as_text(x) for x in v] if isinstance(v, list) else str(v)
 
 
 def _alias_of(src, src_id, outs, out_ids):
     """``Op.alias`` of a view or detach (NOTE [aliases] in model/values.py): where
     in the shared storage the input and each output that shares its memory lie,
     so a reader can work out a view's elements after a change made through
-    another tensor. ``{}`` when no output shares it (a ``reshape`` or an indexing
-    with a tensor that had to copy); None when it cannot be told."""
+    another tensor: ``[storage offset, strides, shape, dtype, how it reads the
+    memory]`` (offset and strides count elements of that dtype; the last is
+    "conj" or "neg" for a lazily conjugated or negated view, else ""). ``{}``
+    when no output shares it (a ``reshape`` or an indexing with a tensor that
+    had to copy); None when it cannot be told."""
     try:
         ptr = src.untyped_storage().data_ptr()
         found = {}
         for t, tid in zip(outs, out_ids):
             if t.untyped_storage().data_ptr() == ptr:
-                found[str(tid)] = [t.storage_offset(), list(t.stride())]
+                found[str(tid)] = _placement(t)
         if found:
-            found.setdefault(str(src_id), [src.storage_offset(), list(src.stride())])
+            found.setdefault(str(src_id), _placement(src))
         return found
     except Exception:   # no storage (a sparse or nested tensor, a tracer's)
         return None
+
+
+def _placement(t) -> list:
+    reads = "conj" if t.is_conj() else "neg" if t.is_neg() else ""
+    return [t.storage_offset(), list(t.stride()), list(t.shape), _dtype_name(t.dtype), reads]
 
 
 def _grad_fn_name(t):
@@ -594,7 +610,11 @@ class Recorder(TorchFunctionMode):
             for a in kwargs.values():
                 _flatten(a, ins)
         before = None
+        in_fns = None
         if kind == "inplace" and ins:
+            # the nodes the inputs had: after the call the changed one has a new node
+            # (NOTE [composite ops]: the walk must not take the old one for its own)
+            in_fns = [t.grad_fn for t in ins]
             a0 = args[0] if args else None
             if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
                 before = [(t, _ver(t)) for t in a0 if isinstance(t, Tensor)]
@@ -628,20 +648,21 @@ class Recorder(TorchFunctionMode):
         # a Python function (F.cross_entropy) or a call from torch's own Python code
         # (nn.Linear.forward) may make autograd nodes of its own (NOTE [composite ops])
         op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,
-                          caller is not frame or type(func) is _FunctionType)
+                          caller is not frame or type(func) is _FunctionType, in_fns)
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
-                frame=False, composite=False):
+                frame=False, composite=False, in_fns=None):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
         is none), else it is looked up here. ``composite``: the call came through
         torch's Python code (a ``torch.nn.functional`` function, a module's
         ``forward``), so it may have made autograd nodes of its own (NOTE
-        [composite ops])."""
+        [composite ops]). ``in_fns``: the inputs' nodes before the call, when
+        it may have changed them (in place); else they are read now."""
         if frame is False:
             frame, opaque = self.where(2)
             if opaque:
@@ -685,8 +706,10 @@ class Recorder(TorchFunctionMode):
             if g is not None and self.backward is not None:
                 _tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
                 try:
-                    if composite or _may_have_inner(g, ins):
-                        subgraph = _inner_nodes(g, op_id, ins)
+                    if in_fns is None:
+                        in_fns = [t.grad_fn for t in ins]
+                    if composite or _may_have_inner(g, in_fns):
+                        subgraph = _inner_nodes(g, op_id, in_fns)
                 except Exception:
                     pass
         elif kind == "inplace" and ins and grad_enabled:
@@ -900,6 +923,8 @@ class Recorder(TorchFunctionMode):
                 shown = None
             elif isinstance(shown, complex):
                 shown = str(shown)
+            elif kind == "tolist" and t is not None and t.is_complex():
+                shown = _as_text(shown)   # as a trace file has them (JSON has no complex)
             frame = self.snippet_frame()
             bid = self.n_branches
             self.n_branches = bid + 1

@@ -66,6 +66,8 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
     if on_idle is not None:
         on_idle(held.flush_if_idle)
     recorder = Recorder(run, emit, seq, batch)
+    global _current
+    _current = recorder
     recorder.names = NameTracker(recorder.ids, emit)
     recorder.backward = BackwardTracer(recorder)
     hooks = ModuleHooks(recorder)
@@ -108,6 +110,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
         _flush(sys.stdout)
         _flush(sys.stderr)
     finally:
+        _current = None
         (sys.stdout, sys.stderr, sys.stdin, sys.argv, main, grad, dtype) = saved
         if main is not None:
             sys.modules["__main__"] = main
@@ -118,6 +121,30 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
             on_idle(None)
         held.flush()
     return P.End(status, error, exit_code, time.perf_counter() - t0)
+
+
+_current = None   # the Recorder of the run going on, for forked_child
+
+
+def forked_child() -> None:
+    """In a process the snippet forked (``multiprocessing`` with fork, ``os.fork``)
+    while a run goes on; the worker calls it (``os.register_at_fork``).
+
+    NOTE [forked children]: the child inherits the recorder and the worker's
+    event pipe. Its records would share ids with the parent's, and two
+    processes writing frames to one pipe interleave them (a write over 4 KB is
+    not atomic), which garbles the stream for the parent. So the child records
+    nothing, and its prints go to fd 1 and 2 like those of any subprocess the
+    snippet starts: the runner forwards those as output."""
+    r = _current
+    if r is not None:
+        r.recording = False
+    import io
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if isinstance(getattr(sys, name), CapturedStream):
+            setattr(sys, name, io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
+                                                encoding="utf-8", errors="backslashreplace",
+                                                line_buffering=True, write_through=True))
 
 
 def _quiet_gc():

@@ -65,6 +65,8 @@ class EventWriter:
         self._thread.start()
 
     def emit(self, msg) -> None:
+        if self._fd < 0:
+            return   # a forked child (forked())
         data = self._encode(msg)
         with self._lock:
             self._buf.append(data)
@@ -81,6 +83,8 @@ class EventWriter:
         self.flush()
 
     def flush(self) -> None:
+        if self._fd < 0:
+            return
         with self._lock:
             if not self._buf:
                 return
@@ -92,6 +96,15 @@ class EventWriter:
         # snippet's thread flush at the same moment
         with self._write_lock:
             _write_all(self._fd, data)
+
+    def forked(self) -> None:
+        """In a forked child: drop what the parent had not written yet and
+        never write (NOTE [forked children] in session.py)."""
+        self._closed = True
+        self._buf = []
+        self._size = 0
+        self._fd = -1
+        self.idle = None
 
     def set_idle(self, fn) -> None:
         """``run_snippet``'s ``on_idle``: ``fn`` lets the messages the run holds
@@ -225,9 +238,11 @@ def main(argv=None) -> int:
     fault_file = os.fdopen(fault_fd, "w", closefd=False)
     faulthandler.enable(file=fault_file, all_threads=False)
     import torch
-    from graphscope.capture.session import run_snippet
+    from graphscope.capture.session import forked_child, run_snippet
 
     writer = EventWriter(event_fd)
+    # NOTE [forked children] in session.py: a child never writes the event pipe
+    os.register_at_fork(after_in_child=lambda: (writer.forked(), forked_child()))
     writer.send_now(P.Ready(pid=os.getpid(), torch_version=torch.__version__,
                             python=sys.version.split()[0]))
     run = read_run(cmd_fd)

@@ -57,6 +57,8 @@ class Trace:
                         self._changes.setdefault(int(key), []).append(msg)
             if (msg.kind == "view" or msg.kind == "detach") and msg.inputs and msg.outputs:
                 self._note_alias(msg)
+            elif msg.kind == "inplace" and msg.name in _REPLACES_MEMORY and msg.inputs:
+                self._moved(msg)
         elif t == "tensor":
             self.tensors[msg.id] = msg
         elif t == "tensor_update":
@@ -97,6 +99,29 @@ class Trace:
             for key, where in alias.items():
                 ids.append(int(key))
                 self._geometry[int(key)] = where
+        self._join(ids)
+
+    def _moved(self, op) -> None:
+        """``x.t_()``, ``x.squeeze_()``, ``x.resize_(...)``: x now lies elsewhere in
+        its memory, which the trace does not say (its changes still touch its
+        aliases, and theirs it). ``x.data = t``, ``x.set_(t)``: x now uses t's
+        memory, as t does (NOTE [aliases] in values.py)."""
+        tid = op.inputs[0]
+        self._geometry.pop(tid, None)
+        if op.name not in ("data", "set_"):
+            return
+        groups = self._alias_of
+        old = groups.pop(tid, None)
+        if old is not None and tid in old:
+            old.remove(tid)
+        if len(op.inputs) > 1:
+            src = op.inputs[1]
+            where = self._geometry.get(src)
+            if where is not None and op.name == "data":
+                self._geometry[tid] = where
+            self._join([src, tid])
+
+    def _join(self, ids) -> None:
         groups = self._alias_of
         merged = None
         for tid in ids:
@@ -250,6 +275,12 @@ class Trace:
         except ValueError as e:
             raise TraceFormatError(f"not JSON: {e}") from None
         return cls.from_dict(d)
+
+
+# in-place ops after which a tensor lies elsewhere in memory (NOTE [aliases] in values.py)
+_REPLACES_MEMORY = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_",
+                              "unsqueeze_", "as_strided_", "resize_", "resize_as_", "set_",
+                              "data"})
 
 
 class TraceFormatError(ValueError):

@@ -124,33 +124,27 @@ def _through_aliases(trace, info, value, since: int, until: Optional[int]):
         return None, None, value, None
     ops.sort(key=lambda o: o.seq)
     geometry = trace.geometry_of(tid)
-    shape = info.shape
     mine = flat = None
     if value is not None and geometry is not None:
-        mine = _positions(shape, geometry)
-        flat = _flatten(value, len(shape))
-        if len(flat) != len(mine):
-            mine = flat = None
+        mine, flat = _elements(value, geometry)
     by = through = stale = None
     for op in ops:
         for k in _changed_members(op, group, tid):
             sk = str(k)
             k_geometry = trace.geometry_of(k)
-            k_info = trace.tensors.get(k)
-            if geometry is None or k_geometry is None or k_info is None:
-                stale = op      # shares memory, but where is not known
+            if geometry is None or k_geometry is None or not _same_reading(geometry, k_geometry):
+                # shares memory, but where, or as what (another dtype, conjugated), is not known
+                stale = op
                 continue
             got = op.after.get(sk) if op.after else None
             k_value = got[0] if got else None
-            if mine is None or k_value is None:
+            k_pos = k_flat = None
+            if mine is not None and k_value is not None:
+                k_pos, k_flat = _elements(k_value, k_geometry)
+            if k_pos is None:
                 # its elements (or ours) were too many to keep: did it touch ours?
-                if _overlap(shape, geometry, k_info.shape, k_geometry):
+                if _overlap(geometry, k_geometry):
                     stale = op
-                continue
-            k_pos = _positions(k_info.shape, k_geometry)
-            k_flat = _flatten(k_value, len(k_info.shape))
-            if len(k_flat) != len(k_pos):
-                stale = op
                 continue
             new = dict(zip(k_pos, k_flat))
             hit = 0
@@ -163,7 +157,7 @@ def _through_aliases(trace, info, value, since: int, until: Optional[int]):
                 if hit == len(mine):
                     stale = None     # every element of ours is known again
     if by is not None:
-        value = _unflatten(flat, shape)
+        value = _unflatten(flat, geometry[2])
     return by, through, value, stale
 
 
@@ -183,18 +177,37 @@ def _changed_members(op, group, tid) -> list:
     return changed
 
 
-def _positions(shape, geometry) -> list:
-    """Places in memory of a tensor's elements, in row-major order."""
-    offset, strides = geometry
+def _same_reading(a, b) -> bool:
+    """Whether two placements read the memory the same way (dtype; not one of
+    them conjugated or negated), so an element of one is an element of the other."""
+    return len(a) >= 5 and len(b) >= 5 and a[3] == b[3] and a[4] == b[4]
+
+
+def _elements(value, geometry):
+    """(places in memory, elements) of a value laid out as ``geometry`` says, in
+    row-major order; (None, None) when the value does not have that shape."""
+    offset, strides, shape = geometry[0], geometry[1], geometry[2]
+    if _shape_of(value, len(shape)) != list(shape):
+        return None, None
     pos = [offset]
     for size, stride in zip(shape, strides):
         pos = [p + i * stride for p in pos for i in range(size)]
-    return pos
+    return pos, _flatten(value, len(shape))
 
 
-def _bounds(shape, geometry):
+def _shape_of(value, ndim: int) -> list:
+    shape = []
+    for _ in range(ndim):
+        if not isinstance(value, list):
+            return None
+        shape.append(len(value))
+        value = value[0] if value else None
+    return shape
+
+
+def _bounds(geometry):
     """(lowest, highest) place in memory a tensor's elements take; None if it has none."""
-    offset, strides = geometry
+    offset, strides, shape = geometry[0], geometry[1], geometry[2]
     if any(s == 0 for s in shape):
         return None
     lo = hi = offset
@@ -206,8 +219,8 @@ def _bounds(shape, geometry):
     return lo, hi
 
 
-def _overlap(shape_a, geometry_a, shape_b, geometry_b) -> bool:
-    a, b = _bounds(shape_a, geometry_a), _bounds(shape_b, geometry_b)
+def _overlap(geometry_a, geometry_b) -> bool:
+    a, b = _bounds(geometry_a), _bounds(geometry_b)
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
