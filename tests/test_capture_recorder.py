@@ -220,3 +220,26 @@ def test_complex_values_read_by_tolist_are_recorded_as_a_trace_file_has_them():
         """)
     (b,) = tr.branches
     assert b.value == ["(1+2j)", "3j"]
+
+
+def test_a_view_torch_refuses_to_describe_runs_as_under_python():
+    """NOTE [refused facts]: after v.mul_ on a no_grad view of a leaf, reading
+    v.grad_fn raises in plain PyTorch; the recorder's own reads must not make
+    the snippet fail where plain Python does not."""
+    from capture_helpers import plain_stdout
+    src = """
+        import torch
+        w = torch.ones(100, requires_grad=True)
+        with torch.no_grad():
+            v = w[0:80]
+            v.mul_(5)
+            u = v[0:3]
+            v.add_(1)
+            print(u, v.sum())
+        (w * 2).sum().backward()
+        print(w.grad[:3], w[:2])
+        """
+    tr = capture(src)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == plain_stdout(src)
+    assert [o.name for o in tr.ops if o.name.endswith("_")] == ["mul_", "add_"]

@@ -415,14 +415,44 @@ def _alias_of(src, src_id, outs, out_ids):
         return None
 
 
+def _retains(t) -> bool:
+    try:
+        return bool(t.retains_grad)
+    except RuntimeError:   # NOTE [refused facts]
+        return False
+
+
 def _placement(t) -> list:
     reads = "conj" if t.is_conj() else "neg" if t.is_neg() else ""
     return [t.storage_offset(), list(t.stride()), list(t.shape), _dtype_name(t.dtype), reads]
 
 
 def _grad_fn_name(t):
-    g = t.grad_fn
+    g = grad_fn_of(t)
     return None if g is None else node_name(g)
+
+
+# NOTE [refused facts]: a view made under no_grad whose base (or another view of
+# it) was then changed in place is one torch refuses to describe: reading its
+# ``grad_fn``, ``requires_grad`` or ``is_leaf`` raises "A view was created in
+# no_grad mode and its base ... has been modified inplace", in plain PyTorch too.
+# The snippet sees that error only if it reads them itself, so every read the
+# recorder makes is guarded; the tensor keeps the facts last recorded (or none).
+def grad_fn_of(t):
+    """``t.grad_fn``, or None where torch refuses to say (NOTE [refused facts])."""
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return None
+
+
+def _flags_of(t, known):
+    """(requires_grad, is_leaf), or ``known`` (the last recorded, else no
+    requires_grad and a leaf) where torch refuses to say (NOTE [refused facts])."""
+    try:
+        return t.requires_grad, t.is_leaf
+    except RuntimeError:
+        return known[:2] if known else (False, True)
 
 
 class Recorder(TorchFunctionMode):
@@ -556,10 +586,13 @@ class Recorder(TorchFunctionMode):
         """TensorInfo of ``t``; ``g``/``gname``: its grad_fn and name if already read."""
         value, stats = self.memo.value_of(t, False)
         if g is False:
-            g = t.grad_fn
+            g = grad_fn_of(t)
             gname = None if g is None else node_name(g)
-        rg = t.requires_grad
-        leaf = t.is_leaf
+        try:
+            rg = t.requires_grad
+            leaf = t.is_leaf
+        except RuntimeError:   # NOTE [refused facts]
+            rg, leaf = False, True
         self.state[tid] = (rg, leaf, gname)
         isp = _is_param(t)
         name = None
@@ -574,13 +607,13 @@ class Recorder(TorchFunctionMode):
             tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
             rg, leaf, gname,
             name, value, stats, None, None, created_by, isp,
-            bool(t.retains_grad) if not leaf else False, _ver(t), seq))
+            _retains(t) if not leaf else False, _ver(t), seq))
 
     def update_state(self, t, tid, extra=None) -> None:
         """Emit a TensorUpdate if requires_grad / is_leaf / grad_fn changed since last sent."""
-        g = t.grad_fn
+        g = grad_fn_of(t)
         gname = None if g is None else node_name(g)
-        now = (t.requires_grad, t.is_leaf, gname)
+        now = (*_flags_of(t, self.state.get(tid)), gname)
         fields = dict(extra) if extra else {}
         if self.state.get(tid) != now:
             self.state[tid] = now
@@ -614,7 +647,7 @@ class Recorder(TorchFunctionMode):
         if kind == "inplace" and ins:
             # the nodes the inputs had: after the call the changed one has a new node
             # (NOTE [composite ops]: the walk must not take the old one for its own)
-            in_fns = [t.grad_fn for t in ins]
+            in_fns = [grad_fn_of(t) for t in ins]
             a0 = args[0] if args else None
             if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
                 before = [(t, _ver(t)) for t in a0 if isinstance(t, Tensor)]
@@ -691,7 +724,10 @@ class Recorder(TorchFunctionMode):
         subgraph = None
         if outs:
             first = outs[0]
-            g = first.grad_fn
+            try:
+                g = first.grad_fn
+            except RuntimeError:   # NOTE [refused facts]
+                g = None
             if g is not None:
                 gname = node_name(g)
             for t in outs:
@@ -707,7 +743,7 @@ class Recorder(TorchFunctionMode):
                 _tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
                 try:
                     if in_fns is None:
-                        in_fns = [t.grad_fn for t in ins]
+                        in_fns = [grad_fn_of(t) for t in ins]
                     if composite or _may_have_inner(g, in_fns):
                         subgraph = _inner_nodes(g, op_id, in_fns)
                 except Exception:
@@ -719,7 +755,7 @@ class Recorder(TorchFunctionMode):
             t0 = ins[0]
             base = t0._base
             owner = t0 if base is None else base
-            g = owner.grad_fn
+            g = grad_fn_of(owner)
             if g is not None:
                 gname = node_name(g)
                 tid = in_ids[0] if base is None else self.ids.get(base)
@@ -763,7 +799,7 @@ class Recorder(TorchFunctionMode):
         tagged too (NOTE [node ids]), or a later composite op's walk would take
         them for its own (NOTE [composite ops])."""
         for t, tid in zip(outs[1:], out_ids[1:]):
-            n = t.grad_fn
+            n = grad_fn_of(t)
             if n is not None and n is not g:
                 _tag(n, op_id, tid, only_new=True)
 
@@ -837,7 +873,7 @@ class Recorder(TorchFunctionMode):
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if not opaque and frame is not None:
             opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
-        if caller is None or (isinstance(t, Tensor) and t.is_leaf):
+        if caller is None or (isinstance(t, Tensor) and _flags_of(t, None)[1]):
             result = func(*args, **kwargs)
         else:
             result = _call_from(caller, func, args, kwargs)

@@ -142,9 +142,11 @@ def forked_child() -> None:
     import io
     for name, fd in (("stdout", 1), ("stderr", 2)):
         if isinstance(getattr(sys, name), CapturedStream):
-            setattr(sys, name, io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
-                                                encoding="utf-8", errors="backslashreplace",
-                                                line_buffering=True, write_through=True))
+            # line-buffered as on a terminal: print's text and its "\n" go out in
+            # one write, so the lines of several children do not interleave
+            raw = io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
+            setattr(sys, name, io.TextIOWrapper(raw, encoding="utf-8",
+                                                errors="backslashreplace", line_buffering=True))
 
 
 def _quiet_gc():
