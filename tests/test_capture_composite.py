@@ -191,3 +191,81 @@ def test_a_stack_of_many_tensors_is_checked_once_per_input():
         s = torch.stack(parts)
         """)
     assert _op(tr, "stack").subgraph is None
+
+
+CUSTOM = """
+    import sys
+    import torch
+    class RoundST(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.round()
+        @staticmethod
+        def backward(ctx, grad_out):
+            return grad_out
+    class Twice(torch.autograd.Function):      # a Function that uses another
+        @staticmethod
+        def forward(ctx, x):
+            return RoundST.apply(x) * 2
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    class Boom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.exp()
+            raise ValueError("no")
+    x = torch.tensor([0.4, 1.6], requires_grad=True)
+    y = RoundST.apply(x)
+    w = Twice.apply(x)
+    try:
+        Boom.apply(x)
+    except ValueError:
+        pass
+    (y * 3 + w).sum().backward()
+    print(x.grad, sys.getprofile())
+    """
+
+
+def test_a_custom_function_is_one_op_with_its_own_node():
+    """NOTE [custom Functions]: RoundST.apply(x) is an op RoundST whose output's
+    node is RoundSTBackward, tracked, not the round its forward ran with
+    autograd off; its backward step is its own."""
+    from capture_helpers import plain_stdout
+    tr = capture(CUSTOM)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == plain_stdout(CUSTOM) == "tensor([5., 5.]) None\n"
+    names = [o.name for o in tr.ops]
+    assert "round" not in names and "exp" not in names       # inside forwards: not ops
+    rs, tw = _op(tr, "RoundST"), _op(tr, "Twice")
+    x = tr.tensor_by_name("x").id
+    assert rs.inputs == [x] and rs.grad_fn == "RoundSTBackward" and rs.grad_enabled
+    assert rs.line == 24 and tw.line == 25 and tw.grad_fn == "TwiceBackward"
+    assert tr.tensors[rs.outputs[0]].name == "y" and tr.tensors[rs.outputs[0]].requires_grad
+    steps = {s.grad_fn: s for s in tr.backward}
+    assert steps["RoundSTBackward"].op == rs.id and steps["TwiceBackward"].op == tw.id
+    assert "Boom" not in names                                 # it raised: no op
+
+
+def test_a_snippet_that_profiles_itself_keeps_its_profiler():
+    tr = capture("""
+        import sys
+        import torch
+        calls = []
+        def prof(frame, event, arg):
+            if event == "call":
+                calls.append(frame.f_code.co_name)
+        class Id(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        sys.setprofile(prof)
+        y = Id.apply(torch.ones(2, requires_grad=True))
+        sys.setprofile(None)
+        print("forward" in calls)
+        """)
+    assert tr.status == "ok" and tr.stdout == "True\n"
+    assert "clone" in [o.name for o in tr.ops]      # recorded as before, not as Id

@@ -56,6 +56,7 @@ _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
 _Parameter = torch.nn.Parameter
 _AccumulateGrad = torch._C._functions.AccumulateGrad
+_APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
 _dtype_name = summaries.dtype_name
 
 # getters that make a new tensor and are recorded; every other getset is passed through
@@ -485,6 +486,8 @@ class Recorder(TorchFunctionMode):
         self._vframe = None           # snippet frame last checked by _above_opaque ...
         self._vopaque = False         # ... and its verdict
         self._special = self._build_special()
+        self._custom = None           # apply frame of the custom Function being run
+        self._custom_profile = None   # (ours, the profile function it replaced)
 
     # -- dispatch ---------------------------------------------------------------
     def _build_special(self) -> dict:
@@ -574,6 +577,73 @@ class Recorder(TorchFunctionMode):
         self._vopaque = opaque
         return opaque
 
+    # -- custom autograd Functions ---------------------------------------------------
+    # NOTE [custom Functions]: ``MyFn.apply(x)`` is not a torch function the mode
+    # sees; what it sees are the calls the snippet's ``forward`` makes, run with
+    # autograd off, and then the output comes back with ``MyFnBackward`` as its
+    # node. Recorded as they are, those calls drew ``x -> round (no grad) -> y``:
+    # as if the Function were outside the graph, the very thing the
+    # custom-function scenario asks about. So when a torch call comes from a
+    # ``forward`` that ``Function.apply`` called, nothing inside it is recorded,
+    # and a profile function (``sys.setprofile``, for as long as the apply runs:
+    # its ``return`` event hands over the outputs) records the apply as one op,
+    # ``MyFn``, whose output's node is ``MyFnBackward``. Not done when the
+    # snippet profiles itself (a profile function is already set) or when the
+    # forward is not in the snippet's file: then the calls inside are recorded as
+    # before.
+    def _in_custom(self, frame) -> bool:
+        """Whether snippet frame ``frame`` is a custom Function's ``forward`` run
+        by ``Function.apply``; if so, starts watching for the apply's return."""
+        apply = frame.f_back
+        if apply is None or apply.f_code is not _APPLY_CODE or sys.getprofile() is not None:
+            return False
+        self._custom = apply
+        recorder = self
+
+        def watch(f, event, arg):
+            if event == "return" and f is apply:
+                recorder._end_custom()
+                try:
+                    with torch._C.DisableTorchFunction():
+                        recorder._record_custom(apply, arg)
+                except Exception:
+                    pass   # a fact lost, never the snippet's run
+
+        sys.setprofile(watch)
+        self._custom_profile = watch
+        return True
+
+    def _end_custom(self) -> None:
+        if self._custom_profile is not None and sys.getprofile() is self._custom_profile:
+            sys.setprofile(None)
+        self._custom = self._custom_profile = None
+
+    def _record_custom(self, apply, result) -> None:
+        if result is None or not self.recording:
+            return   # the forward raised (the error is the snippet's), or recording ended
+        local = apply.f_locals
+        cls = local.get("cls")
+        ins: list = []
+        _flatten(list(local.get("args") or ()), ins)
+        _flatten(local.get("kwargs") or {}, ins)
+        outs: list = []
+        if isinstance(result, Tensor):
+            outs.append(result)
+        else:
+            _flatten(result, outs)
+        if not outs or cls is None:
+            return
+        frame = apply.f_back
+        while frame is not None and frame.f_code.co_filename != self.filename:
+            frame = frame.f_back
+        name = getattr(cls, "__name__", "Function")
+        qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
+        self._record(name, qual, "call", _is_grad_enabled(), ins, outs, None, None, frame)
+
+    def __exit__(self, *exc):
+        self._end_custom()   # a run stopped inside a custom forward
+        return super().__exit__(*exc)
+
     # -- tensors -----------------------------------------------------------------
     def tensor_id(self, t, seq, created_by=None) -> int:
         """Id of t, emitting its TensorInfo the first time it is seen."""
@@ -659,8 +729,10 @@ class Recorder(TorchFunctionMode):
             before = [(t, _ver(t)) for t in outs_kw]
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if opaque or (frame is not None and (
-                self._vopaque if frame is self._vframe else self._above_opaque(frame))):
-            # a tracer runs this call: not the snippet's own op (NOTE [static tracers])
+                self._vopaque if frame is self._vframe else self._above_opaque(frame))) or (
+                self._custom is not None or (frame is not None and self._in_custom(frame))):
+            # a tracer runs this call: not the snippet's own op (NOTE [static tracers]);
+            # or a custom Function's forward does: its apply is the op (NOTE [custom Functions])
             return func(*args, **kwargs) if caller is None else _call_from(caller, func,
                                                                           args, kwargs)
         try:
@@ -700,6 +772,8 @@ class Recorder(TorchFunctionMode):
             frame, opaque = self.where(2)
             if opaque:
                 return None     # NOTE [static tracers]
+            if self._custom is not None or (frame is not None and self._in_custom(frame)):
+                return None     # NOTE [custom Functions]
         op_id = self.n_ops
         if op_id >= self.max_ops:
             self._truncate()
