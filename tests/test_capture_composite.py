@@ -2,6 +2,10 @@
 ops] in capture/recorder.py), against torch's own graph."""
 from __future__ import annotations
 
+import textwrap
+
+import pytest
+
 from graphscope.model.graph import build_graph
 from graphscope.model.timeline import Timeline, node_of_backward
 from capture_helpers import capture
@@ -269,3 +273,101 @@ def test_a_snippet_that_profiles_itself_keeps_its_profiler():
         """)
     assert tr.status == "ok" and tr.stdout == "True\n"
     assert "clone" in [o.name for o in tr.ops]      # recorded as before, not as Id
+
+
+def test_custom_functions_found_through_helpers_and_modules(tmp_path):
+    """From a review: the forward calls a helper, runs a list comprehension,
+    lives in an imported module, or returns its input untouched; a forward
+    changes a counter of the snippet's in place; a mark_dirty Function."""
+    (tmp_path / "fnlib.py").write_text(textwrap.dedent("""
+        import torch
+        class RoundST(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.round()
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        """))
+    src = f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import torch
+        from fnlib import RoundST
+        calls = torch.zeros(1)
+        def helper(x):
+            return torch.stack([(x[i] > 0).float() for i in range(len(x))])
+        class Gate(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                calls.add_(1)
+                return helper(x)
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        class Ident(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+            @staticmethod
+            def backward(ctx, g):
+                return g * 10
+        class AddOne(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        x = torch.tensor([-0.4, 1.6], requires_grad=True)
+        a = Gate.apply(x)
+        b = RoundST.apply(x)
+        c = Ident.apply(x)
+        h = x * 1
+        AddOne.apply(h)
+        (a + b + c + h).sum().backward()
+        print(calls, x.grad)
+        """
+    tr = capture(src)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == "tensor([1.]) tensor([13., 13.])\n"
+    names = [o.name for o in tr.ops]
+    for inside in ("stack", "gt", "float", "getitem", "round", "view_as"):
+        assert inside not in names, inside
+    for fn in ("Gate", "RoundST", "Ident", "AddOne"):
+        op = _op(tr, fn)
+        assert op.grad_fn == f"{fn}Backward" and op.grad_enabled, fn
+        assert next(s for s in tr.backward if s.grad_fn == f"{fn}Backward").op == op.id
+    counter = next(o for o in tr.ops if o.name == "add_")     # the snippet's counter
+    assert counter.inputs == [tr.tensor_by_name("calls").id] and not counter.grad_enabled
+    dirty = _op(tr, "AddOne")
+    h = tr.tensor_by_name("h").id
+    assert dirty.kind == "inplace" and dirty.inputs == dirty.outputs == [h]
+    assert dirty.versions[str(h)][1] > dirty.versions[str(h)][0]
+    assert dirty.after[str(h)][0] == [pytest.approx(0.6), pytest.approx(2.6)]
+
+
+def test_a_profiler_set_inside_a_forward_does_not_stop_the_recording():
+    tr = capture("""
+        import cProfile
+        import torch
+        class Sq(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                pr = cProfile.Profile()
+                pr.enable()
+                y = x * x
+                pr.disable()
+                return y
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        x = torch.ones(2, requires_grad=True)
+        y = Sq.apply(x)
+        (y * 3).sum().backward()
+        print(x.grad)
+        """)
+    assert tr.status == "ok" and tr.stdout == "tensor([3., 3.])\n"
+    assert {"mul", "sum"} <= {o.name for o in tr.ops}      # recorded after the forward

@@ -244,6 +244,30 @@ def test_a_multiprocessing_pool_runs_as_under_python():
     assert tr.stdout.splitlines()[-1] == "6 18.8797"
 
 
+def test_a_forked_child_exits_and_prints_as_under_python():
+    """From a review: a child that runs on to the snippet's end exits with the
+    status python gives it (sys.exit(3); an uncaught error: 1 and its traceback
+    on stderr), and what it prints through a stream kept before the fork (a
+    logging handler's) is not lost."""
+    src = ("import logging, os, sys, torch\n"
+           "logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stdout)\n"
+           "log = logging.getLogger('x')\n"
+           "codes = []\n"
+           "for how in ('exit', 'raise'):\n"
+           "    pid = os.fork()\n"
+           "    if pid == 0:\n"
+           "        log.info('child logs %s', how)\n"
+           "        if how == 'exit':\n"
+           "            sys.exit(3)\n"
+           "        raise ValueError('child failed')\n"
+           "    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+           "print('codes', codes)\n")
+    tr = run_to_trace(src, "forks.py", timeout=60)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == "child logs exit\nchild logs raise\ncodes [3, 1]\n"
+    assert "ValueError: child failed" in tr.stderr and 'forks.py", line 11' in tr.stderr
+
+
 def test_worker_that_cannot_start_reports_its_stderr(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"

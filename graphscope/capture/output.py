@@ -36,6 +36,22 @@ class OutputLimit:
         return kept
 
 
+_child_streams = None   # fd 1/2 text streams, set in a forked child (in_forked_child)
+
+
+def in_forked_child() -> None:
+    """NOTE [forked children] in session.py: from now on every CapturedStream of
+    this process (``sys.stdout``, and one a logging handler kept) writes to fd 1
+    and 2, line-buffered as on a terminal, so print's text and its newline go
+    out in one write and the lines of several children do not interleave."""
+    global _child_streams
+    _child_streams = {
+        name: io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
+                               encoding="utf-8", errors="backslashreplace",
+                               line_buffering=True)
+        for name, fd in (("stdout", 1), ("stderr", 2))}
+
+
 class CapturedStream(io.TextIOBase):
     """A text stream that turns writes into Output messages."""
 
@@ -67,6 +83,8 @@ class CapturedStream(io.TextIOBase):
     def write(self, s) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if _child_streams is not None:
+            return _child_streams[self._name].write(s)
         if s:
             kept = self._limit.take(s) if not self._limit.hit else ""
             if kept:
@@ -74,7 +92,8 @@ class CapturedStream(io.TextIOBase):
         return len(s)
 
     def flush(self) -> None:
-        pass
+        if _child_streams is not None:
+            _child_streams[self._name].flush()
 
 
 class ClosedStdin(io.TextIOBase):

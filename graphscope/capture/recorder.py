@@ -579,33 +579,49 @@ class Recorder(TorchFunctionMode):
 
     # -- custom autograd Functions ---------------------------------------------------
     # NOTE [custom Functions]: ``MyFn.apply(x)`` is not a torch function the mode
-    # sees; what it sees are the calls the snippet's ``forward`` makes, run with
-    # autograd off, and then the output comes back with ``MyFnBackward`` as its
-    # node. Recorded as they are, those calls drew ``x -> round (no grad) -> y``:
-    # as if the Function were outside the graph, the very thing the
-    # custom-function scenario asks about. So when a torch call comes from a
-    # ``forward`` that ``Function.apply`` called, nothing inside it is recorded,
-    # and a profile function (``sys.setprofile``, for as long as the apply runs:
-    # its ``return`` event hands over the outputs) records the apply as one op,
-    # ``MyFn``, whose output's node is ``MyFnBackward``. Not done when the
-    # snippet profiles itself (a profile function is already set) or when the
-    # forward is not in the snippet's file: then the calls inside are recorded as
-    # before.
-    def _in_custom(self, frame) -> bool:
-        """Whether snippet frame ``frame`` is a custom Function's ``forward`` run
-        by ``Function.apply``; if so, starts watching for the apply's return."""
-        apply = frame.f_back
-        if apply is None or apply.f_code is not _APPLY_CODE or sys.getprofile() is not None:
+    # sees; what it sees are the calls ``forward`` makes, run with autograd off,
+    # and then the output comes back with ``MyFnBackward`` as its node. Recorded
+    # as they are, those calls drew ``x -> round (no grad) -> y``: as if the
+    # Function were outside the graph, the very thing the custom-function
+    # scenario asks about. So a torch call made with grad mode off (as inside
+    # every ``forward``) looks for ``Function.apply`` on the stack (the outermost
+    # one: a Function whose forward uses another is one op); when it is there,
+    # the calls inside are not recorded, and a profile function
+    # (``sys.setprofile``, for as long as that apply runs: its ``return`` event
+    # hands over the outputs) records the apply as one op, ``MyFn``, whose
+    # output's node is ``MyFnBackward``. An output that is an input (``mark_dirty``)
+    # makes it an in-place op, with versions and the value after. An in-place
+    # change the forward makes to any other tensor (a counter the snippet keeps)
+    # is still recorded: the snippet sees it. Not done when the snippet has a
+    # profile function of its own; if it sets one inside the forward, the apply
+    # is not recorded and the recording goes on after it. Left as before: a
+    # forward run with grad mode on (``torch.enable_grad()`` inside it).
+    def _enter_custom(self, f) -> bool:
+        """Whether frame ``f`` (a torch call's) runs inside a custom Function's
+        forward; if so, starts watching for the apply's return (NOTE [custom Functions])."""
+        apply = None
+        while f is not None:
+            if f.f_code is _APPLY_CODE:
+                apply = f
+            f = f.f_back
+        if apply is None or sys.getprofile() is not None:
             return False
-        self._custom = apply
+        local = apply.f_locals
+        ins: list = []
+        _flatten(list(local.get("args") or ()), ins)
+        _flatten(local.get("kwargs") or {}, ins)
+        # the inputs as they were: versions (mark_dirty) and nodes (NOTE [composite ops])
+        self._custom = (apply, local.get("cls"), ins, [(t, _ver(t)) for t in ins],
+                        [grad_fn_of(t) for t in ins])
         recorder = self
 
-        def watch(f, event, arg):
-            if event == "return" and f is apply:
+        def watch(frame, event, arg):
+            if event == "return" and frame is apply:
+                state = recorder._custom
                 recorder._end_custom()
                 try:
                     with torch._C.DisableTorchFunction():
-                        recorder._record_custom(apply, arg)
+                        recorder._record_custom(state, arg)
                 except Exception:
                     pass   # a fact lost, never the snippet's run
 
@@ -613,19 +629,26 @@ class Recorder(TorchFunctionMode):
         self._custom_profile = watch
         return True
 
+    def _inside_custom(self, ins, kind) -> bool:
+        """While a custom forward runs: whether this call is inside it and not
+        recorded (an in-place change to a tensor it was not given is recorded)."""
+        if sys.getprofile() is not self._custom_profile:
+            self._end_custom()   # the snippet set a profiler inside the forward
+            return False
+        if kind == "inplace" and ins:
+            target = ins[0]
+            return any(t is target for t in self._custom[2])
+        return True
+
     def _end_custom(self) -> None:
         if self._custom_profile is not None and sys.getprofile() is self._custom_profile:
             sys.setprofile(None)
         self._custom = self._custom_profile = None
 
-    def _record_custom(self, apply, result) -> None:
-        if result is None or not self.recording:
+    def _record_custom(self, state, result) -> None:
+        if state is None or result is None or not self.recording:
             return   # the forward raised (the error is the snippet's), or recording ended
-        local = apply.f_locals
-        cls = local.get("cls")
-        ins: list = []
-        _flatten(list(local.get("args") or ()), ins)
-        _flatten(local.get("kwargs") or {}, ins)
+        apply, cls, ins, before, in_fns = state
         outs: list = []
         if isinstance(result, Tensor):
             outs.append(result)
@@ -638,7 +661,9 @@ class Recorder(TorchFunctionMode):
             frame = frame.f_back
         name = getattr(cls, "__name__", "Function")
         qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
-        self._record(name, qual, "call", _is_grad_enabled(), ins, outs, None, None, frame)
+        dirty = [(t, v) for t, v in before if any(t is o for o in outs)]
+        self._record(name, qual, "inplace" if dirty else "call", _is_grad_enabled(), ins,
+                     outs, dirty or None, None, frame, False, in_fns)
 
     def __exit__(self, *exc):
         self._end_custom()   # a run stopped inside a custom forward
@@ -730,7 +755,8 @@ class Recorder(TorchFunctionMode):
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if opaque or (frame is not None and (
                 self._vopaque if frame is self._vframe else self._above_opaque(frame))) or (
-                self._custom is not None or (frame is not None and self._in_custom(frame))):
+                (self._custom is not None or not grad_enabled and self._enter_custom(
+                    caller or frame)) and self._inside_custom(ins, kind)):
             # a tracer runs this call: not the snippet's own op (NOTE [static tracers]);
             # or a custom Function's forward does: its apply is the op (NOTE [custom Functions])
             return func(*args, **kwargs) if caller is None else _call_from(caller, func,
@@ -772,7 +798,8 @@ class Recorder(TorchFunctionMode):
             frame, opaque = self.where(2)
             if opaque:
                 return None     # NOTE [static tracers]
-            if self._custom is not None or (frame is not None and self._in_custom(frame)):
+            if (self._custom is not None or not grad_enabled and self._enter_custom(
+                    sys._getframe(1))) and self._inside_custom(ins, kind):
                 return None     # NOTE [custom Functions]
         op_id = self.n_ops
         if op_id >= self.max_ops:

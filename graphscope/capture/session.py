@@ -27,7 +27,7 @@ from graphscope.capture.deferred_stats import HeldEmit, StatsBatch
 from graphscope.capture.modules import ModuleHooks
 from graphscope.capture.names import NameTracker
 from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
-                                       closed_input)
+                                       closed_input, in_forked_child)
 from graphscope.capture.recorder import Recorder, node_name
 
 
@@ -134,19 +134,14 @@ def forked_child() -> None:
     event pipe. Its records would share ids with the parent's, and two
     processes writing frames to one pipe interleave them (a write over 4 KB is
     not atomic), which garbles the stream for the parent. So the child records
-    nothing, and its prints go to fd 1 and 2 like those of any subprocess the
-    snippet starts: the runner forwards those as output."""
+    nothing, and what it prints goes to fd 1 and 2 like the output of any
+    subprocess the snippet starts (``output.in_forked_child``): the runner
+    forwards those as output. A child that runs on to the end of the snippet
+    exits as ``python`` would (the worker's ``child_exit``)."""
     r = _current
     if r is not None:
         r.recording = False
-    import io
-    for name, fd in (("stdout", 1), ("stderr", 2)):
-        if isinstance(getattr(sys, name), CapturedStream):
-            # line-buffered as on a terminal: print's text and its "\n" go out in
-            # one write, so the lines of several children do not interleave
-            raw = io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
-            setattr(sys, name, io.TextIOWrapper(raw, encoding="utf-8",
-                                                errors="backslashreplace", line_buffering=True))
+    in_forked_child()
 
 
 def _quiet_gc():

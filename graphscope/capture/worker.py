@@ -241,6 +241,7 @@ def main(argv=None) -> int:
     from graphscope.capture.session import forked_child, run_snippet
 
     writer = EventWriter(event_fd)
+    pid = os.getpid()
     # NOTE [forked children] in session.py: a child never writes the event pipe
     os.register_at_fork(after_in_child=lambda: (writer.forked(), forked_child()))
     writer.send_now(P.Ready(pid=os.getpid(), torch_version=torch.__version__,
@@ -258,8 +259,27 @@ def main(argv=None) -> int:
         end = P.End(status="error", duration=time.perf_counter() - started,
                     error=P.ErrorInfo(type="InternalError",
                                       message=f"GraphScope's recorder failed: {type(e).__name__}: {e}"))
+    if os.getpid() != pid:   # a child the snippet forked ran on to the snippet's end
+        return child_exit(end)
     writer.emit(end)
     writer.close()
+    return 0
+
+
+def child_exit(end) -> int:
+    """The exit status ``python`` gives a forked child that ran on to the end of
+    the snippet (NOTE [forked children] in session.py), its traceback printed."""
+    if end.status == "exit":
+        code = end.exit_code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    if end.status == "error" and end.error is not None:
+        text = end.error.traceback or f"{end.error.type}: {end.error.message}\n"
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        return 1
     return 0
 
 
