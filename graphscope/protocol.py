@@ -258,8 +258,8 @@ MESSAGE_TYPES: dict[str, type] = {
 # ``(t, field1, field2, ...)`` in the dataclass's field order (NOTE [frames]),
 # rather than an object with keys: the keys are the same for every Op, so
 # writing and parsing them for each of 60,000 messages was a third of the bytes
-# and a good part of the encoding time. ``from_row`` reads one back from a list
-# or tuple (fields a newer worker appended are ignored). Records holding a
+# and a good part of the encoding time. ``decode_frames`` reads one back
+# (fields a newer worker appended are ignored). Records holding a
 # nested record (End) stay objects. Both ends use this module, so the order is
 # always the same; trace files (export) keep named fields.
 ROW_FIELDS: dict[type, tuple] = {
@@ -269,49 +269,62 @@ ROW_FIELDS: dict[type, tuple] = {
 _ROW_SIZES = {cls.T: (cls, len(names)) for cls, names in ROW_FIELDS.items()}
 
 
-
-# NOTE [frames]: on the event pipe each message is a 4-byte little-endian length,
-# then the message in ``marshal`` (version MARSHAL_VERSION): a record as the
-# tuple ``(t, field1, ...)`` of NOTE [rows], End as its dict. Records hold only
-# str, int, float, bool, None, lists and dicts with str keys, which marshal
-# writes as they are, so the runner reads back what JSON would have given;
-# floats are 8 bytes, not 17 digits. Measured on the 20,000-op chain's 62,000
-# messages: 4.9/2.2/7.9 us to write a TensorInfo/Op/BackwardStep as JSON against
-# 1.3/0.9/1.9 us, and a third of the parse time in the runner (the window's
-# own process, where the GUI thread waits for it). ``marshal`` is safe here for
-# what it is used for: it builds values, never runs code (unlike pickle), both
-# ends are the same GraphScope with the same Python, and trace files stay
-# JSON. A frame that does not decode to a message is skipped, a length that
-# cannot be right (a snippet that wrote into the pipe) ends the stream
-# (``decode_frames`` raises ProtocolError).
-FRAME_HEAD = struct.Struct("<I")
+# NOTE [frames]: on the event pipe each message is a frame: the byte FRAME_MAGIC,
+# a 4-byte little-endian length, then the message in ``marshal`` (version
+# MARSHAL_VERSION): a record as the tuple ``(t, field1, ...)`` of NOTE [rows],
+# End as its dict. Records hold only str, int, float, bool, None, lists and
+# dicts with str keys, which marshal writes as they are, so the runner reads
+# back what JSON would have given; floats are 8 bytes, not 17 digits. Measured
+# on the 20,000-op chain's 62,000 messages: 4.9/2.2/7.9 us to write a
+# TensorInfo/Op/BackwardStep as JSON against 1.3/0.9/1.9 us, and a third of the
+# parse time in the runner (the window's own process, where the GUI thread
+# waits for it). ``marshal`` is safe here for what it is used for: it builds
+# values, never runs code (unlike pickle), both ends are the same GraphScope
+# with the same Python, and trace files stay JSON. A frame that does not
+# decode to a message is skipped. A frame without the magic byte, or longer
+# than MAX_FRAME (output is capped far below it), means something else wrote
+# into the pipe (the snippet, through an fd it inherited): the stream cannot
+# be trusted past it, so ``decode_frames`` raises ProtocolError, carrying the
+# messages read before it; a partial frame left when the pipe closes is the
+# same.
+FRAME_MAGIC = 0xA7
+FRAME_HEAD = struct.Struct("<BI")
 MARSHAL_VERSION = 4
-MAX_FRAME = 1 << 30
+MAX_FRAME = 1 << 28
 
 
 class ProtocolError(ValueError):
-    """Data on the pipe that is not a GraphScope message."""
+    """Data on the pipe that is not a GraphScope message (``messages``: those
+    read before it, for ``decode_frames``)."""
+
+    messages: list = []
 
 
 def decode_frames(buf: bytearray) -> list:
     """The messages of the complete frames at the start of ``buf`` (NOTE
     [frames]), which are removed from it; a partial frame stays for the next read."""
-    out = []
+    out: list = []
     n = len(buf)
     i = 0
     head = FRAME_HEAD.unpack_from
+    size_of_head = FRAME_HEAD.size
     loads = marshal.loads
     sizes = _ROW_SIZES
     with memoryview(buf) as view:
-        while n - i >= 4:
-            size = head(buf, i)[0]
-            if size > MAX_FRAME:
-                raise ProtocolError(f"a frame of {size:,} bytes on the event pipe")
-            j = i + 4 + size
+        while n - i >= size_of_head:
+            magic, size = head(buf, i)
+            if magic != FRAME_MAGIC or size > MAX_FRAME:
+                err = ProtocolError(f"bytes that are not a GraphScope frame at {i:,} "
+                                    f"(0x{bytes(view[i:i + 5]).hex()})")
+                err.messages = out
+                view.release()
+                del buf[:]
+                raise err
+            j = i + size_of_head + size
             if j > n:
                 break
             try:
-                obj = loads(view[i + 4:j])
+                obj = loads(view[i + size_of_head:j])
             except Exception:   # EOFError, ValueError, TypeError: not ours
                 obj = None
             i = j
@@ -382,24 +395,10 @@ def error_from_dict(d: dict) -> ErrorInfo:
     return ErrorInfo(**{k: v for k, v in d.items() if k in names})
 
 
-def from_row(row: list):
-    """``[t, field1, ...]`` (NOTE [rows]) -> message; ProtocolError if it is not one."""
-    e = _ROW_SIZES.get(row[0]) if row and isinstance(row[0], str) else None
-    if e is None:
-        raise ProtocolError(f"unknown message row {row[:1]!r}")
-    cls, n = e
-    try:
-        return cls(*row[1:n + 1])
-    except TypeError as err:
-        raise ProtocolError(f"bad {row[0]!r} row: {err}") from None
-
-
 def decode(line: bytes | str):
-    """One JSON line (an object, or a row: NOTE [rows]) -> message."""
+    """One JSON line (an object: the runner's Run) -> message."""
     try:
         d = json.loads(line)
     except (ValueError, UnicodeDecodeError) as e:
         raise ProtocolError(f"not JSON: {e}") from None
-    if isinstance(d, list):
-        return from_row(d)
     return from_dict(d)

@@ -207,6 +207,13 @@ class _RunSession:
             self.runner._run_finished(self)
             self.done.set()
 
+    def _garbled(self, what: str) -> P.End:
+        return P.End(status="crash", error=P.ErrorInfo(
+            type="InternalError",
+            message=f"the worker's event stream was garbled ({what}): did the snippet "
+                    "write to a file descriptor it did not open?"),
+            duration=(time.monotonic() - self._t_run) if self._t_run else None)
+
     def _deliver(self, batch: list) -> None:
         if batch and self.on_messages is not None:
             try:
@@ -269,15 +276,11 @@ class _RunSession:
                 kind = names[fd]
                 if kind == "events":
                     pending += data
+                    garbled = None
                     try:
                         msgs = P.decode_frames(pending)
                     except P.ProtocolError as e:
-                        w.kill(grace=0)
-                        return P.End(status="crash", error=P.ErrorInfo(
-                            type="InternalError",
-                            message=f"the worker's event stream was garbled ({e}): did the "
-                                    "snippet write to a file descriptor it did not open?"),
-                            duration=(time.monotonic() - self._t_run) if self._t_run else None)
+                        msgs, garbled = e.messages, str(e)   # what came before it stands
                     for msg in msgs:
                         t = msg.T
                         if t == "ready":
@@ -294,6 +297,10 @@ class _RunSession:
                             if seq is not None and seq > last_seq:
                                 last_seq = seq
                             batch.append(msg)
+                    if garbled is not None and end is None:
+                        self._deliver(batch)
+                        w.kill(grace=0)
+                        return self._garbled(garbled)
                 elif kind == "fault":
                     fault += data
                 else:
@@ -327,6 +334,9 @@ class _RunSession:
             w.kill(grace=0.5)
             return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
         w.kill(grace=1.0)  # it closed its pipe: reap it to learn how it died
+        if pending and w.proc.returncode == 0:
+            # a clean exit inside a frame: a length no message had (NOTE [frames])
+            return self._garbled(f"{len(pending):,} bytes of an unfinished frame at the end")
         return _crash_end(w.proc.returncode, fault.decode("utf-8", "replace"), run.filename, duration)
 
 

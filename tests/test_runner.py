@@ -174,17 +174,19 @@ def test_fd_level_output_is_forwarded_not_mixed_into_events():
     assert any(o.name == "add" for o in tr.ops)
 
 
-def test_a_snippet_that_writes_into_the_event_pipe_ends_with_a_clear_message():
+@pytest.mark.parametrize("stray", [b"\\xff\\xff\\xff\\x7f", b"hi 1\\n"])
+def test_a_snippet_that_writes_into_the_event_pipe_ends_with_a_clear_message(stray):
     """NOTE [frames]: the event pipe is an inherited fd the snippet could write to;
-    a length no message has ends the stream with a message, not a hang or a
-    GraphScope traceback."""
+    bytes that are not a frame (a huge length; a short line read as a length of
+    800 MB) end the stream with a message, not a hang, a lost run or a GraphScope
+    traceback."""
     src = ("import os, stat, torch\n"
            "x = torch.ones(2) + 1\n"
            "import time; time.sleep(0.3)\n"          # the flusher sends the add first
            "for fd in range(3, 64):\n"
            "    try:\n"
            "        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
-           "            os.write(fd, b'\\xff\\xff\\xff\\x7f')\n"
+           f"            os.write(fd, b'{stray.decode()}')\n"
            "    except OSError:\n"
            "        pass\n"
            "time.sleep(0.5)\n")

@@ -142,13 +142,14 @@ def _write_all(fd: int, data: bytes) -> None:
 def _fast_encoder():
     """The event pipe's encoder (NOTE [frames] in protocol.py): each record as a
     tuple of its fields in order (NOTE [rows]), End as a dict, in ``marshal``
-    behind a 4-byte length. Values that marshal does not take (a numpy scalar
+    behind a magic byte and a 4-byte length. Values that marshal does not take (a numpy scalar
     or ``torch.Size`` in a summary) go as JSON would write them."""
     import operator
     plans = {cls: (cls.T, operator.attrgetter(*names))
              for cls, names in P.ROW_FIELDS.items() if len(names) > 1}
     dumps = marshal.dumps
     pack = P.FRAME_HEAD.pack
+    magic = P.FRAME_MAGIC
     version = P.MARSHAL_VERSION
 
     def encode(msg) -> bytes:
@@ -163,7 +164,7 @@ def _fast_encoder():
         except ValueError:
             b = dumps(json.loads(json.dumps(obj, allow_nan=True, default=P._json_default)),
                       version)
-        return pack(len(b)) + b
+        return pack(magic, len(b)) + b
 
     return encode
 
