@@ -69,7 +69,6 @@ class RowText:
         self.backward: list = []
         self._tensors: dict = {}     # id -> (the TensorInfo encoded, its text)
         self._enc = _encoder()
-
         self._broken = False
 
     def extend(self, msgs) -> None:
@@ -116,17 +115,13 @@ def _encoder():
     return lambda o: "".join(c_enc(o, 0))
 
 
-_ROW_PLANS: dict = {}
+_ROW_PLANS = {cls: (names, operator.attrgetter(*names))
+              for cls, names in P.ROW_FIELDS.items() if len(names) > 1}
 
 
 def _row_of(m) -> dict:
     """``trace._row(m)`` for a flat record (no nested dataclass), faster."""
-    cls = type(m)
-    plan = _ROW_PLANS.get(cls)
-    if plan is None:
-        names = tuple(f.name for f in dataclasses.fields(cls))
-        plan = _ROW_PLANS[cls] = (names, operator.attrgetter(*names))
-    names, get = plan
+    names, get = _ROW_PLANS[type(m)]
     return dict(zip(names, get(m)))
 
 
@@ -151,7 +146,7 @@ def _tensor_node(tid, info) -> str:
     if info is None:
         return f"  t{tid} [shape=box, label={_q(f't{tid}')}];"
     label = info.name or f"t{tid}"
-    attrs = [f"shape=box", f"label={_q(label + chr(10) + _shape_text(info))}"]
+    attrs = ["shape=box", f"label={_q(label + chr(10) + _shape_text(info))}"]
     style = ["rounded"]
     if info.requires_grad:
         attrs.append("penwidth=2")

@@ -92,8 +92,9 @@ class Op:
     scalars: Optional[list] = None   # non-tensor arguments worth showing, as text
     after: Optional[dict] = None     # in-place: {tensor id (str): [value, stats]} just after
     subgraph: Optional[list] = None  # autograd nodes the call made: [[name, [next...]], ...]
-    alias: Optional[dict] = None     # view/detach: {tensor id (str): [storage offset, strides]}
-                                     # of the input and the outputs sharing its memory
+    alias: Optional[dict] = None     # view/detach: {tensor id (str): [storage offset, strides,
+                                     # shape, dtype, reads]} of the input and the outputs
+                                     # sharing its memory (docs/trace-format.md)
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

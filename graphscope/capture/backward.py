@@ -38,7 +38,8 @@ import torch
 from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
-from graphscope.capture.recorder import call_as_caller, node_name
+from graphscope.capture.node_owners import node_name
+from graphscope.capture.recorder import call_as_caller
 
 _KEY = "graphscope"
 Tensor = torch.Tensor

@@ -36,10 +36,10 @@ class OutputLimit:
         return kept
 
 
-_child_streams = None   # fd 1/2 text streams, set in a forked child (in_forked_child)
+_child_streams = None   # fd 1/2 text streams, set in a forked child (write_to_fds)
 
 
-def in_forked_child() -> None:
+def write_to_fds() -> None:
     """NOTE [forked children] in session.py: from now on every CapturedStream of
     this process (``sys.stdout``, and one a logging handler kept) writes to fd 1
     and 2, line-buffered as on a terminal, so print's text and its newline go

@@ -17,7 +17,12 @@ What is recorded (docs/trace-format.md):
   other attribute getters (``.shape``, ``.dtype``, ``.requires_grad``,
   ``.grad_fn``, ``.is_leaf``...) are not recorded: they change nothing and
   would bury the graph in noise. ``.data``, ``.T``/``.mT``/``.H``/``.mH``,
-  ``.real``/``.imag`` make tensors and are recorded (``.data`` as a detach).
+  ``.real``/``.imag`` make tensors and are recorded (``.data`` as a detach);
+- a custom ``torch.autograd.Function``'s ``apply`` is one op, not the calls its
+  ``forward`` makes (NOTE [custom Functions] in custom_functions.py); the
+  autograd nodes one call made are found from its output's node (NOTE
+  [composite ops] in node_owners.py); facts torch refuses to give are not
+  asked twice (NOTE [refused facts] in tensor_facts.py).
 
 NOTE [static tracers]: ``torch.jit.trace`` (with its trace check) and
 ``torch.fx`` symbolic tracing run the snippet's code on tracer tensors or
@@ -47,16 +52,18 @@ from torch.overrides import TorchFunctionMode
 
 from graphscope import protocol as P
 from graphscope.capture import summaries
+from graphscope.capture.aliases import alias_of
+from graphscope.capture.custom_functions import CustomFunctions
+from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
+from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
+                                             retains_grad, version_of)
 from graphscope.capture.tensor_ids import TensorIds
 
 Tensor = torch.Tensor
 _TB = torch._C.TensorBase
-_FunctionType = types.FunctionType
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
 _Parameter = torch.nn.Parameter
-_AccumulateGrad = torch._C._functions.AccumulateGrad
-_APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
 _dtype_name = summaries.dtype_name
 
 # getters that make a new tensor and are recorded; every other getset is passed through
@@ -131,21 +138,6 @@ _R_DUNDERS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floor
               "floor_divide", "mod": "remainder", "pow": "pow", "matmul": "matmul",
               "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
               "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
-
-
-def _flatten(obj, out: list) -> None:
-    """Append the tensors in obj (tensor, or list/tuple/dict of them, nested) to out."""
-    if isinstance(obj, Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            if isinstance(x, Tensor):
-                out.append(x)
-            elif isinstance(x, (list, tuple, dict)):
-                _flatten(x, out)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            _flatten(x, out)
 
 
 _CAPTURE_DIR = __file__.rsplit("/", 1)[0] + "/"
@@ -278,182 +270,14 @@ def _trampoline(f, key):
     return tramp
 
 
-def _ver(t) -> int:
-    try:
-        return t._version
-    except RuntimeError:  # inference tensors have no version counter
-        return 0
-
-
-_node_names: dict = {}     # autograd Node type -> its name()
-
-
-def node_name(g) -> str:
-    """``g.name()`` without ``torch::autograd::``, cached per Node type.
-
-    Only types named like their nodes are cached (``MulBackward0``, a custom
-    Function's ``MyFnBackward``): a Node class without its own Python type
-    shares a generic one, whose nodes may have different names."""
-    tp = type(g)
-    try:
-        return _node_names[tp]
-    except KeyError:
-        n = g.name().removeprefix("torch::autograd::")
-        if n == tp.__name__ and len(_node_names) < 10_000:
-            _node_names[tp] = n
-        return n
-
-
 def _is_param(t) -> bool:
     # Parameter's metaclass makes isinstance a Python call; plain tensors skip it
     return False if type(t) is Tensor else isinstance(t, _Parameter)
 
 
-def _tag(node, op_id, tid, only_new: bool = False) -> None:
-    """Tag autograd ``node`` as op ``op_id``'s, for tensor ``tid`` (NOTE [node ids]
-    in backward.py); with ``only_new``, unless an earlier op tagged it."""
-    try:
-        meta = node.metadata
-        if not (only_new and "graphscope" in meta):
-            meta["graphscope"] = [op_id, tid, None, None]
-    except Exception:
-        pass
-
-
-_SUBGRAPH_LIMIT = 256
-
-
-def _inner_nodes(g, op_id, in_fns=()):
-    """NOTE [composite ops]: the mode sees ``F.cross_entropy`` or
-    ``F.multi_head_attention_forward`` as one call, but the call made several
-    autograd nodes (``NllLossBackward0`` after ``LogSoftmaxBackward0``; an
-    ``nn.Linear``'s ``TBackward0`` for its weight). So does a C++ composite
-    called straight from the snippet (``F.linear``, a batched ``@``: its
-    ``MmBackward0`` inside an ``UnsafeViewBackward0``), which
-    ``_may_have_inner`` spots. Walking back from the output's node ``g`` to
-    nodes that belong to earlier ops (tagged), to the inputs ``ins`` (their
-    nodes ``in_fns``, even when no recorded op made them: another thread's) or to leaves
-    (AccumulateGrad) finds them: each is tagged as inside op ``op_id`` (so its
-    backward step says ``within``) and the list ``[[name, [next, ...]], ...]``
-    (index 0 is ``g``; a next of -1 is a node outside, an input's) becomes
-    ``Op.subgraph``, so a viewer can expand the op without a backward pass.
-    None when ``g`` is the only node. At most ``_SUBGRAPH_LIMIT`` nodes."""
-    index = {id(g): 0}
-    rows = [[node_name(g), []]]
-    keep = [g]          # wrappers alive during the walk: ids stay unique
-    stack = [g]
-    outside = {id(n) for n in in_fns if n is not None and n is not g}
-    while stack:
-        node = stack.pop()
-        row = rows[index[id(node)]]
-        for n, _ in node.next_functions:
-            if n is None:
-                continue
-            i = index.get(id(n))
-            if i is None:
-                meta = n.metadata
-                if "graphscope" in meta or type(n) is _AccumulateGrad or id(n) in outside \
-                        or len(rows) >= _SUBGRAPH_LIMIT:
-                    row[1].append(-1)
-                    continue
-                i = index[id(n)] = len(rows)
-                meta["graphscope"] = [None, None, None, op_id]
-                rows.append([node_name(n), []])
-                keep.append(n)
-                stack.append(n)
-            row[1].append(i)
-    return rows if len(rows) > 1 else None
-
-
-def _may_have_inner(g, in_fns) -> bool:
-    """Whether output node ``g`` of a call the mode saw as one leads to a node
-    that is neither an input's (``in_fns``: the inputs' nodes) nor a leaf's, so
-    the call made more than one node (NOTE [composite ops]). Under a
-    microsecond: an elementwise op's next nodes are its inputs' own."""
-    ids = None
-    for n, _ in g.next_functions:
-        if n is None or type(n) is _AccumulateGrad:
-            continue
-        if ids is None:
-            if len(in_fns) < 8:
-                for f in in_fns:
-                    if f is n:
-                        break
-                else:
-                    return True
-                continue
-            # torch.cat / torch.stack of a long list: a set, not a scan per input
-            ids = {id(f) for f in in_fns if f is not None}
-        if id(n) not in ids:
-            return True
-    return False
-
-
 def _as_text(v):
     """Nested lists of complex numbers as their text, ``"(1+2j)"``."""
     return [_as_text(x) for x in v] if isinstance(v, list) else str(v)
-
-
-def _alias_of(src, src_id, outs, out_ids):
-    """``Op.alias`` of a view or detach (NOTE [aliases] in model/values.py): where
-    in the shared storage the input and each output that shares its memory lie,
-    so a reader can work out a view's elements after a change made through
-    another tensor: ``[storage offset, strides, shape, dtype, how it reads the
-    memory]`` (offset and strides count elements of that dtype; the last is
-    "conj" or "neg" for a lazily conjugated or negated view, else ""). ``{}``
-    when no output shares it (a ``reshape`` or an indexing with a tensor that
-    had to copy); None when it cannot be told."""
-    try:
-        ptr = src.untyped_storage().data_ptr()
-        found = {}
-        for t, tid in zip(outs, out_ids):
-            if t.untyped_storage().data_ptr() == ptr:
-                found[str(tid)] = _placement(t)
-        if found:
-            found.setdefault(str(src_id), _placement(src))
-        return found
-    except Exception:   # no storage (a sparse or nested tensor, a tracer's)
-        return None
-
-
-def _retains(t) -> bool:
-    try:
-        return bool(t.retains_grad)
-    except RuntimeError:   # NOTE [refused facts]
-        return False
-
-
-def _placement(t) -> list:
-    reads = "conj" if t.is_conj() else "neg" if t.is_neg() else ""
-    return [t.storage_offset(), list(t.stride()), list(t.shape), _dtype_name(t.dtype), reads]
-
-
-def _grad_fn_name(t):
-    g = grad_fn_of(t)
-    return None if g is None else node_name(g)
-
-
-# NOTE [refused facts]: a view made under no_grad whose base (or another view of
-# it) was then changed in place is one torch refuses to describe: reading its
-# ``grad_fn``, ``requires_grad`` or ``is_leaf`` raises "A view was created in
-# no_grad mode and its base ... has been modified inplace", in plain PyTorch too.
-# The snippet sees that error only if it reads them itself, so every read the
-# recorder makes is guarded; the tensor keeps the facts last recorded (or none).
-def grad_fn_of(t):
-    """``t.grad_fn``, or None where torch refuses to say (NOTE [refused facts])."""
-    try:
-        return t.grad_fn
-    except RuntimeError:
-        return None
-
-
-def _flags_of(t, known):
-    """(requires_grad, is_leaf), or ``known`` (the last recorded, else no
-    requires_grad and a leaf) where torch refuses to say (NOTE [refused facts])."""
-    try:
-        return t.requires_grad, t.is_leaf
-    except RuntimeError:
-        return known[:2] if known else (False, True)
 
 
 class Recorder(TorchFunctionMode):
@@ -486,8 +310,7 @@ class Recorder(TorchFunctionMode):
         self._vframe = None           # snippet frame last checked by _above_opaque ...
         self._vopaque = False         # ... and its verdict
         self._special = self._build_special()
-        self._custom = None           # apply frame of the custom Function being run
-        self._custom_profile = None   # (ours, the profile function it replaced)
+        self.custom = CustomFunctions(self)   # NOTE [custom Functions]
 
     # -- dispatch ---------------------------------------------------------------
     def _build_special(self) -> dict:
@@ -535,13 +358,20 @@ class Recorder(TorchFunctionMode):
     # -- frames and lines ---------------------------------------------------------
     def snippet_frame(self):
         """Innermost frame running the snippet's own code (module, its functions, classes)."""
-        f = sys._getframe(2)
+        return self.snippet_frame_from(sys._getframe(2))
+
+    def snippet_frame_from(self, f):
+        """The first frame from ``f`` outwards that runs the snippet's own code."""
         fn = self.filename
         while f is not None:
             if f.f_code.co_filename == fn:
                 return f
             f = f.f_back
         return None
+
+    def __exit__(self, *exc):
+        self.custom.end()   # a run stopped inside a custom forward (NOTE [custom Functions])
+        return super().__exit__(*exc)
 
     def where(self, depth: int = 2):
         """(innermost snippet frame, opaque): the frame as ``snippet_frame`` finds it
@@ -577,98 +407,6 @@ class Recorder(TorchFunctionMode):
         self._vopaque = opaque
         return opaque
 
-    # -- custom autograd Functions ---------------------------------------------------
-    # NOTE [custom Functions]: ``MyFn.apply(x)`` is not a torch function the mode
-    # sees; what it sees are the calls ``forward`` makes, run with autograd off,
-    # and then the output comes back with ``MyFnBackward`` as its node. Recorded
-    # as they are, those calls drew ``x -> round (no grad) -> y``: as if the
-    # Function were outside the graph, the very thing the custom-function
-    # scenario asks about. So a torch call made with grad mode off (as inside
-    # every ``forward``) looks for ``Function.apply`` on the stack (the outermost
-    # one: a Function whose forward uses another is one op); when it is there,
-    # the calls inside are not recorded, and a profile function
-    # (``sys.setprofile``, for as long as that apply runs: its ``return`` event
-    # hands over the outputs) records the apply as one op, ``MyFn``, whose
-    # output's node is ``MyFnBackward``. An output that is an input (``mark_dirty``)
-    # makes it an in-place op, with versions and the value after. An in-place
-    # change the forward makes to any other tensor (a counter the snippet keeps)
-    # is still recorded: the snippet sees it. Not done when the snippet has a
-    # profile function of its own; if it sets one inside the forward, the apply
-    # is not recorded and the recording goes on after it. Left as before: a
-    # forward run with grad mode on (``torch.enable_grad()`` inside it).
-    def _enter_custom(self, f) -> bool:
-        """Whether frame ``f`` (a torch call's) runs inside a custom Function's
-        forward; if so, starts watching for the apply's return (NOTE [custom Functions])."""
-        apply = None
-        while f is not None:
-            if f.f_code is _APPLY_CODE:
-                apply = f
-            f = f.f_back
-        if apply is None or sys.getprofile() is not None:
-            return False
-        local = apply.f_locals
-        ins: list = []
-        _flatten(list(local.get("args") or ()), ins)
-        _flatten(local.get("kwargs") or {}, ins)
-        # the inputs as they were: versions (mark_dirty) and nodes (NOTE [composite ops])
-        self._custom = (apply, local.get("cls"), ins, [(t, _ver(t)) for t in ins],
-                        [grad_fn_of(t) for t in ins])
-        recorder = self
-
-        def watch(frame, event, arg):
-            if event == "return" and frame is apply:
-                state = recorder._custom
-                recorder._end_custom()
-                try:
-                    with torch._C.DisableTorchFunction():
-                        recorder._record_custom(state, arg)
-                except Exception:
-                    pass   # a fact lost, never the snippet's run
-
-        sys.setprofile(watch)
-        self._custom_profile = watch
-        return True
-
-    def _inside_custom(self, ins, kind) -> bool:
-        """While a custom forward runs: whether this call is inside it and not
-        recorded (an in-place change to a tensor it was not given is recorded)."""
-        if sys.getprofile() is not self._custom_profile:
-            self._end_custom()   # the snippet set a profiler inside the forward
-            return False
-        if kind == "inplace" and ins:
-            target = ins[0]
-            return any(t is target for t in self._custom[2])
-        return True
-
-    def _end_custom(self) -> None:
-        if self._custom_profile is not None and sys.getprofile() is self._custom_profile:
-            sys.setprofile(None)
-        self._custom = self._custom_profile = None
-
-    def _record_custom(self, state, result) -> None:
-        if state is None or result is None or not self.recording:
-            return   # the forward raised (the error is the snippet's), or recording ended
-        apply, cls, ins, before, in_fns = state
-        outs: list = []
-        if isinstance(result, Tensor):
-            outs.append(result)
-        else:
-            _flatten(result, outs)
-        if not outs or cls is None:
-            return
-        frame = apply.f_back
-        while frame is not None and frame.f_code.co_filename != self.filename:
-            frame = frame.f_back
-        name = getattr(cls, "__name__", "Function")
-        qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
-        dirty = [(t, v) for t, v in before if any(t is o for o in outs)]
-        self._record(name, qual, "inplace" if dirty else "call", _is_grad_enabled(), ins,
-                     outs, dirty or None, None, frame, False, in_fns)
-
-    def __exit__(self, *exc):
-        self._end_custom()   # a run stopped inside a custom forward
-        return super().__exit__(*exc)
-
     # -- tensors -----------------------------------------------------------------
     def tensor_id(self, t, seq, created_by=None) -> int:
         """Id of t, emitting its TensorInfo the first time it is seen."""
@@ -683,7 +421,7 @@ class Recorder(TorchFunctionMode):
         if g is False:
             g = grad_fn_of(t)
             gname = None if g is None else node_name(g)
-        try:
+        try:   # flags_of inline: once per new tensor, and a try costs nothing
             rg = t.requires_grad
             leaf = t.is_leaf
         except RuntimeError:   # NOTE [refused facts]
@@ -702,13 +440,13 @@ class Recorder(TorchFunctionMode):
             tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
             rg, leaf, gname,
             name, value, stats, None, None, created_by, isp,
-            _retains(t) if not leaf else False, _ver(t), seq))
+            retains_grad(t) if not leaf else False, version_of(t), seq))
 
     def update_state(self, t, tid, extra=None) -> None:
         """Emit a TensorUpdate if requires_grad / is_leaf / grad_fn changed since last sent."""
         g = grad_fn_of(t)
         gname = None if g is None else node_name(g)
-        now = (*_flags_of(t, self.state.get(tid)), gname)
+        now = (*flags_of(t, self.state.get(tid)), gname)
         fields = dict(extra) if extra else {}
         if self.state.get(tid) != now:
             self.state[tid] = now
@@ -733,10 +471,10 @@ class Recorder(TorchFunctionMode):
             if isinstance(a, Tensor):
                 ins.append(a)
             elif isinstance(a, (list, tuple, dict)):
-                _flatten(a, ins)
+                flatten_tensors(a, ins)
         if kwargs:
             for a in kwargs.values():
-                _flatten(a, ins)
+                flatten_tensors(a, ins)
         before = None
         in_fns = None
         if kind == "inplace" and ins:
@@ -745,18 +483,18 @@ class Recorder(TorchFunctionMode):
             in_fns = [grad_fn_of(t) for t in ins]
             a0 = args[0] if args else None
             if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
-                before = [(t, _ver(t)) for t in a0 if isinstance(t, Tensor)]
+                before = [(t, version_of(t)) for t in a0 if isinstance(t, Tensor)]
             else:
-                before = _ver(ins[0])
+                before = version_of(ins[0])
         elif "out" in kwargs:
             outs_kw = []
-            _flatten(kwargs["out"], outs_kw)
-            before = [(t, _ver(t)) for t in outs_kw]
+            flatten_tensors(kwargs["out"], outs_kw)
+            before = [(t, version_of(t)) for t in outs_kw]
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if opaque or (frame is not None and (
                 self._vopaque if frame is self._vframe else self._above_opaque(frame))) or (
-                (self._custom is not None or not grad_enabled and self._enter_custom(
-                    caller or frame)) and self._inside_custom(ins, kind)):
+                (self.custom.state is not None or not grad_enabled) and self.custom.skips(
+                    caller or frame, ins, kind)):
             # a tracer runs this call: not the snippet's own op (NOTE [static tracers]);
             # or a custom Function's forward does: its apply is the op (NOTE [custom Functions])
             return func(*args, **kwargs) if caller is None else _call_from(caller, func,
@@ -773,33 +511,29 @@ class Recorder(TorchFunctionMode):
         if isinstance(result, Tensor):
             outs.append(result)
         elif isinstance(result, (list, tuple, dict)):
-            _flatten(result, outs)
+            flatten_tensors(result, outs)
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
-        # a Python function (F.cross_entropy) or a call from torch's own Python code
-        # (nn.Linear.forward) may make autograd nodes of its own (NOTE [composite ops])
         op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,
-                          caller is not frame or type(func) is _FunctionType, in_fns)
+                          in_fns)
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
-                frame=False, composite=False, in_fns=None):
+                frame=False, in_fns=None):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
-        is none), else it is looked up here. ``composite``: the call came through
-        torch's Python code (a ``torch.nn.functional`` function, a module's
-        ``forward``), so it may have made autograd nodes of its own (NOTE
-        [composite ops]). ``in_fns``: the inputs' nodes before the call, when
-        it may have changed them (in place); else they are read now."""
+        is none), else it is looked up here. ``in_fns``: the inputs' nodes before
+        the call, when it may have changed them (in place); else they are read
+        now, to find the autograd nodes the call made (NOTE [composite ops])."""
         if frame is False:
             frame, opaque = self.where(2)
             if opaque:
                 return None     # NOTE [static tracers]
-            if (self._custom is not None or not grad_enabled and self._enter_custom(
-                    sys._getframe(1))) and self._inside_custom(ins, kind):
+            if (self.custom.state is not None or not grad_enabled) and self.custom.skips(
+                    sys._getframe(1), ins, kind):
                 return None     # NOTE [custom Functions]
         op_id = self.n_ops
         if op_id >= self.max_ops:
@@ -825,7 +559,7 @@ class Recorder(TorchFunctionMode):
         subgraph = None
         if outs:
             first = outs[0]
-            try:
+            try:       # grad_fn_of inline: once per op, and a try costs nothing
                 g = first.grad_fn
             except RuntimeError:   # NOTE [refused facts]
                 g = None
@@ -841,12 +575,12 @@ class Recorder(TorchFunctionMode):
             if len(outs) > 1 and self.backward is not None:
                 self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
-                _tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
+                tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
                 try:
                     if in_fns is None:
                         in_fns = [grad_fn_of(t) for t in ins]
-                    if composite or _may_have_inner(g, in_fns):
-                        subgraph = _inner_nodes(g, op_id, in_fns)
+                    if may_have_inner(g, in_fns):
+                        subgraph = inner_nodes(g, op_id, in_fns)
                 except Exception:
                     pass
         elif kind == "inplace" and ins and grad_enabled:
@@ -861,14 +595,14 @@ class Recorder(TorchFunctionMode):
                 gname = node_name(g)
                 tid = in_ids[0] if base is None else self.ids.get(base)
                 if self.backward is not None and tid is not None:
-                    _tag(g, op_id, tid, only_new=True)
+                    tag(g, op_id, tid, only_new=True)
         after = None
         if before is not None:
             # NOTE [values after in-place]: the value just after the change, so a
             # view can show the tensor as it is at a later step, not as created
             if isinstance(before, int):
                 t0 = ins[0]
-                v1 = _ver(t0)
+                v1 = version_of(t0)
                 key = str(in_ids[0])
                 versions = {key: [before, v1]}
                 if v1 != before or name == "data":   # ``w.data = t`` moves no counter
@@ -880,7 +614,7 @@ class Recorder(TorchFunctionMode):
                 changed = []
                 for t, v in before:
                     key = str(lookup(t)[0])
-                    v1 = _ver(t)
+                    v1 = version_of(t)
                     versions[key] = [v, v1]
                     if v1 != v:
                         changed.append((t, key))
@@ -888,7 +622,7 @@ class Recorder(TorchFunctionMode):
                     after = self._values_after(changed, name, versions)
         alias = None
         if (kind == "view" or kind == "detach") and outs and ins:
-            alias = _alias_of(ins[0], in_ids[0], outs, out_ids)
+            alias = alias_of(ins[0], in_ids[0], outs, out_ids)
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars, after, subgraph, alias))
@@ -902,7 +636,7 @@ class Recorder(TorchFunctionMode):
         for t, tid in zip(outs[1:], out_ids[1:]):
             n = grad_fn_of(t)
             if n is not None and n is not g:
-                _tag(n, op_id, tid, only_new=True)
+                tag(n, op_id, tid, only_new=True)
 
     def _values_after(self, changed, name, versions=None) -> dict | None:
         """``Op.after`` (NOTE [values after in-place] in model/values.py) for the
@@ -974,7 +708,7 @@ class Recorder(TorchFunctionMode):
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if not opaque and frame is not None:
             opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
-        if caller is None or (isinstance(t, Tensor) and _flags_of(t, None)[1]):
+        if caller is None or (isinstance(t, Tensor) and flags_of(t, None)[1]):
             result = func(*args, **kwargs)
         else:
             result = _call_from(caller, func, args, kwargs)
@@ -1020,7 +754,7 @@ class Recorder(TorchFunctionMode):
         in-place ``data`` op with w's value after (NOTE [values after in-place])."""
         grad_enabled = _is_grad_enabled()
         t = args[0]
-        before = _ver(t) if isinstance(t, Tensor) else None
+        before = version_of(t) if isinstance(t, Tensor) else None
         result = call_as_caller(func, args, kwargs)
         if before is not None:
             self.memo.forget(t)   # same version, new values

@@ -21,14 +21,17 @@ import torch
 
 from graphscope import protocol as P
 from graphscope.capture import regions as regions_mod
-from graphscope.capture import summaries
 from graphscope.capture.backward import BackwardTracer
 from graphscope.capture.deferred_stats import HeldEmit, StatsBatch
 from graphscope.capture.modules import ModuleHooks
 from graphscope.capture.names import NameTracker
 from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
-                                       closed_input, in_forked_child)
-from graphscope.capture.recorder import Recorder, node_name
+                                       closed_input, write_to_fds)
+from graphscope.capture.node_owners import node_name
+from graphscope.capture.recorder import Recorder
+
+
+_current = None   # the Recorder of the run going on, for on_fork_in_child
 
 
 def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
@@ -37,6 +40,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
     ``on_idle``: called with a function that another thread may call every few
     milliseconds to let held-back messages go (NOTE [deferred stats]), and with
     None when the run is over; the worker's flusher thread calls it."""
+    global _current
     t0 = time.perf_counter()
     seq = itertools.count()
     filename = run.filename or "<snippet>"
@@ -66,8 +70,6 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
     if on_idle is not None:
         on_idle(held.flush_if_idle)
     recorder = Recorder(run, emit, seq, batch)
-    global _current
-    _current = recorder
     recorder.names = NameTracker(recorder.ids, emit)
     recorder.backward = BackwardTracer(recorder)
     hooks = ModuleHooks(recorder)
@@ -78,6 +80,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
     status, error, exit_code = "ok", None, None
     gc_state = _quiet_gc()
     try:
+        _current = recorder
         sys.stdout = CapturedStream("stdout", emit, seq, limit)
         sys.stderr = CapturedStream("stderr", emit, seq, limit)
         sys.stdin = ClosedStdin()
@@ -123,10 +126,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
     return P.End(status, error, exit_code, time.perf_counter() - t0)
 
 
-_current = None   # the Recorder of the run going on, for forked_child
-
-
-def forked_child() -> None:
+def on_fork_in_child() -> None:
     """In a process the snippet forked (``multiprocessing`` with fork, ``os.fork``)
     while a run goes on; the worker calls it (``os.register_at_fork``).
 
@@ -135,13 +135,13 @@ def forked_child() -> None:
     processes writing frames to one pipe interleave them (a write over 4 KB is
     not atomic), which garbles the stream for the parent. So the child records
     nothing, and what it prints goes to fd 1 and 2 like the output of any
-    subprocess the snippet starts (``output.in_forked_child``): the runner
+    subprocess the snippet starts (``output.write_to_fds``): the runner
     forwards those as output. A child that runs on to the end of the snippet
     exits as ``python`` would (the worker's ``child_exit``)."""
     r = _current
     if r is not None:
         r.recording = False
-    in_forked_child()
+    write_to_fds()
 
 
 def _quiet_gc():
@@ -235,7 +235,6 @@ def _format_syntax_error(e: SyntaxError) -> str:
 def _finish(recorder: Recorder, g: dict) -> None:
     """Facts known only at the end: names still bound, final .grad, changed flags."""
     recorder.names.scan_mapping(g)
-    limit = recorder.value_limit
     emit = recorder.emit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

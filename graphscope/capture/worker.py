@@ -7,9 +7,10 @@ Started by ``graphscope.runner`` as::
 with three inherited pipe ends (``pass_fds``): the command pipe it reads one
 ``Run`` from, the event pipe it writes framed records to (NOTE [frames] in
 protocol.py), and a pipe for ``faulthandler`` so a segfault's Python stack
-reaches the runner instead of the snippet's console. stdin is /dev/null; fd 1 and 2 are pipes the
-runner reads and forwards as ``Output`` messages, so C code that writes to them
-(or a subprocess the snippet starts) never touches the event pipe.
+reaches the runner instead of the snippet's console. stdin is /dev/null; fd 1
+and 2 are pipes the runner reads and forwards as ``Output`` messages, so C code
+that writes to them (or a subprocess the snippet starts) never touches the
+event pipe.
 
 The launcher habits follow Thonny's ``cp_launcher``/backend start: do the slow
 imports first, acknowledge with exactly one ``Ready`` line, then wait; give the
@@ -66,7 +67,7 @@ class EventWriter:
 
     def emit(self, msg) -> None:
         if self._fd < 0:
-            return   # a forked child (forked())
+            return   # a forked child (stop_in_child)
         data = self._encode(msg)
         with self._lock:
             self._buf.append(data)
@@ -97,7 +98,7 @@ class EventWriter:
         with self._write_lock:
             _write_all(self._fd, data)
 
-    def forked(self) -> None:
+    def stop_in_child(self) -> None:
         """In a forked child: drop what the parent had not written yet and
         never write (NOTE [forked children] in session.py)."""
         self._closed = True
@@ -239,13 +240,13 @@ def main(argv=None) -> int:
     fault_file = os.fdopen(fault_fd, "w", closefd=False)
     faulthandler.enable(file=fault_file, all_threads=False)
     import torch
-    from graphscope.capture.session import forked_child, run_snippet
+    from graphscope.capture.session import on_fork_in_child, run_snippet
 
     writer = EventWriter(event_fd)
     pid = os.getpid()
     # NOTE [forked children] in session.py: a child never writes the event pipe
-    os.register_at_fork(after_in_child=lambda: (writer.forked(), forked_child()))
-    writer.send_now(P.Ready(pid=os.getpid(), torch_version=torch.__version__,
+    os.register_at_fork(after_in_child=lambda: (writer.stop_in_child(), on_fork_in_child()))
+    writer.send_now(P.Ready(pid=pid, torch_version=torch.__version__,
                             python=sys.version.split()[0]))
     run = read_run(cmd_fd)
     if run is None:  # the runner closed without a run (shutdown of a warm worker)

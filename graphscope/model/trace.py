@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from graphscope import protocol as P
 
@@ -40,7 +40,7 @@ class Trace:
     # NOTE [aliases] in values.py: tensors that share memory (a view, a detach)
     # as groups, and where each lies in the memory when the trace says
     _alias_of: dict = field(default_factory=dict, repr=False, compare=False)   # id -> group
-    _geometry: dict = field(default_factory=dict, repr=False, compare=False)   # id -> [offset, strides]
+    _geometry: dict = field(default_factory=dict, repr=False, compare=False)   # id -> Op.alias entry
 
     # -- building -----------------------------------------------------------
     def apply(self, msg) -> None:
@@ -144,7 +144,7 @@ class Trace:
         return self._alias_of.get(tid, [])
 
     def geometry_of(self, tid: int):
-        """``[storage offset, strides]`` of tensor ``tid`` in the memory it shares
+        """``[storage offset, strides, shape, dtype, reads]`` of tensor ``tid`` in the memory it shares
         with its aliases, or None if the trace does not say."""
         return self._geometry.get(tid)
 
