@@ -562,6 +562,12 @@ class ScenePainter:
                        fmd.elidedText(line, Qt.ElideRight, inner.width()))
             y += fmd.height()
 
+    def _footprint(self, r: QRectF) -> QRectF:
+        """Where a node drawn in ``r`` puts ink: its box, and above it the badges
+        (``_badges``), which a label must not cover either (a ∇ under a .grad box)."""
+        d = min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
+        return r.adjusted(-3, -3 - d * 0.72, 3, 3)
+
     def _badges(self, p, r, badges, lod) -> None:
         if not badges or lod == "tiny":
             return
@@ -706,7 +712,7 @@ class ScenePainter:
             inv, _ok = to_device.inverted()
             # as far as a label can reach (a long .grad box is ~350 px wide)
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
-            obstacles = [to_device.mapRect(_rect(ng)).adjusted(-3, -3, 3, 3)
+            obstacles = [self._footprint(to_device.mapRect(_rect(ng)))
                          for ng in self.geom.nodes_in(scene_near, limit)]
         placed: list = []
         # .grad of leaves: the one accumulated at this step gets the big before -> after box;
