@@ -397,6 +397,17 @@ def test_matrix_value_gets_a_heat_map(qtbot, window):
     assert w.inspector.histogram_shown() and w.inspector.plot_kind == "heatmap"
 
 
+@pytest.mark.parametrize("shape", ["3, 2, 2", "5, 2, 3"])
+def test_a_3d_value_is_not_drawn_as_a_heat_map(qtbot, window, shape):
+    """From a review: a 5x2x3 value reached pyqtgraph's ImageItem, which raised
+    inside a paint and took the window down; 3x2x2 was drawn as an RGB picture."""
+    w = window
+    run_source(qtbot, w, f"import torch\nA = torch.rand({shape})\n")
+    w.select_node(node_by_label(w, "A").id)
+    assert w.inspector.plot_kind == "histogram"
+    w.grab()                             # paints: nothing raises
+
+
 def test_branch_decision_value_hidden_until_reveal(qtbot, window):
     w = window
     w.set_output_hidden(True)

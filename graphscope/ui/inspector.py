@@ -433,6 +433,10 @@ class Inspector(QWidget):
             data = np.array(value, dtype=float)
         except (ValueError, TypeError):
             return False
+        if data.ndim != 2:
+            # a 3-D value passes the check above too; pyqtgraph would take a depth of
+            # 3 or 4 for colour channels, and raise on more (inside a paint: a crash)
+            return False
         img = pg.ImageItem(data.T)      # ImageItem's first axis is x: columns across
         img.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(img)
