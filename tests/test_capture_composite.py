@@ -371,3 +371,29 @@ def test_a_profiler_set_inside_a_forward_does_not_stop_the_recording():
         """)
     assert tr.status == "ok" and tr.stdout == "tensor([3., 3.])\n"
     assert {"mul", "sum"} <= {o.name for o in tr.ops}      # recorded after the forward
+
+
+def test_a_custom_function_that_returns_its_input_shares_its_memory():
+    """From a review: Ident.apply(y) returns a view of y; y.add_(100) changes
+    it, as print shows (and torch's error at backward says)."""
+    from graphscope.model.values import value_at
+    tr = capture("""
+        import torch
+        class Ident(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 1
+        d = Ident.apply(y)
+        y.add_(100)
+        print(d._base is y)
+        """)
+    assert tr.stdout == "True\n"
+    d, y = tr.tensor_by_name("d").id, tr.tensor_by_name("y").id
+    assert set(tr.aliases_of(d)) == {d, y}
+    at = value_at(tr, d)
+    assert at.value == [101.0, 102.0, 103.0] and at.through == y and at.stale is None

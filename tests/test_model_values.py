@@ -411,3 +411,21 @@ def test_memory_read_another_way_or_moved_is_marked_not_guessed():
             assert at.stale is not None, name
         else:
             assert at.stale is None and at.value == want, (name, at)
+
+
+def test_a_write_that_did_not_touch_a_view_is_not_named_on_it():
+    """From a review: c = y.view(4) covers a's memory too, but c[0] = 5 changed
+    none of a's elements; a still shows (and names) its own add_."""
+    tr = capture("""
+        import torch
+        y = torch.zeros(4)
+        a = y[2:]
+        a.add_(1)
+        c = y.view(4)
+        c[0] = 5
+        """)
+    a = tr.tensor_by_name("a").id
+    add = next(o for o in tr.ops if o.name == "add_")
+    at = value_at(tr, a)
+    assert at.value == [1.0, 1.0] and at.changed_by is add and at.own is False
+    assert at.through is None and at.stale is None

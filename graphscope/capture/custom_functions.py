@@ -102,5 +102,7 @@ class CustomFunctions:
         name = getattr(cls, "__name__", "Function")
         qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
         dirty = [(t, v) for t, v in before if any(t is o for o in outs)]
+        # an output may be an input, or a view of one: it then shares its memory
         r._record(name, qual, "inplace" if dirty else "call", torch.is_grad_enabled(), ins,
-                  outs, dirty or None, None, r.snippet_frame_from(apply.f_back), in_fns)
+                  outs, dirty or None, None, r.snippet_frame_from(apply.f_back), in_fns,
+                  may_share=True)

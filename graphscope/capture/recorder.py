@@ -521,13 +521,15 @@ class Recorder(TorchFunctionMode):
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
-                frame=False, in_fns=None):
+                frame=False, in_fns=None, may_share=False):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
         is none), else it is looked up here. ``in_fns``: the inputs' nodes before
         the call, when it may have changed them (in place); else they are read
-        now, to find the autograd nodes the call made (NOTE [composite ops])."""
+        now, to find the autograd nodes the call made (NOTE [composite ops]).
+        ``may_share``: an output may share an input's memory though the call is
+        not a view (a custom Function that returns its input or a view of it)."""
         if frame is False:
             frame, opaque = self.where(2)
             if opaque:
@@ -623,6 +625,11 @@ class Recorder(TorchFunctionMode):
         alias = None
         if (kind == "view" or kind == "detach") and outs and ins:
             alias = alias_of(ins[0], in_ids[0], outs, out_ids)
+        elif may_share and outs:
+            for t, tid in zip(ins, in_ids):
+                found = alias_of(t, tid, outs, out_ids)
+                if found:
+                    alias = {**(alias or {}), **found}
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars, after, subgraph, alias))

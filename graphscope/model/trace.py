@@ -55,7 +55,8 @@ class Trace:
                 for key in msg.after:
                     if msg.versions is None or key not in msg.versions:   # a view's base
                         self._changes.setdefault(int(key), []).append(msg)
-            if (msg.kind == "view" or msg.kind == "detach") and msg.inputs and msg.outputs:
+            if (msg.kind == "view" or msg.kind == "detach" or msg.alias) and msg.inputs \
+                    and msg.outputs:
                 self._note_alias(msg)
             elif msg.kind == "inplace" and msg.name in _REPLACES_MEMORY and msg.inputs:
                 self._moved(msg)

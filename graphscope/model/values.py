@@ -147,15 +147,18 @@ def _through_aliases(trace, info, value, since: int, until: Optional[int]):
                     stale = op
                 continue
             new = dict(zip(k_pos, k_flat))
-            hit = 0
+            covered = changed = 0
             for i, p in enumerate(mine):
                 if p in new:
-                    flat[i] = new[p]
-                    hit += 1
-            if hit:
+                    covered += 1
+                    if new[p] != flat[i]:
+                        flat[i] = new[p]
+                        changed += 1
+            if changed:
+                # (the value kept is the whole of k: only a change of ours names the op)
                 by, through = op, k
-                if hit == len(mine):
-                    stale = None     # every element of ours is known again
+            if covered == len(mine):
+                stale = None     # every element of ours is known again
     if by is not None:
         value = _unflatten(flat, geometry[2])
     return by, through, value, stale
