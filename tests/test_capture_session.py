@@ -204,3 +204,18 @@ def test_trace_json_round_trip():
                  "(x * 2).sum().backward()\nc = torch.tensor([1+1j])\n")
     back = Trace.from_json(tr.to_json())
     assert len(back.ops) == len(tr.ops) and len(back.backward) == len(tr.backward)
+
+
+def test_bytes_written_to_stdout_buffer_print_as_under_python():
+    """From a review: sys.stdout.buffer raised AttributeError; a character split
+    between two writes must come out whole."""
+    src = """
+import sys
+sys.stdout.buffer.write("h\\xc3".encode("latin-1"))
+sys.stdout.buffer.write(b"\\xa9llo \\xe2\\x9c\\x93\\n")
+sys.stdout.buffer.flush()
+print("done", sys.stdout.buffer.writable())
+"""
+    tr = capture(src)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == plain_stdout(src) == "héllo ✓\ndone True\n"

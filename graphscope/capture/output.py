@@ -8,6 +8,7 @@ together) output is dropped and one Truncated(reason="output") is sent.
 """
 from __future__ import annotations
 
+import codecs
 import io
 
 from graphscope import protocol as P
@@ -71,6 +72,14 @@ class CapturedStream(io.TextIOBase):
         return "strict"
 
     @property
+    def buffer(self):
+        """The binary stream under it, as ``sys.stdout.buffer`` is under plain Python."""
+        b = self.__dict__.get("_buffer")
+        if b is None:
+            b = self.__dict__["_buffer"] = CapturedBuffer(self)
+        return b
+
+    @property
     def name(self):
         return f"<{self._name}>"
 
@@ -94,6 +103,29 @@ class CapturedStream(io.TextIOBase):
     def flush(self) -> None:
         if _child_streams is not None:
             _child_streams[self._name].flush()
+
+
+class CapturedBuffer(io.BufferedIOBase):
+    """Bytes written to ``sys.stdout.buffer``: decoded as UTF-8 (a character
+    split between two writes waits for its second half) into the text stream."""
+
+    def __init__(self, text: CapturedStream) -> None:
+        super().__init__()
+        self._text = text
+        self._decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        data = bytes(b)
+        s = self._decode(data)
+        if s:
+            self._text.write(s)
+        return len(data)
+
+    def flush(self) -> None:
+        self._text.flush()
 
 
 class ClosedStdin(io.TextIOBase):
