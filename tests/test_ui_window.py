@@ -178,6 +178,21 @@ def test_inspector_shows_a_tensor_as_it_is_after_in_place_changes(qtbot, window)
     assert "[2., 2., 2.]" in w.inspector.value_text.toPlainText()
 
 
+def test_a_branching_sub_graph_is_written_with_its_branches():
+    """From a review: a batched @ (Bmm with two operands, each viewed and expanded)
+    was written as one chain of six nodes."""
+    from graphscope.ui.inspector import subgraph_text
+    bmm = [["UnsafeViewBackward0", [1]], ["BmmBackward0", [2, 3]], ["ViewBackward0", [4]],
+           ["ViewBackward0", [5]], ["ExpandBackward0", [-1]], ["ExpandBackward0", [-1]]]
+    assert subgraph_text(bmm) == ("UnsafeViewBackward0 \u2190 BmmBackward0 \u2190 "
+                                  "(ViewBackward0 \u2190 ExpandBackward0, "
+                                  "ViewBackward0 \u2190 ExpandBackward0)")
+    chain = [[f"N{i}", [i + 1]] for i in range(11)] + [["N11", [-1]]]
+    assert subgraph_text(chain, limit=4) == "N0 \u2190 N1 \u2190 N2 \u2190 N3 \u2190 \u2026 (+8 more)"
+    shared = [["A", [1, 2]], ["B", [2]], ["C", [-1]]]      # C reached twice: named once
+    assert subgraph_text(shared) == "A \u2190 B \u2190 C"
+
+
 def test_inspector_expands_a_composite_op_and_its_inner_backward_steps(qtbot, window):
     """NOTE [composite ops]: F.cross_entropy is one op made of two autograd nodes."""
     w = window

@@ -276,9 +276,7 @@ class Inspector(QWidget):
                                          for k, (a, b) in op.versions.items())
         if op.subgraph:
             # NOTE [composite ops]: the autograd nodes this one call made, output first
-            names = [row[0] for row in op.subgraph]
-            rows["autograd nodes"] = " \u2190 ".join(names[:6]) + (
-                f" (+{len(names) - 6} more)" if len(names) > 6 else "")
+            rows["autograd nodes"] = subgraph_text(op.subgraph)
         self._rows = rows
         self._refill_grid()
         grads = None if self.values_hidden else self._backward_grads_for(op, trace, frame)
@@ -637,6 +635,33 @@ def _lookup_tensor(node, trace):
     if isinstance(t, int):
         return trace.tensors.get(t)
     return trace.tensors.get(t.id, t)
+
+
+def subgraph_text(subgraph: list, limit: int = 8) -> str:
+    """``Op.subgraph`` as text, the output's node first and each node followed by
+    the nodes it sends gradients to: one as ``A \u2190 B``, several in brackets,
+    ``A \u2190 (B \u2190 C, D \u2190 E)``, as a batched ``@``'s two operands are.
+    At most ``limit`` nodes are named; the rest are counted."""
+    shown: set = set()
+
+    def text(i: int) -> str:
+        shown.add(i)
+        name = subgraph[i][0]
+        kids = [k for k in subgraph[i][1] if 0 <= k < len(subgraph) and k not in shown]
+        if not kids:
+            return name
+        if len(shown) + 1 > limit:
+            return name + " \u2190 \u2026"
+        parts = [text(k) for k in kids if k not in shown]
+        if not parts:
+            return name
+        if len(parts) == 1:
+            return f"{name} \u2190 {parts[0]}"
+        return f"{name} \u2190 ({', '.join(parts)})"
+
+    out = text(0)
+    rest = len(subgraph) - len(shown)
+    return out + (f" (+{rest} more)" if rest > 0 else "")
 
 
 def _tensor_name(trace, tid: Any) -> str:
