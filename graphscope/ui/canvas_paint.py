@@ -563,8 +563,9 @@ class ScenePainter:
             y += fmd.height()
 
     def _footprint(self, r: QRectF) -> QRectF:
-        """Where a node drawn in ``r`` puts ink: its box, and above it the badges
-        (``_badges``), which a label must not cover either (a ∇ under a .grad box)."""
+        """Where a node drawn in ``r`` (its box and tags, ``marks_rect``) puts ink:
+        also the badges above it (``_badges``), which a label must not cover
+        either (a ∇ under a .grad box)."""
         d = min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
         return r.adjusted(-3, -3 - d * 0.72, 3, 3)
 
@@ -712,7 +713,7 @@ class ScenePainter:
             inv, _ok = to_device.inverted()
             # as far as a label can reach (a long .grad box is ~350 px wide)
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
-            obstacles = [self._footprint(to_device.mapRect(_rect(ng)))
+            obstacles = [self._footprint(to_device.mapRect(self.marks_rect(ng)))
                          for ng in self.geom.nodes_in(scene_near, limit)]
         placed: list = []
         # .grad of leaves: the one accumulated at this step gets the big before -> after box;
@@ -733,9 +734,15 @@ class ScenePainter:
                          QPointF(dr.center().x(), dr.top() - 8),
                          QPointF(dr.right() + 8, dr.center().y()),
                          QPointF(dr.left() - 8, dr.center().y())]
-                self._place_label(p, cands * 2, ("below", "above", "right", "left", "below2",
-                                                 "above2", "below3", "above3"), text,
-                                  obstacles, placed, bounds, scale)
+                # after the run every leaf has its .grad: where their boxes would
+                # cover nodes (leaves stacked in a column), the quiet line instead
+                crowded = tid != current and len(leaf_grads) > 1
+                box = self._place_label(p, cands * 2, ("below", "above", "right", "left",
+                                                       "below2", "above2", "below3", "above3"),
+                                        text, obstacles, placed, bounds, scale,
+                                        optional=crowded)
+                if box is None and lod == "full":
+                    quiet.append((dr, f".grad {_short(after)}"))
             elif lod == "full":
                 quiet.append((dr, f".grad {_short(after)}"))
         for path, text in labels:
@@ -769,16 +776,18 @@ class ScenePainter:
             rad = r.height() / 2 if pill else 14
             p.drawRoundedRect(r, rad, rad)
 
-    def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale) -> QRectF:
+    def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
+                     optional: bool = False):
         """Draw ``text`` in a box at the first candidate spot that covers no node and
         no label placed before (NOTE [label placement]); the least covered one when
-        none is free. Long texts are elided, and the font shrinks a little when the
-        view is zoomed out, so a label never dwarfs the nodes it explains."""
+        none is free, unless ``optional``: then nothing is drawn and None returned.
+        Long texts are elided, and the font shrinks a little when the view is
+        zoomed out, so a label never dwarfs the nodes it explains."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
         fm = QFontMetricsF(f)
-        text = fm.elidedText(text, Qt.ElideMiddle, max(160.0, 320.0 * self.text_scale))
+        text = fm.elidedText(text, Qt.ElideMiddle, max(160.0, 400.0 * self.text_scale))
         w = fm.horizontalAdvance(text) + 16
         h = fm.height() + 8
         best, best_cost, best_i = None, None, None
@@ -814,6 +823,8 @@ class ScenePainter:
             if cost <= i * 0.5:
                 break              # a free spot: take it
         box = best
+        if optional and best_cost > best_i * 0.5:
+            return None            # it would cover a node or a label: left out
         placed.append(box.adjusted(-3, -3, 3, 3))
         anchor = cands[0] if best_i is None else cands[best_i]
         gap_y = max(box.top() - anchor.y(), anchor.y() - box.bottom(), 0.0)
