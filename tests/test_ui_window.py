@@ -440,3 +440,24 @@ def test_branch_decision_value_hidden_until_reveal(qtbot, window):
     assert w.inspector.rows()["went"] == "2.0 \u2192 if-branch (line 5)"
     assert "2.0 \u2192 if-branch" in w.canvas.tooltip_for(b.id)
     assert w.canvas.grab().toImage() != img_hidden      # the box now shows the value
+
+
+def test_a_node_shows_the_grad_fn_it_had_not_the_tensor_s_last(qtbot, window):
+    """From a review: y made by mul read CopySlices, the node of a later
+    in-place write through a view of it."""
+    w = window
+    run_source(qtbot, w, textwrap.dedent("""\
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 1
+        v = y.view(2, 2)
+        v[0, 0] = 100.0
+        """))
+    ys = sorted((n for n in w.live.graph.nodes.values() if n.label == "y"), key=lambda n: n.id)
+    assert len(ys) == 2                                  # y, and y after the write
+    w.select_node(ys[0].id)
+    assert w.inspector.rows()["grad_fn"] == "MulBackward0"
+    assert w.inspector.rows()["made by"] == "mul (line 3)"
+    w.select_node(ys[1].id)
+    assert w.inspector.rows()["grad_fn"] == "CopySlices"
+    assert w.inspector.rows()["made by"] == "setitem (line 5)"

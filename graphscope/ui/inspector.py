@@ -301,14 +301,20 @@ class Inspector(QWidget):
         rows = {"shape": str(tuple(t.shape)), "dtype": t.dtype, "device": t.device,
                 "requires_grad": str(t.requires_grad), "is_leaf": str(t.is_leaf),
                 "grad_fn": t.grad_fn or "None"}
+        # the node's own op: a later in-place change makes a newer node (t~1) and
+        # leaves the TensorInfo with the tensor's final grad_fn, which this node
+        # never had (y made by mul showed CopySlices)
+        made = getattr(node, "op", None)
+        op = trace.op_by_id(made if made is not None else t.created_by) \
+            if (made is not None or t.created_by is not None) else None
+        if op is not None and (op.outputs[:1] == [t.id] or str(t.id) in (op.versions or ())):
+            rows["grad_fn"] = op.grad_fn or "None"
         if t.is_param:
             rows["parameter"] = "yes (nn.Parameter)"
         if t.retains_grad:
             rows["retains_grad"] = "True"
-        if t.created_by is not None:
-            op = trace.op_by_id(t.created_by)
-            if op is not None:
-                rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
+        if op is not None:
+            rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
         flags = sorted(getattr(node, "flags", ()) or ())
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
