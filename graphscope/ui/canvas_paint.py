@@ -185,6 +185,9 @@ class ScenePainter:
             if path is None:
                 path = paths[e.kind] = QPainterPath()
                 heads[e.kind] = QPainterPath()
+                # two heads on one spot (two inputs entering an op together) must
+                # not cancel out into a hollow one, as the default odd-even fill does
+                heads[e.kind].setFillRule(Qt.WindingFill)
             route = edge_route(self.geom, s, d)
             if route is not None:
                 _lane_path(path, route)
