@@ -461,3 +461,16 @@ def test_a_node_shows_the_grad_fn_it_had_not_the_tensor_s_last(qtbot, window):
     w.select_node(ys[1].id)
     assert w.inspector.rows()["grad_fn"] == "CopySlices"
     assert w.inspector.rows()["made by"] == "setitem (line 5)"
+
+
+def test_a_view_of_memory_changed_too_big_to_keep_names_the_tensor_changed(qtbot, window):
+    w = window
+    run_source(qtbot, w, textwrap.dedent("""\
+        import torch
+        big = torch.zeros(70000)
+        v = big[0:4]
+        big.add_(1)
+        """))
+    w.select_node(node_by_label(w, "v").id)
+    assert w.inspector.value_caption.text() == (
+        "Value when created; changed since by add_, line 4 (it shares memory with big)")

@@ -356,7 +356,8 @@ class Inspector(QWidget):
             # changed in place since, but too big for each new value to be kept
             by = at.stale
             where = f", line {by.line}" if by.line else ""
-            why = "it shares memory with the tensor changed" if at.shared else "too big to keep"
+            changed = _tensor_name(trace, by.inputs[0]) if by.inputs else "the tensor changed"
+            why = f"it shares memory with {changed}" if at.shared else "too big to keep"
             self.value_caption.setText(f"{self.value_caption.text()}; changed since by "
                                        f"{by.name}{where} ({why})")
         if self.values_hidden:
