@@ -397,3 +397,30 @@ def test_a_custom_function_that_returns_its_input_shares_its_memory():
     assert set(tr.aliases_of(d)) == {d, y}
     at = value_at(tr, d)
     assert at.value == [101.0, 102.0, 103.0] and at.through == y and at.stale is None
+
+
+def test_a_view_s_regenerated_node_belongs_to_the_view():
+    """From a review: after y.mul_(3), the views v and a get new nodes
+    (AsStridedBackward0) when next used; their backward steps belonged to no op."""
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 2
+        v = y.view(2, 2)
+        a = y[1:3]
+        c = y.detach()
+        y.mul_(3)
+        a.add_(10)
+        c[0] = -1.0
+        z = (v * 1).sum() + a.sum()
+        z.backward()
+        print(x.grad)
+        """)
+    assert tr.stdout == "tensor([ 6., 12., 12.,  6.])\n"
+    steps = [s for s in tr.backward if s.grad_fn == "AsStridedBackward0"]
+    assert len(steps) == 2
+    assert {(s.op, s.tensor) for s in steps} == {
+        (_op(tr, "view").id, tr.tensor_by_name("v").id),
+        (_op(tr, "add_").id, tr.tensor_by_name("a").id)}
+    assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
+               for s in tr.backward)

@@ -311,6 +311,7 @@ class Recorder(TorchFunctionMode):
         self._vopaque = False         # ... and its verdict
         self._special = self._build_special()
         self.custom = CustomFunctions(self)   # NOTE [custom Functions]
+        self._node_owner: dict = {}   # tensor id -> op whose node it last got
 
     # -- dispatch ---------------------------------------------------------------
     def _build_special(self) -> dict:
@@ -554,6 +555,8 @@ class Recorder(TorchFunctionMode):
             tid, new = lookup(t)
             if new:
                 self._emit_info(t, tid, seq, None)
+            elif t._base is not None and self.backward is not None:
+                self._own_regenerated(t, tid)
             in_ids.append(tid)
         out_ids = []
         gname = None
@@ -578,6 +581,7 @@ class Recorder(TorchFunctionMode):
                 self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
                 tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
+                self._node_owner[out_ids[0]] = op_id
                 try:
                     if in_fns is None:
                         in_fns = [grad_fn_of(t) for t in ins]
@@ -634,6 +638,17 @@ class Recorder(TorchFunctionMode):
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
                        scalars, after, subgraph, alias))
         return op_id
+
+    def _own_regenerated(self, t, tid) -> None:
+        """A view whose base changed in place gets a new node when next used
+        (``AsStridedBackward0``, made by torch on the spot, no op's): it stands for
+        the same view, so it is the node's owner's, the op that made the view or
+        last changed it (else its backward step would belong to no op)."""
+        g = grad_fn_of(t)
+        if g is not None and "graphscope" not in g.metadata:
+            owner = self._node_owner.get(tid)
+            if owner is not None:
+                tag(g, owner, tid)
 
     @staticmethod
     def _tag_other_outputs(outs, out_ids, g, op_id) -> None:
