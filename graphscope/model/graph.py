@@ -461,7 +461,6 @@ class GraphBuilder:
             self._place_in_regions(created, op, d)
 
     def _on_fact_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
-        g = self.graph
         if op.kind == "factory":
             for tid in op.outputs:
                 info = self.tensors.get(tid)

@@ -291,7 +291,6 @@ class ScenePainter:
     # -- one node -------------------------------------------------------------------
     def paint_node(self, p: QPainter, ng: NodeGeom, lod: str, opacity: float = 1.0,
                    grow: float = 1.0) -> None:
-        t = self.theme
         node = ng.node
         flags = self.shown_flags(node)
         r = _rect(ng)

@@ -18,7 +18,6 @@ The quiz sits in the window's right column as a tab beside the inspector
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence

@@ -420,7 +420,6 @@ class Inspector(QWidget):
             return None
         lines = [f"{step.grad_fn} runs:"]
         outs = [_tensor_name(trace, t) for t in op.outputs]
-        ins = [_tensor_name(trace, t) for t in op.inputs]
         for i, g in enumerate(step.grad_outputs or []):
             who = outs[i] if i < len(outs) else f"output {i}"
             lines.append(f"gradient of {who} arrives:\n  {format_summary(g, 300) if g else 'None'}")

@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QKeySequence
+from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QMessageBox, QPlainTextEdit, QSplitter, QTabWidget, QToolBar,
                                QVBoxLayout, QWidget)
 
 from graphscope import protocol as P
-from graphscope.model.trace import Trace
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
 from graphscope.ui.editor import CodeEditor
@@ -38,7 +37,7 @@ from graphscope.ui.error_banner import ErrorBanner
 from graphscope.ui.graph_canvas import GraphCanvas
 from graphscope.ui.inspector import Inspector
 from graphscope.ui.live_run import LiveRun
-from graphscope.ui.problems import ProblemRow, ProblemsList
+from graphscope.ui.problems import ProblemsList
 from graphscope.ui.run_controller import RunController
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 

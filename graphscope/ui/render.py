@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 
-from PySide6.QtCore import QByteArray, QBuffer, QIODevice, QRectF, QSize, Qt
+from PySide6.QtCore import QByteArray, QBuffer, QIODevice, QRectF, QSize
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTransform
 
 from graphscope.ui.canvas_paint import ScenePainter, qcolor
