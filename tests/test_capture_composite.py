@@ -424,3 +424,34 @@ def test_a_view_s_regenerated_node_belongs_to_the_view():
         (_op(tr, "add_").id, tr.tensor_by_name("a").id)}
     assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
                for s in tr.backward)
+
+
+def test_an_op_that_made_no_node_never_owns_one():
+    """From a review: v.float() on a float view hands v back, and an in-place op
+    under no_grad builds no node; neither may take over the node's steps."""
+    src = """
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 2
+        v = y[1:3]
+        k = v.float()
+        with torch.no_grad():
+            v.mul_(2)
+            y.mul_(3)
+        y.add_(1)
+        (v * 1).sum().backward()
+        y2 = x * 3
+        w = y2[0:1]
+        y2.mul_(2)
+        w.backward(torch.ones(1))
+        """
+    tr = capture(src)
+    assert tr.status == "ok", tr.error
+    names = {o.id: o.name for o in tr.ops}
+    owners = [(s.grad_fn, names.get(s.op)) for s in tr.backward]
+    assert ("MulBackward0", "mul") in owners                 # y = x * 2 keeps its node
+    strided = [n for g, n in owners if g == "AsStridedBackward0"]
+    assert strided == ["getitem", "getitem"]                  # v's, then w's (a root)
+    assert "float" not in {n for _, n in owners}
+    assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
+               for s in tr.backward)

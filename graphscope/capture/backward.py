@@ -86,6 +86,9 @@ class BackwardTracer:
         call_id = self.n_calls
         self.n_calls = call_id + 1
         root_ids = [r.tensor_id(t, seq) for t in roots]
+        for t, tid in zip(roots, root_ids):
+            if t._base is not None:
+                r._own_regenerated(t, tid)   # v.backward() on a view whose base changed
         in_ids = [r.tensor_id(t, seq) for t in ins]
         r.emit(P.BackwardCall(call_id, seq, "grad" if is_grad else "backward",
                               frame.f_lineno if frame is not None else None,

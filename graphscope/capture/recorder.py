@@ -580,15 +580,18 @@ class Recorder(TorchFunctionMode):
             if len(outs) > 1 and self.backward is not None:
                 self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
-                tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
-                self._node_owner[out_ids[0]] = op_id
-                try:
-                    if in_fns is None:
-                        in_fns = [grad_fn_of(t) for t in ins]
-                    if may_have_inner(g, in_fns):
-                        subgraph = inner_nodes(g, op_id, in_fns)
-                except Exception:
-                    pass
+                if in_fns is None:
+                    in_fns = [grad_fn_of(t) for t in ins]
+                # an op run under no_grad, or one that hands back an input's own node
+                # (``v.float()`` on a float view) made none: the node stays its maker's
+                if grad_enabled and not any(g is f for f in in_fns):
+                    tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
+                    self._node_owner[out_ids[0]] = op_id
+                    try:
+                        if may_have_inner(g, in_fns):
+                            subgraph = inner_nodes(g, op_id, in_fns)
+                    except Exception:
+                        pass
         elif kind == "inplace" and ins and grad_enabled:
             # ``x[0] = 5`` returns nothing, but autograd gave x a new node
             # (CopySlices; on the base when x is a view): it is this op's, as an
