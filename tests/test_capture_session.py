@@ -219,3 +219,22 @@ print("done", sys.stdout.buffer.writable())
     tr = capture(src)
     assert tr.status == "ok", tr.error
     assert tr.stdout == plain_stdout(src) == "héllo ✓\ndone True\n"
+
+
+@pytest.mark.parametrize("src", [
+    "import sys\nsys.stdout.buffer.write(b'x\\xc3')\n",
+    "import sys\nsys.stdout.buffer.write(b'\\xc3')\nprint('z')\n",
+    "import sys\nsys.stdout.buffer.write(b'h\\xc3')\nsys.stdout.buffer.flush()\n"
+    "sys.stdout.buffer.write(b'\\xa9!\\n')\n",
+    "import sys\ntry:\n    sys.stdout.buffer.write(memoryview(b'ABCDEFGHIJ')[::2])\n"
+    "except BufferError as e:\n    print('BufferError', e)\ntry:\n"
+    "    sys.stdout.buffer.write('s')\nexcept TypeError as e:\n    print('TypeError', e)\n",
+])
+def test_stdout_buffer_edge_cases_print_as_under_python(src):
+    """From a review: a half-written character at the end or before print, a
+    flush between its halves, and what the real buffer refuses."""
+    import subprocess
+    plain = subprocess.run([sys.executable, "-c", src], capture_output=True, timeout=60)
+    tr = capture(src)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == plain.stdout.decode("utf-8", "replace")

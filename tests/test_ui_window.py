@@ -474,3 +474,17 @@ def test_a_view_of_memory_changed_too_big_to_keep_names_the_tensor_changed(qtbot
     w.select_node(node_by_label(w, "v").id)
     assert w.inspector.value_caption.text() == (
         "Value when created; changed since by add_, line 4 (it shares memory with big)")
+
+
+def test_the_stale_caption_names_the_tensor_an_out_op_changed(qtbot, window):
+    """From a review: torch.add(a, 1, out=big) changed big, not its first input."""
+    w = window
+    run_source(qtbot, w, textwrap.dedent("""\
+        import torch
+        big = torch.zeros(70000)
+        v = big[0:4]
+        ones = torch.ones(70000)
+        torch.add(ones, 1, out=big)
+        """))
+    w.select_node(node_by_label(w, "v").id)
+    assert w.inspector.value_caption.text().endswith("(it shares memory with big)")

@@ -92,6 +92,11 @@ class CapturedStream(io.TextIOBase):
     def write(self, s) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        self.finish_bytes()
+        return self.put(s)
+
+    def put(self, s: str) -> int:
+        """Send text on (``write`` without its checks; the buffer's way in)."""
         if _child_streams is not None:
             return _child_streams[self._name].write(s)
         if s:
@@ -99,6 +104,13 @@ class CapturedStream(io.TextIOBase):
             if kept:
                 self._emit(P.Output(next(self._seq), self._name, kept))
         return len(s)
+
+    def finish_bytes(self) -> None:
+        """Text written after bytes, or the end of the run, ends a character the
+        bytes left half written (as U+FFFD)."""
+        b = self.__dict__.get("_buffer")
+        if b is not None:
+            b.finish()
 
     def flush(self) -> None:
         if _child_streams is not None:
@@ -118,14 +130,26 @@ class CapturedBuffer(io.BufferedIOBase):
         return True
 
     def write(self, b) -> int:
-        data = bytes(b)
+        if isinstance(b, str):
+            raise TypeError(f"a bytes-like object is required, not '{type(b).__name__}'")
+        view = memoryview(b)
+        if not view.c_contiguous:   # as the real buffer says
+            raise BufferError("memoryview: underlying buffer is not C-contiguous")
+        data = view.tobytes()
         s = self._decode(data)
         if s:
-            self._text.write(s)
+            self._text.put(s)
         return len(data)
 
     def flush(self) -> None:
         self._text.flush()
+
+    def finish(self) -> None:
+        """A character left half written shows as U+FFFD, before text written
+        after it (print) or at the end of the run."""
+        s = self._decode(b"", True)
+        if s:
+            self._text.put(s)
 
 
 class ClosedStdin(io.TextIOBase):

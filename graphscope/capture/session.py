@@ -189,6 +189,8 @@ def _register_source(filename: str, source: str) -> None:
 
 def _flush(stream) -> None:
     try:
+        if isinstance(stream, CapturedStream):
+            stream.finish_bytes()
         stream.flush()
     except Exception:
         pass

@@ -356,7 +356,11 @@ class Inspector(QWidget):
             # changed in place since, but too big for each new value to be kept
             by = at.stale
             where = f", line {by.line}" if by.line else ""
-            changed = _tensor_name(trace, by.inputs[0]) if by.inputs else "the tensor changed"
+            # the tensor of its group the op changed (not always its first input: out=)
+            group = trace.aliases_of(t.id)
+            hit = [int(k) for k in (by.versions or {}) if int(k) in group and int(k) != t.id]
+            changed = (_tensor_name(trace, hit[0]) if hit else
+                       _tensor_name(trace, by.inputs[0]) if by.inputs else "the tensor changed")
             why = f"it shares memory with {changed}" if at.shared else "too big to keep"
             self.value_caption.setText(f"{self.value_caption.text()}; changed since by "
                                        f"{by.name}{where} ({why})")
