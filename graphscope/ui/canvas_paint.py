@@ -565,19 +565,21 @@ class ScenePainter:
             y += fmd.height()
 
     def _footprint(self, r: QRectF) -> QRectF:
-        """Where a node drawn in ``r`` (its box and tags, ``marks_rect``) puts ink:
-        also the badges above it (``_badges``), which a label must not cover
-        either (a ∇ under a .grad box)."""
-        d = min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
-        return r.adjusted(-3, -3 - d * 0.72, 3, 3)
+        """Where a node drawn in ``r`` (scene units: its box and tags, ``marks_rect``)
+        puts ink: also the badges above it (``_badges``), which a label must not
+        cover either (a ∇ under a .grad box)."""
+        return r.adjusted(-3, -3 - self._badge_size(r) * _BADGE_RISE, 3, 3)
+
+    def _badge_size(self, r: QRectF) -> float:
+        return min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
 
     def _badges(self, p, r, badges, lod) -> None:
         if not badges or lod == "tiny":
             return
-        d = min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
+        d = self._badge_size(r)
         x = r.right() - d * 0.55
         # mostly above the box: a short name ("t2") in a narrow box stays readable
-        y = r.top() - d * 0.72
+        y = r.top() - d * _BADGE_RISE
         for text, bg, fg, *shape in badges:
             box = QRectF(x - d / 2, y, d, d)
             p.setPen(QPen(qcolor(self.theme.canvas_bg), 2.0))
@@ -715,7 +717,7 @@ class ScenePainter:
             inv, _ok = to_device.inverted()
             # as far as a label can reach (a long .grad box is ~350 px wide)
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
-            obstacles = [self._footprint(to_device.mapRect(self.marks_rect(ng)))
+            obstacles = [to_device.mapRect(self._footprint(self.marks_rect(ng)))
                          for ng in self.geom.nodes_in(scene_near, limit)]
         placed: list = []
         # .grad of leaves: the one accumulated at this step gets the big before -> after box;
@@ -868,6 +870,9 @@ class ScenePainter:
 
 
 # -- geometry helpers -----------------------------------------------------------------
+_BADGE_RISE = 0.72   # of a badge's size, how far it stands above its node's box
+
+
 def _rect(ng: NodeGeom) -> QRectF:
     return QRectF(ng.x - ng.w / 2, ng.y - ng.h / 2, ng.w, ng.h)
 
