@@ -746,9 +746,9 @@ class ScenePainter:
                                         text, obstacles, placed, bounds, scale,
                                         optional=crowded)
                 if box is None and lod == "full":
-                    quiet.append((dr, f".grad {_short(after)}"))
+                    quiet.append((ng, dr, f".grad {_short(after)}"))
             elif lod == "full":
-                quiet.append((dr, f".grad {_short(after)}"))
+                quiet.append((ng, dr, f".grad {_short(after)}"))
         for path, text in labels:
             cands, sides = [], []
             for tpos in (0.5, 0.3, 0.7):
@@ -765,10 +765,17 @@ class ScenePainter:
             fm = QFontMetricsF(f)
             p.setFont(f)
             p.setPen(qcolor(t.node_detail))
-            for dr, text in quiet:
+            for ng, dr, text in quiet:
                 text = fm.elidedText(text, Qt.ElideRight, max(dr.width() * 1.6, 60))
-                p.drawText(QRectF(dr.center().x() - 200, dr.bottom() + 2, 400, fm.height()),
-                           Qt.AlignHCenter | Qt.AlignTop, text)
+                w = fm.horizontalAdvance(text)
+                box = QRectF(dr.center().x() - w / 2, dr.bottom() + 2, w, fm.height())
+                # a line under its own node only; over another node (or its badges,
+                # or a label) it is left out: the inspector has the value
+                own = to_device.mapRect(self._footprint(self.marks_rect(ng)))
+                if any(r != own and r.intersects(box) for r in obstacles) or \
+                        any(r.intersects(box) for r in placed):
+                    continue
+                p.drawText(box, Qt.AlignHCenter | Qt.AlignTop, text)
 
     def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
         c = qcolor(colour)
