@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import operator
 import sys
 from pathlib import Path
 from typing import Optional
@@ -115,14 +114,10 @@ def _encoder():
     return lambda o: "".join(c_enc(o, 0))
 
 
-_ROW_PLANS = {cls: (names, operator.attrgetter(*names))
-              for cls, names in P.ROW_FIELDS.items() if len(names) > 1}
-
-
 def _row_of(m) -> dict:
     """``trace._row(m)`` for a flat record (no nested dataclass), faster."""
-    names, get = _ROW_PLANS[type(m)]
-    return dict(zip(names, get(m)))
+    cls = type(m)
+    return dict(zip(P.ROW_FIELDS[cls], P.ROW_GETTERS[cls](m)))
 
 
 def _rows(msgs) -> list:

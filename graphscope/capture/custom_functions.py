@@ -54,9 +54,13 @@ class CustomFunctions:
 
     def _enter(self, f) -> bool:
         apply = None
+        snippet = self.r.filename
         while f is not None:
-            if f.f_code is _APPLY_CODE:
+            code = f.f_code
+            if code is _APPLY_CODE:
                 apply = f
+            elif code.co_name == "<module>" and code.co_filename == snippet:
+                break   # the snippet's own top level: nothing above it is the snippet's
             f = f.f_back
         if apply is None or sys.getprofile() is not None:
             return False

@@ -275,6 +275,14 @@ def _is_param(t) -> bool:
     return False if type(t) is Tensor else isinstance(t, _Parameter)
 
 
+def _nodes_of(ins) -> list:
+    """The inputs' nodes: ``grad_fn_of`` each, one call for all on the per-op path."""
+    try:
+        return [t.grad_fn for t in ins]
+    except RuntimeError:   # NOTE [refused facts]
+        return [grad_fn_of(t) for t in ins]
+
+
 def _as_text(v):
     """Nested lists of complex numbers as their text, ``"(1+2j)"``."""
     return [_as_text(x) for x in v] if isinstance(v, list) else str(v)
@@ -311,7 +319,7 @@ class Recorder(TorchFunctionMode):
         self._vopaque = False         # ... and its verdict
         self._special = self._build_special()
         self.custom = CustomFunctions(self)   # NOTE [custom Functions]
-        self._node_owner: dict = {}   # tensor id -> op whose node it last got
+        self._node_owner: dict = {}   # view's tensor id -> op whose node it last got
 
     # -- dispatch ---------------------------------------------------------------
     def _build_special(self) -> dict:
@@ -481,7 +489,7 @@ class Recorder(TorchFunctionMode):
         if kind == "inplace" and ins:
             # the nodes the inputs had: after the call the changed one has a new node
             # (NOTE [composite ops]: the walk must not take the old one for its own)
-            in_fns = [grad_fn_of(t) for t in ins]
+            in_fns = _nodes_of(ins)
             a0 = args[0] if args else None
             if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
                 before = [(t, version_of(t)) for t in a0 if isinstance(t, Tensor)]
@@ -581,12 +589,13 @@ class Recorder(TorchFunctionMode):
                 self._tag_other_outputs(outs, out_ids, g, op_id)
             if g is not None and self.backward is not None:
                 if in_fns is None:
-                    in_fns = [grad_fn_of(t) for t in ins]
+                    in_fns = _nodes_of(ins)
                 # an op run under no_grad, or one that hands back an input's own node
                 # (``v.float()`` on a float view) made none: the node stays its maker's
                 if grad_enabled and not any(g is f for f in in_fns):
                     tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
-                    self._node_owner[out_ids[0]] = op_id
+                    if first._base is not None:   # a view: torch may remake its node
+                        self._node_owner[out_ids[0]] = op_id
                     try:
                         if may_have_inner(g, in_fns):
                             subgraph = inner_nodes(g, op_id, in_fns)

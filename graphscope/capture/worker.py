@@ -143,11 +143,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def _fast_encoder():
     """The event pipe's encoder (NOTE [frames] in protocol.py): each record as a
     tuple of its fields in order (NOTE [rows]), End as a dict, in ``marshal``
-    behind a magic byte and a 4-byte length. Values that marshal does not take (a numpy scalar
-    or ``torch.Size`` in a summary) go as JSON would write them."""
-    import operator
-    plans = {cls: (cls.T, operator.attrgetter(*names))
-             for cls, names in P.ROW_FIELDS.items() if len(names) > 1}
+    behind a magic byte and a 4-byte length. Values that marshal does not take
+    (a numpy scalar or ``torch.Size`` in a summary) go as JSON would write them."""
+    plans = {cls: (cls.T, get) for cls, get in P.ROW_GETTERS.items()}
     dumps = marshal.dumps
     pack = P.FRAME_HEAD.pack
     magic = P.FRAME_MAGIC

@@ -305,8 +305,9 @@ class Inspector(QWidget):
         # leaves the TensorInfo with the tensor's final grad_fn, which this node
         # never had (y made by mul showed CopySlices)
         made = getattr(node, "op", None)
-        op = trace.op_by_id(made if made is not None else t.created_by) \
-            if (made is not None or t.created_by is not None) else None
+        if made is None:
+            made = t.created_by
+        op = trace.op_by_id(made) if made is not None else None
         if op is not None and (op.outputs[:1] == [t.id] or str(t.id) in (op.versions or ())):
             rows["grad_fn"] = op.grad_fn or "None"
         if t.is_param:
