@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from graphscope import protocol as P
+from graphscope import quiet_gc
 from graphscope.model.trace import Trace
 
 STARTUP_TIMEOUT = 120.0   # importing torch on a cold disk can take a while
@@ -590,6 +591,14 @@ def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[flo
             also(batch)
     else:
         take = trace.extend
+    gc_state = quiet_gc.quiet()   # the trace's rows pile up (NOTE [gc during capture])
+    try:
+        return _run_into(trace, source, filename, timeout, runner, take, run_fields)
+    finally:
+        quiet_gc.restore(gc_state)
+
+
+def _run_into(trace, source, filename, timeout, runner, take, run_fields) -> Trace:
     own = None
     if runner is None:
         runner = shared_runner()

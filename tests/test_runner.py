@@ -70,6 +70,20 @@ def test_run_to_trace_and_public_api():
     assert tr.torch_version
 
 
+def test_run_to_trace_gives_the_gc_settings_back():
+    # NOTE [gc during capture]: the reading side freezes and raises a threshold
+    # while the trace's rows pile up; the caller's settings come back, also after
+    # an error in the snippet and an error in the caller's own ``also``
+    import gc
+    before = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
+    seen = []
+    tr = run_to_trace("import torch\nx = torch.ones(2) * 2\nraise ValueError('boom')\n",
+                      also=lambda b: seen.append(gc.get_threshold()))
+    assert tr.status == "error" and tr.error.type == "ValueError"
+    assert seen and seen[0][2] >= 100            # quiet while the rows came
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+
+
 def test_warm_worker_is_used_for_the_next_run():
     with Runner(warm=True) as r:
         (warm_pid,) = r.worker_pids()

@@ -8,7 +8,6 @@ before it returns.
 from __future__ import annotations
 
 import builtins
-import gc
 import itertools
 import linecache
 import sys
@@ -20,6 +19,7 @@ import warnings
 import torch
 
 from graphscope import protocol as P
+from graphscope import quiet_gc
 from graphscope.capture import regions as regions_mod
 from graphscope.capture.backward import BackwardTracer
 from graphscope.capture.deferred_stats import HeldEmit, StatsBatch
@@ -78,7 +78,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
     saved = (sys.stdout, sys.stderr, sys.stdin, sys.argv, sys.modules.get("__main__"),
              torch.is_grad_enabled(), torch.get_default_dtype())
     status, error, exit_code = "ok", None, None
-    gc_state = _quiet_gc()
+    gc_state = quiet_gc.quiet()   # NOTE [gc during capture] in quiet_gc.py
     try:
         _current = recorder
         sys.stdout = CapturedStream("stdout", emit, seq, limit)
@@ -119,7 +119,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
             sys.modules["__main__"] = main
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
-        _restore_gc(gc_state)
+        quiet_gc.restore(gc_state)
         if on_idle is not None:
             on_idle(None)
         held.flush()
@@ -142,37 +142,6 @@ def on_fork_in_child() -> None:
     if r is not None:
         r.recording = False
     write_to_fds()
-
-
-def _quiet_gc():
-    """Keep the cyclic GC from rescanning what the recording piles up.
-
-    NOTE [gc during capture]: the recorder keeps every message it emits (the
-    caller's list) and a tensor-id entry per tensor, a few GC-tracked objects
-    per op. Each full collection walks all of them plus everything torch
-    imported (~170k objects), and with the default thresholds the 20,000-op
-    chain ran five of them: about half the whole capture time. So for the run
-    the objects that existed before it are frozen (``gc.freeze``: never
-    walked, never collected) and full collections are made rarer (third
-    threshold 10 -> 100); young collections are untouched, so the snippet's
-    short-lived cycles are freed as under plain Python, and ``gc.collect()``
-    in the snippet still collects everything not frozen. Both are undone when
-    the run ends. A caller that froze objects itself is left alone.
-    """
-    thresholds = gc.get_threshold()
-    froze = gc.get_freeze_count() == 0
-    if froze:
-        gc.freeze()
-    t0, t1, t2 = thresholds
-    gc.set_threshold(t0, t1, max(t2, 100))
-    return thresholds, froze
-
-
-def _restore_gc(state) -> None:
-    thresholds, froze = state
-    gc.set_threshold(*thresholds)
-    if froze:
-        gc.unfreeze()
 
 
 def _snippet_builtins() -> dict:
