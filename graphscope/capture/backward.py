@@ -26,7 +26,7 @@ gradients that arrived and those it sent; a leaf's new ``.grad`` is readable
 there too. Only AccumulateGrad nodes also get a prehook, to read ``.grad``
 before: a hook costs about 2 us to register from Python (a RemovableHandle
 each; more when the cyclic GC runs, see NOTE [gc during capture] in
-session.py), so there is one per node, not two. A node that raises emits no
+quiet_gc.py), so there is one per node, not two. A node that raises emits no
 step (the error message names it). Everything a step says about its node is
 read once, in the walk; the hook only summarises gradients, through the
 recorder's SummaryMemo (a gradient a node sends on is the one the next node
