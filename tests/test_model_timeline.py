@@ -239,3 +239,50 @@ def test_problem_set_branch_question_steps_to_six():
     for s in tl.steps:
         if s.kind == "backward":
             assert len(tl.state(s.index).highlight) == 1
+
+
+def test_a_gradient_is_never_paired_with_an_input_of_another_shape():
+    # after ``v.mul_(10)`` on a view, v's node is an AsStridedBackward0 that sends
+    # a gradient of the base's shape (3) on to the base's CopySlices: it is not
+    # v's (2 elements), so no edge into mul_ carries it (grad_receivers.py)
+    from graphscope.model.grad_receivers import node_tensors, receivers
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        v = y[:2]
+        v.mul_(10)
+        w = v * 3
+        w.sum().backward()
+    """)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    mul_ = next(o for o in tr.ops if o.name == "mul_")
+    step = next(b for b in tr.backward if b.op == mul_.id)
+    assert step.grad_fn == "AsStridedBackward0" and step.grad_inputs[0]["shape"] == [3]
+    got = receivers(tr, step, mul_, node_tensors(tr))
+    # to y: CopySlices is y's node since v.mul_ changed y through its view
+    assert [(t, label) for t, label, _ in got] == [(tr.tensor_by_name("y").id, None)]
+    i = next(s.index for s in tl.steps if s.kind == "backward" and s.backward == step.id)
+    assert not any(dst == f"o{mul_.id}" for (_, dst) in tl.state(i).edge_grads)
+    # the ordinary case is unchanged: w = v * 3 sends v a 2-element gradient
+    mul = next(o for o in tr.ops if o.name == "mul" and o.inputs[0] == mul_.outputs[0])
+    step = next(b for b in tr.backward if b.op == mul.id)
+    got = receivers(tr, step, mul, node_tensors(tr))
+    assert [(t, label, s["value"]) for t, label, s in got] == [(mul.inputs[0], None, [3.0, 3.0])]
+
+
+def test_gradients_of_a_multi_output_node_go_to_the_chunk_used():
+    # one SplitBackward0 for every chunk: the Node's tensor is the first chunk,
+    # so pairing must go by the op's inputs, not by the Node the gradient went to
+    tr = trace_of("""
+        import torch
+        x = torch.arange(4.0, requires_grad=True)
+        a, b = x.chunk(2)
+        (b * 5).sum().backward()
+    """)
+    mul = next(o for o in tr.ops if o.name == "mul")
+    step = next(s for s in tr.backward if s.op == mul.id)
+    from graphscope.model.grad_receivers import node_tensors, receivers
+    got = receivers(tr, step, mul, node_tensors(tr))
+    assert [t for t, _, _ in got] == [tr.tensor_by_name("b").id]

@@ -363,6 +363,22 @@ def test_inspector_follows_backward_step(qtbot, window):
     assert "MulBackward0" in text and "gradient sent to x" in text and "3" in text
 
 
+def test_inspector_names_where_a_view_s_gradient_really_goes(qtbot, window):
+    # v.mul_ on a view: its AsStridedBackward0 sends a gradient of the base's
+    # shape to the base's CopySlices, not to v (grad_receivers.py)
+    w = window
+    run_source(qtbot, w, "import torch\n"
+                         "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
+                         "y = x * 2\nv = y[:2]\nv.mul_(10)\n(v * 3).sum().backward()\n")
+    tl = w.live.timeline
+    op = node_by_label(w, "mul_").op
+    idx = next(s.index for s in tl.steps if s.kind == "backward" and s.op == op)
+    w.set_cursor(idx)
+    text = w.inspector.grad_text.toPlainText()
+    assert "AsStridedBackward0 runs" in text
+    assert "gradient sent to y:" in text and "sent to v" not in text
+
+
 def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent

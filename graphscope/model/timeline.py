@@ -22,6 +22,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from graphscope.model.grad_receivers import receivers
 from graphscope.model.graph import Graph, build_graph, gc_paused
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
@@ -400,16 +401,8 @@ class Timeline:
 
     def _grad_targets(self, ev, op) -> list:
         """Pair each gradient the Node sends on with the op input it is for."""
-        grads = ev.grad_inputs
-        if len(grads) == len(op.inputs):
-            pairs = list(zip(op.inputs, grads))
-        elif ev.next and len(grads) == len(ev.next):
-            pairs = [(self._node_tensor.get(n), s) for n, s in zip(ev.next, grads)]
-        else:
-            req = [t for t in op.inputs
-                   if (info := self.trace.tensors.get(t)) is not None and info.requires_grad]
-            pairs = list(zip(req, [s for s in grads if s is not None]))
-        return [(t, s) for t, s in pairs if t is not None and s is not None]
+        return [(t, s) for t, _, s in receivers(self.trace, ev, op, self._node_tensor)
+                if t is not None]
 
 
 def _put(changes: list, which: int, d: dict, key, new) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap,
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
+from graphscope.model.grad_receivers import node_tensors, receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
 from graphscope.ui.editor import monospace_font
@@ -428,7 +429,8 @@ class Inspector(QWidget):
         for i, g in enumerate(step.grad_outputs or []):
             who = outs[i] if i < len(outs) else f"output {i}"
             lines.append(f"gradient of {who} arrives:\n  {format_summary(g, 300) if g else 'None'}")
-        for who, g in _pair_grads(trace, op, step.grad_inputs or []):
+        for tid, label, g in receivers(trace, step, op, node_tensors(trace)):
+            who = _tensor_name(trace, tid) if tid is not None else label
             lines.append(f"gradient sent to {who}:\n  {format_summary(g, 300)}")
         return "\n".join(lines)
 
@@ -598,24 +600,6 @@ def _over(fill: str, background: str) -> str:
     b = background.lstrip("#")[:6]
     mix = [round(int(h[i:i + 2], 16) * a + int(b[i:i + 2], 16) * (1 - a)) for i in (0, 2, 4)]
     return "#" + "".join(f"{c:02x}" for c in mix)
-
-
-def _pair_grads(trace, op, grads: list) -> list:
-    """(input name, gradient) for the gradients a backward Node sends on. The Node
-    has one slot per differentiable argument (a Python scalar has one too, with
-    None), so when counts differ the non-None gradients go to the inputs that
-    require grad, in order (as Timeline does for the edge labels)."""
-    if len(grads) == len(op.inputs):
-        pairs = [(_tensor_name(trace, t), g) for t, g in zip(op.inputs, grads)]
-    else:
-        req = [t for t in op.inputs
-               if (info := trace.tensors.get(t)) is not None and info.requires_grad]
-        real = [g for g in grads if g is not None]
-        if len(req) == len(real):
-            pairs = [(_tensor_name(trace, t), g) for t, g in zip(req, real)]
-        else:
-            pairs = [(f"input {i}", g) for i, g in enumerate(grads)]
-    return [(w, g) for w, g in pairs if g is not None]
 
 
 def _backward_step(trace, bid):

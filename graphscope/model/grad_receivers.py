@@ -1,0 +1,100 @@
+"""Which tensor each gradient a backward Node sends on is for (Qt-free).
+
+A step records the gradients its Node sent (``grad_inputs``, one slot per
+edge, None where nothing went) and the ids of the Nodes they went to
+(``next``, without the empty edges). The canvas labels the edge from an input
+to the op with its gradient, and the inspector writes "gradient sent to x", so
+each gradient needs its tensor.
+
+Mostly the Node's slots are the op's inputs, in order. Not always: after an
+in-place op on a view (``v = y[:2]; v.mul_(10)``) the view's node is an
+``AsStridedBackward0`` that sends a gradient of the *base's* shape to the
+base's ``CopySlices``; pairing by inputs called that 3-element gradient "sent
+to v", a 2-element tensor. Autograd always hands an input a gradient of the
+input's own shape, so a pairing whose shapes disagree is wrong, and then the
+gradients are named by the Nodes they went to (``next``): the tensor that
+Node belongs to where a step says so (a ``CopySlices`` stands for the base
+the in-place op changed through its view), else the Node itself. ``next`` comes last, not first: a multi-output op's Node (one
+``SplitBackward0`` for every chunk) belongs to its first output only, so
+``(b * 5)`` after ``a, b = x.chunk(2)`` would send its gradient to ``a``.
+"""
+from __future__ import annotations
+
+
+def node_tensors(trace) -> dict:
+    """Autograd Node id -> the tensor its first step belongs to."""
+    out: dict = {}
+    for b in trace.backward:
+        if b.tensor is not None and b.node not in out:
+            out[b.node] = b.tensor
+    return out
+
+
+def receivers(trace, ev, op, node_tensor: dict) -> list:
+    """``(tensor id or None, label or None, gradient summary)`` for each
+    gradient step ``ev`` (of ``op``'s Node) sent on; a label names the
+    receiving Node when no tensor can be given."""
+    grads = list(ev.grad_inputs or [])
+    real = [g for g in grads if g is not None]
+    if len(grads) == len(op.inputs):
+        pairs = [(t, g) for t, g in zip(op.inputs, grads) if g is not None]
+        if _fits(trace, pairs):
+            return [(t, None, g) for t, g in pairs]
+    req = [t for t in op.inputs
+           if (info := trace.tensors.get(t)) is not None and info.requires_grad]
+    if len(req) == len(real):
+        # a slot for each argument, Python numbers too: the gradients go to the
+        # inputs that require grad, in order
+        pairs = list(zip(req, real))
+        if _fits(trace, pairs):
+            return [(t, None, g) for t, g in pairs]
+    nxt = list(ev.next or [])
+    if nxt and len(real) == len(nxt):
+        out = []
+        for n, g in zip(nxt, real):
+            tid = node_tensor.get(n)
+            if tid is None:
+                tid = _base_of_copyslices(trace, n)
+            if tid is not None and _fits(trace, [(tid, g)]):
+                out.append((tid, None, g))
+            else:
+                out.append((None, _node_label(trace, n), g))
+        return out
+    return [(None, f"input {i}", g) for i, g in enumerate(grads) if g is not None]
+
+
+def _fits(trace, pairs) -> bool:
+    """Whether every gradient has its tensor's shape (where both are known)."""
+    for tid, g in pairs:
+        info = trace.tensors.get(tid)
+        shape = g.get("shape") if isinstance(g, dict) else None
+        if info is not None and shape is not None and list(info.shape) != list(shape):
+            return False
+    return True
+
+
+def _base_of_copyslices(trace, node_id):
+    """The tensor a ``CopySlices`` Node stands for: the base that an in-place op
+    on its view changed too (the one tensor the op changed that is neither its
+    input nor its output), else None."""
+    step = next((b for b in trace.backward if b.node == node_id), None)
+    if step is None or step.grad_fn != "CopySlices" or step.within is None:
+        return None
+    host = trace.op_by_id(step.within)
+    if host is None:
+        return None
+    others = [int(k) for k in (host.versions or {})
+              if int(k) not in host.inputs and int(k) not in host.outputs]
+    return others[0] if len(others) == 1 else None
+
+
+def _node_label(trace, node_id) -> str:
+    step = next((b for b in trace.backward if b.node == node_id), None)
+    if step is None:
+        return "the next node"
+    if step.within is not None:
+        host = trace.op_by_id(step.within)
+        if host is not None:
+            return f"{step.grad_fn}, inside {host.name}"
+    return step.grad_fn or "the next node"
+
