@@ -407,3 +407,73 @@ def test_a_reshape_that_copied_is_not_drawn_as_a_view():
     node = {n.label: n for n in g.nodes.values() if n.kind == "tensor"}
     assert "view" in node["v"].flags
     assert "view" not in node["c"].flags
+
+
+def _path_exists(g, src_label, dst_label, through):
+    """Whether the drawn graph leads from a node labelled ``src_label`` to one
+    labelled ``dst_label`` through an op labelled ``through``."""
+    G = g.nx
+    lab = {n: g.nodes[n].label for n in g.nodes}
+    for a in [n for n in lab if lab[n] == src_label]:
+        for b in [n for n in lab if lab[n] == dst_label]:
+            for path in nx.all_simple_paths(G, a, b):
+                if any(lab[n] == through and g.nodes[n].kind == "op" for n in path):
+                    return True
+    return False
+
+
+def test_a_view_used_after_its_base_changed_in_place_hangs_off_the_new_base():
+    # NOTE [views after an in-place change]: PyTorch sends the gradient of
+    # (v * 5) through y.mul_(3) (x.grad is 30, not 10), so the picture must too
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        v = y[:2]
+        y.mul_(3)
+        z = v * 5
+        z.sum().backward()
+    """)
+    g = build_graph(tr)
+    assert _path_exists(g, "x", "z", "mul_")
+    v = tr.tensor_by_name("v").id
+    assert len(g.nodes_of_tensor(v)) == 2              # as made, and after mul_
+    newest = g.nodes[g.tensor_node[v]]
+    assert "view" in newest.flags
+    assert nx.is_directed_acyclic_graph(g.nx)
+
+
+def test_a_base_used_after_an_in_place_change_of_its_view_goes_through_it():
+    # v.mul_(10) changes y as well (its node becomes CopySlices)
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        v = y[:2]
+        w = y[1:]
+        v.mul_(10)
+        a = y.sum()
+        b = w.sum()
+    """)
+    g = build_graph(tr)
+    assert _path_exists(g, "x", "a", "mul_")
+    assert _path_exists(g, "x", "b", "mul_")           # a sibling view, through the new y
+    y = tr.tensor_by_name("y").id
+    assert len(g.nodes_of_tensor(y)) == 2
+    assert nx.is_directed_acyclic_graph(g.nx)
+
+
+def test_views_of_a_tensor_changed_without_autograd_keep_their_node():
+    # under no_grad autograd records nothing, so nothing is redrawn
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        v = y[:2]
+        with torch.no_grad():
+            y.mul_(3)
+        z = v * 5
+    """)
+    g = build_graph(tr)
+    assert len(g.nodes_of_tensor(tr.tensor_by_name("v").id)) == 1
+    assert not _path_exists(g, "x", "z", "mul_")

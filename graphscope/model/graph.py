@@ -277,6 +277,10 @@ class GraphBuilder:
         self._undecided: list = []          # decisions whose direction waits for the next op
         self._tree = None                   # the snippet's AST, parsed at the first branch
         self._decision_count: dict = {}     # line -> decision nodes made there
+        # NOTE [views after an in-place change]
+        self._view_root: dict[int, int] = {}  # view's tensor id -> the tensor it views
+        self._views: dict[int, list] = {}     # that tensor -> its views
+        self._stale: dict[int, int] = {}      # tensor id -> in-place op that changed it since
 
     # -- dispatch -------------------------------------------------------------
     def apply(self, msg) -> GraphDelta:
@@ -393,6 +397,7 @@ class GraphBuilder:
         kind = op.kind
         if kind == "view" and op.alias is not None and not op.alias:
             kind = "call"   # a reshape that had to copy: not a view (NOTE [aliases])
+        is_view = kind == "view"
         op_flags, out_extra = _op_flag_sets(bool(op.grad_fn), op.grad_enabled, op.inference,
                                             kind, is_detach, bool(op.module))
 
@@ -413,6 +418,7 @@ class GraphBuilder:
             d.edges.append(g._add_edge(Edge(src, onode.id, kind, step)))
 
         for tid in outputs:
+            self._stale.pop(tid, None)
             nid = self._output_node_id(tid)
             tnode = self._new_tensor_node(nid, tid, step, op, out_extra)
             g.tensor_node[tid] = nid
@@ -430,8 +436,55 @@ class GraphBuilder:
             else:
                 kind = "data"
             d.edges.append(g._add_edge(Edge(onode.id, nid, kind, step)))
+        if is_view and op.grad_enabled and op.inputs:
+            root = self._view_root.get(op.inputs[0], op.inputs[0])
+            for tid in outputs:
+                if tid != root:
+                    self._view_root[tid] = root
+                    self._views.setdefault(root, []).append(tid)
+        elif op.kind == "inplace":
+            self._mark_stale(op, outputs)
         self._place_in_regions(created, op, d)
         return d
+
+    # NOTE [views after an in-place change]: a view and its base share memory,
+    # and autograd follows that: after ``y.mul_(3)`` a view ``v = y[:2]`` made
+    # before gets a new node the next time it is used (``AsStridedBackward0``,
+    # whose input is y's new node), and after ``v.mul_(10)`` the base y has one
+    # too (``CopySlices``). Drawn from its first node alone, ``(v * 5)`` would
+    # hang off the ``getitem`` of the y before ``mul_``, and a learner adding up
+    # the picture gets x.grad without the factor 3 that PyTorch applies. So an
+    # in-place op that autograd recorded marks the other tensors over the same
+    # memory (the base and every view of it) stale, and the next op that uses
+    # one draws a new version of it first: a view hangs off its base's newest
+    # node, a base off the in-place op that changed it through a view.
+    def _mark_stale(self, op: P.Op, drawn: list) -> None:
+        roots = {self._view_root.get(t, t) for t in changed_tensors(op)}
+        for root in roots:
+            for tid in [root, *self._views.get(root, ())]:
+                if tid not in drawn and tid in self.graph.tensor_node:
+                    self._stale[tid] = op.id
+
+    def _redraw_stale(self, tid: int, step: int, d: GraphDelta) -> None:
+        """A new version node for stale ``tid`` (NOTE [views after an in-place change])."""
+        g = self.graph
+        op_id = self._stale.pop(tid)
+        root = self._view_root.get(tid, tid)
+        if root == tid:
+            src = f"o{op_id}"
+        else:
+            if root in self._stale:
+                self._redraw_stale(root, step, d)
+            src = g.tensor_node.get(root)
+        if src is None or src not in g.nodes:
+            return
+        op = self.ops.get(op_id)
+        nid = self._output_node_id(tid)
+        node = self._new_tensor_node(nid, tid, step, op, {"view"} if root != tid else ())
+        g.tensor_node[tid] = nid
+        self.uses[tid] = 0
+        d.nodes.append(node)
+        d.edges.append(g._add_edge(Edge(src, nid, "data", step)))
 
     def _untracked_inplace(self, op: P.Op, selves: list, step: int, d: GraphDelta,
                            created: list) -> None:
@@ -522,6 +575,8 @@ class GraphBuilder:
         g = self.graph
         if tid in self._pending:
             self._materialise(tid, None, step, d)
+        if tid in self._stale:
+            self._redraw_stale(tid, step, d)
         nid = g.tensor_node.get(tid)
         if nid is None:
             # first seen as an input (made outside the recorder, e.g. at import)
