@@ -477,3 +477,24 @@ def test_views_of_a_tensor_changed_without_autograd_keep_their_node():
     g = build_graph(tr)
     assert len(g.nodes_of_tensor(tr.tensor_by_name("v").id)) == 1
     assert not _path_exists(g, "x", "z", "mul_")
+
+
+def test_an_op_that_hands_back_its_input_makes_no_new_tensor_node():
+    # Dropout in eval mode returns the very tensor it was given: autograd records
+    # nothing, so y goes on from the linear's output (it used to get a second "y",
+    # marked in-place, made by a "dropout" op labelled AddmmBackward0)
+    tr = trace_of("""
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+        model.eval()
+        y = model(torch.ones(1, 2))
+        s = y.sum()
+    """)
+    g = build_graph(tr)
+    y = tr.tensor_by_name("y").id
+    assert len(g.nodes_of_tensor(y)) == 1
+    drop = next(n for n in g.nodes.values() if n.label == "dropout")
+    assert drop.detail == "returns its input" and "grad_fn" not in drop.flags
+    assert [e.dst for e in g.edges if e.src == drop.id] == []
+    s_op = next(n for n in g.nodes.values() if n.label == "sum")
+    assert (g.tensor_node[y], s_op.id) in {(e.src, e.dst) for e in g.edges}

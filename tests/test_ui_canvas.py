@@ -561,3 +561,35 @@ def test_no_grad_tag_hangs_clear_of_the_box_and_inside_the_glow(traces):
     assert any(close(c, qcolor(theme.current), 30) for c in below), [c.name() for c in below]
     across = [img.pixelColor(x, y - d) for d in range(3, int(box.height() * 2) - 3)]
     assert not any(close(c, qcolor(theme.current), 30) for c in across), [c.name() for c in across]
+
+
+EVAL_THEN_NO_GRAD = """import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+x = torch.ones(1, 2)
+model.eval()
+y = model(x)
+with torch.no_grad():
+    z = model(x)
+"""
+
+
+def test_a_region_label_keeps_clear_of_nodes_outside_the_region(qapp):
+    # the no_grad box is drawn around its members only; in this graph the linear op
+    # of y (outside the region) sits where the label would go, and covered it
+    import graphscope
+    from graphscope.ui.canvas_paint import ScenePainter, _union
+    from graphscope.ui.canvas_scene import SceneGeometry
+    graph, layout, _ = scene(graphscope.trace(EVAL_THEN_NO_GRAD))
+    geom = SceneGeometry.build(graph, layout.tidy())
+    painter = ScenePainter(geom, get_theme("light"), 1.0, graph.regions)
+    clusters = painter._region_clusters()
+    assert clusters
+    for reg, cluster, _ in clusters:
+        box = _union(cluster).adjusted(-18, -44, 18, 40)     # as _paint_region_box pads it
+        first = QRectF(box.left() + 10, box.top() + 4, 220, 26)
+        got = painter._region_label_rect(box, 220, 26, math.inf)
+        if not geom.nodes_in(first.adjusted(-4, -2, 4, 2)):
+            assert got == first                               # the usual place when free
+        else:
+            assert not geom.nodes_in(got.adjusted(-4, -2, 4, 2)), reg.label

@@ -398,7 +398,15 @@ class GraphBuilder:
         if kind == "view" and op.alias is not None and not op.alias:
             kind = "call"   # a reshape that had to copy: not a view (NOTE [aliases])
         is_view = kind == "view"
-        op_flags, out_extra = _op_flag_sets(bool(op.grad_fn), op.grad_enabled, op.inference,
+        # an op that handed back its input itself (dropout in eval mode, ``.float()``
+        # of a float tensor, ``contiguous()``): nothing new was made, autograd
+        # recorded nothing, and the tensor goes on from its own node
+        same = [] if op.kind == "inplace" or op.versions else [t for t in outputs
+                                                               if t in op.inputs]
+        if same:
+            outputs = [t for t in outputs if t not in same]
+        made_node = bool(op.grad_fn) and not (same and not outputs)
+        op_flags, out_extra = _op_flag_sets(made_node, op.grad_enabled, op.inference,
                                             kind, is_detach, bool(op.module))
 
         # inputs first (new source nodes), then the op, then its outputs
@@ -406,8 +414,10 @@ class GraphBuilder:
         for tid in op.inputs:
             src = self._input_node(tid, op, step, d)
             in_nodes.append((tid, src))
+        detail = (op.grad_fn or "no grad") if made_node else (
+            "returns its input" if same and not outputs else "no grad")
         onode = Node(id=f"o{op.id}", kind="op", label=op.name,
-                     detail=op.grad_fn or "no grad", op=op.id, line=op.line, step=step,
+                     detail=detail, op=op.id, line=op.line, step=step,
                      flags=op_flags)
         g._add_node(onode)
         d.nodes.append(onode)

@@ -239,7 +239,7 @@ class ScenePainter:
                 continue
             members = [ng for ng in cluster if ng.step <= limit]
             if members:
-                self._paint_region_box(p, reg, _union(members), lod)
+                self._paint_region_box(p, reg, _union(members), lod, limit)
 
     def _region_clusters(self) -> list:
         """[(region, cluster of its nodes, box of the cluster)], once per geometry
@@ -261,7 +261,7 @@ class ScenePainter:
         self._clusters_cache = (key, out)
         return out
 
-    def _paint_region_box(self, p, reg, r: QRectF, lod) -> None:
+    def _paint_region_box(self, p, reg, r: QRectF, lod, limit=math.inf) -> None:
         t = self.theme
         pad = 18.0
         label_h = 26.0 * min(self.text_scale, 2.0)
@@ -282,11 +282,25 @@ class ScenePainter:
             f = font(14 * min(self.text_scale, 2.0), True)
             p.setFont(f)
             text = getattr(reg, "label", "") or kind
-            tr = QRectF(box.left() + 10, box.top() + 4, max(box.width() - 20, 40), label_h)
-            fm = QFontMetricsF(f)
-            if fm.horizontalAdvance(text) > tr.width():
-                tr.setWidth(fm.horizontalAdvance(text) + 4)   # the label may overhang: never clip it
+            tr = self._region_label_rect(box, QFontMetricsF(f).horizontalAdvance(text) + 4,
+                                         label_h, limit)
             p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
+
+    def _region_label_rect(self, box: QRectF, w: float, h: float, limit) -> QRectF:
+        """Where a region's label goes: the top-left corner of its box, unless a node
+        outside the region sits there (the box is drawn around its members only,
+        and the layout does not leave other nodes out of it); then the first free
+        place of: top right, just above the box, just below it. The label may
+        overhang the box: never clip it."""
+        places = (QRectF(box.left() + 10, box.top() + 4, w, h),
+                  QRectF(box.right() - 10 - w, box.top() + 4, w, h),
+                  QRectF(box.left() + 10, box.top() - h - 2, w, h),
+                  QRectF(box.left() + 10, box.bottom() + 2, w, h))
+        for place in places:
+            if place.left() >= box.left() - 1 and not self.geom.nodes_in(
+                    place.adjusted(-4, -2, 4, 2), limit):
+                return place
+        return places[0]
 
     # -- one node -------------------------------------------------------------------
     def paint_node(self, p: QPainter, ng: NodeGeom, lod: str, opacity: float = 1.0,

@@ -320,7 +320,10 @@ class GraphCanvas(QWidget):
             r = self._geom.bounds()
         if r.isNull():
             return r, 1.0
-        r = r.adjusted(-40, -70 * min(self._text_scale, 2.0), 40, 40)
+        # room for a region's label, which sits above its box or, when other nodes
+        # cover that, below it (ScenePainter._region_label_rect)
+        label = 70 * min(self._text_scale, 2.0)
+        r = r.adjusted(-40, -label, 40, label if self._painter.regions else 40)
         w, h = max(self.width(), 1), max(self.height(), 1)
         cap = min(MAX_FIT_SCALE, MAX_FIT_LABEL_PX / (LABEL_PX * self._text_scale))
         return r, min(w / r.width(), h / r.height(), cap)
