@@ -150,3 +150,19 @@ def test_long_chain_is_walked_iteratively():
         """)
     assert tr.status == "ok" and tr.stdout == "tensor([1., 1., 1.])\n"
     assert len(tr.backward) == 3002
+
+
+def test_a_grad_zeroed_through_data_is_seen_zeroed():
+    # ``.data`` shares the memory of .grad but not its version counter: the
+    # summaries remembered by version must not outlive the change
+    tr = capture("""
+        import torch
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        for i in range(2):
+            (w * 3).sum().backward()
+            w.grad.data.zero_()
+    """)
+    acc = [s for s in tr.backward if s.grad_fn == "AccumulateGrad"]
+    assert [s.grad_before and s.grad_before["value"] for s in acc] == [None, [0.0, 0.0]]
+    assert [s.grad_after["value"] for s in acc] == [[3.0, 3.0], [3.0, 3.0]]
+    assert tr.tensor_by_name("w").grad == [0.0, 0.0]

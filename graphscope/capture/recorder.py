@@ -616,6 +616,7 @@ class Recorder(TorchFunctionMode):
                     tag(g, op_id, tid, only_new=True)
         after = None
         if before is not None:
+            self.memo.forget_all()   # the version counters may not say what changed
             # NOTE [values after in-place]: the value just after the change, so a
             # view can show the tensor as it is at a later step, not as created
             if isinstance(before, int):

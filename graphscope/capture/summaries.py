@@ -288,6 +288,15 @@ class SummaryMemo:
             memo[id(t)] = (_ref(t), v, value, stats, None)
         return value, stats
 
+    def forget_all(self) -> None:
+        """Drop everything remembered: an in-place change went through a tensor
+        that shares memory with others but not their version counter (``.data``
+        of a ``.grad``, zeroed in place: ``w.grad.data.zero_()``), so no version
+        check can tell which entries went stale. Cheap: in-place changes are
+        rare within a backward pass, where the memo does its work."""
+        self._memo.clear()
+        self._blocks.clear()
+
     def forget(self, t) -> None:
         """Drop what is remembered of ``t``: its values changed without its version
         counter moving (``t.data = other``)."""
