@@ -166,3 +166,23 @@ def test_a_grad_zeroed_through_data_is_seen_zeroed():
     assert [s.grad_before and s.grad_before["value"] for s in acc] == [None, [0.0, 0.0]]
     assert [s.grad_after["value"] for s in acc] == [[3.0, 3.0], [3.0, 3.0]]
     assert tr.tensor_by_name("w").grad == [0.0, 0.0]
+
+
+def test_torch_autograd_backward_is_a_backward_call():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x ** 2
+        torch.autograd.backward(y, grad_tensors=torch.ones(2))
+        z = (x * 3).sum()
+        torch.autograd.backward([z], inputs=[x], retain_graph=True)
+    """)
+    assert tr.status == "ok"
+    calls = tr.backward_calls
+    assert [(c.kind, c.line, c.retain_graph) for c in calls] == [
+        ("backward", 5, False), ("backward", 7, True)]
+    assert calls[1].inputs == [tr.tensor_by_name("x").id]
+    acc = [s for s in tr.backward if s.grad_fn == "AccumulateGrad"]
+    assert [s.grad_after["value"] for s in acc] == [[2.0, 4.0], [5.0, 7.0]]
+    assert [s.grad_fn for s in tr.backward if s.call == 0] == [
+        "PowBackward0", "AccumulateGrad"]

@@ -1,7 +1,8 @@
 """Backward passes: one BackwardStep per autograd Node the engine executes.
 
-``Tensor.backward`` and ``torch.autograd.grad`` both reach the recorder's
-``__torch_function__``; ``BackwardTracer.run`` then
+``Tensor.backward``, ``torch.autograd.backward`` and ``torch.autograd.grad``
+all reach the recorder's ``__torch_function__`` (the first calls the second
+with the mode off, so it is one call); ``BackwardTracer.run`` then
 
 1. emits the BackwardCall,
 2. walks the graph from the roots iteratively (chains of 20,000 ops are
@@ -63,6 +64,12 @@ class BackwardTracer:
             inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
             retain = _arg(args, kwargs, 3, "retain_graph", None)
             create = bool(_arg(args, kwargs, 4, "create_graph", False))
+        elif func is torch.autograd.backward:
+            # (tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+            outputs = args[0] if args else kwargs.get("tensors")
+            inputs = _arg(args, kwargs, 5, "inputs", None)
+            retain = _arg(args, kwargs, 2, "retain_graph", None)
+            create = bool(_arg(args, kwargs, 3, "create_graph", False))
         else:
             outputs = args[0]
             inputs = _arg(args, kwargs, 4, "inputs", None)

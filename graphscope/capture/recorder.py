@@ -341,6 +341,7 @@ class Recorder(TorchFunctionMode):
                 sp[f] = Recorder._branch
         sp[torch.Tensor.backward] = Recorder._backward
         sp[torch.autograd.grad] = Recorder._backward
+        sp[torch.autograd.backward] = Recorder._backward
         for f in (torch.Tensor.__repr__, torch.Tensor.__format__, _TB.size, _TB.dim,
                   _TB.numel, torch.Tensor.__len__, _TB.is_floating_point,
                   _TB.is_complex, _TB.data_ptr, _TB.element_size, _TB.stride,
