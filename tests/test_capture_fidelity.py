@@ -66,3 +66,31 @@ def test_torch_machinery_prints_the_same_through_the_worker():
     assert tr.stdout == out
     assert tr.stderr == err
 
+
+
+STREAMS = """\
+import sys
+sys.stdout.reconfigure(encoding="utf-8")
+print(sys.stdout.line_buffering, sys.stdout.mode, sys.stdout.fileno(), sys.stderr.fileno(),
+      sys.stdout.newlines, sys.stdout.encoding, sys.stdout.write_through)
+sys.stdout.reconfigure(encoding="ascii", errors="backslashreplace")
+print("h\\u00e9llo")
+sys.stdout.reconfigure(encoding="utf-8", errors="strict")
+sys.stdout.reconfigure(line_buffering=True)
+print("\\u00e9 ok", sys.stdout.line_buffering)
+sys.stdout.reconfigure(encoding="ascii")
+try:
+    print("\\u00e9")
+except UnicodeEncodeError as e:
+    sys.stderr.write(type(e).__name__ + "\\n")
+"""
+
+
+def test_the_snippet_s_stdout_answers_as_a_text_stream_does():
+    # tools call sys.stdout.reconfigure(encoding=...) and read .mode, .fileno():
+    # none of it may fail where plain Python does not
+    out, err = plain_run(STREAMS, "streams.py")
+    assert "h\\xe9llo" in out and err == "UnicodeEncodeError\n"
+    tr = worker_trace(STREAMS, "streams.py")
+    assert tr.status == "ok", tr.error
+    assert (tr.stdout, tr.stderr) == (out, err)

@@ -62,14 +62,66 @@ class CapturedStream(io.TextIOBase):
         self._emit = emit
         self._seq = seq
         self._limit = limit
+        self._encoding = "utf-8"
+        self._errors = "strict"
+        self._line_buffering = False   # as python's stdout on a pipe
+        self._write_through = False
 
+    # What a snippet may ask of ``sys.stdout`` as of plain Python's (a
+    # TextIOWrapper on a pipe): asking must not raise where it does not there.
     @property
     def encoding(self):
-        return "utf-8"
+        return self._encoding
 
     @property
     def errors(self):
-        return "strict"
+        return self._errors
+
+    @property
+    def mode(self):
+        return "w"
+
+    @property
+    def line_buffering(self):
+        return self._line_buffering
+
+    @property
+    def write_through(self):
+        return self._write_through
+
+    @property
+    def newlines(self):
+        return None
+
+    def fileno(self) -> int:
+        # the worker's own fd 1/2, which the runner forwards as output
+        return 1 if self._name == "stdout" else 2
+
+    def reconfigure(self, *, encoding=None, errors=None, newline=None,
+                    line_buffering=None, write_through=None) -> None:
+        """``TextIOWrapper.reconfigure``: an encoding the text cannot be written in
+        raises as it would (or replaces, per ``errors``), as under plain Python."""
+        import codecs
+        if encoding is not None:
+            if not isinstance(encoding, str):
+                raise TypeError(f"reconfigure() argument 'encoding' must be str or None, "
+                                f"not {type(encoding).__name__}")
+            codecs.lookup(encoding)   # LookupError for an unknown one, as plain Python
+            self._encoding = encoding
+            if errors is None:
+                errors = "strict"
+        if errors is not None:
+            if not isinstance(errors, str):
+                raise TypeError(f"reconfigure() argument 'errors' must be str or None, "
+                                f"not {type(errors).__name__}")
+            codecs.lookup_error(errors)
+            self._errors = errors
+        if newline not in (None, "", "\n", "\r", "\r\n"):
+            raise ValueError(f"illegal newline value: {newline!r}")
+        if line_buffering is not None:
+            self._line_buffering = bool(line_buffering)
+        if write_through is not None:
+            self._write_through = bool(write_through)
 
     @property
     def buffer(self):
@@ -93,6 +145,10 @@ class CapturedStream(io.TextIOBase):
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         self.finish_bytes()
+        if self._encoding != "utf-8" or self._errors != "strict":
+            # what the reconfigured stream would put out: an error for a character
+            # it cannot encode, or its replacement
+            s = s.encode(self._encoding, self._errors).decode(self._encoding, "replace")
         return self.put(s)
 
     def put(self, s: str) -> int:
