@@ -238,3 +238,26 @@ def test_stdout_buffer_edge_cases_print_as_under_python(src):
     tr = capture(src)
     assert tr.status == "ok", tr.error
     assert tr.stdout == plain.stdout.decode("utf-8", "replace")
+
+
+def test_an_error_raised_from_another_keeps_both_tracebacks_as_python_prints_them():
+    from capture_helpers import plain_run
+    src = ("import torch\n"
+           "try:\n"
+           "    torch.ones(3).view(2, 2)\n"
+           "except RuntimeError as e:\n"
+           "    raise ValueError('bad input') from e\n"
+           "try:\n"
+           "    pass\n"
+           "finally:\n"
+           "    pass\n")
+    for raise_line, joint in (("    raise ValueError('bad input') from e\n",
+                               "direct cause of the following exception"),
+                              ("    {}['missing']\n",
+                               "During handling of the above exception")):
+        source = src.replace("    raise ValueError('bad input') from e\n", raise_line)
+        tr = capture(source, filename="chained.py")
+        _, err = plain_run(source, "chained.py")
+        assert joint in tr.error.traceback and "invalid for input of size 3" in tr.error.traceback
+        assert tr.error.traceback == err       # snippet frames only, as the plain run here
+        assert tr.error.line == 5

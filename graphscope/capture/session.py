@@ -184,12 +184,33 @@ def _snippet_frames(tb, filename):
             if fs.filename == filename and fs.name != "_graphscope_call"]
 
 
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
 def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     frames = _snippet_frames(e.__traceback__, filename)
     line = frames[-1].lineno if frames else None
-    lines = ["Traceback (most recent call last):\n"]
-    lines += traceback.format_list(frames)
-    lines += traceback.format_exception_only(type(e), e)
+    # the exceptions it was raised from or while handling first, as python prints
+    # them (``raise ValueError(...) from e`` keeps the error that explains it)
+    chain, seen, cur = [], {id(e)}, e
+    while True:
+        if cur.__cause__ is not None:
+            nxt, joint = cur.__cause__, _CAUSE
+        elif cur.__context__ is not None and not cur.__suppress_context__:
+            nxt, joint = cur.__context__, _CONTEXT
+        else:
+            break
+        if id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        chain.append((nxt, joint))
+        cur = nxt
+    lines = []
+    for exc, joint in reversed(chain):
+        lines += _traceback_lines(exc, _snippet_frames(exc.__traceback__, filename))
+        lines.append(joint)
+    lines += _traceback_lines(e, frames)
     op = tensor = None
     if recorder.failed is not None and recorder.failed[0] is e:
         op, tensor = recorder.failed[1], recorder.failed[2]
@@ -197,6 +218,11 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     if isinstance(e, KeyError) and e.args:
         msg = repr(e.args[0]) if len(e.args) == 1 else str(e)
     return P.ErrorInfo(type(e).__name__, msg, line, None, "".join(lines), op, tensor)
+
+
+def _traceback_lines(e: BaseException, frames) -> list:
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    return lines + traceback.format_list(frames) + traceback.format_exception_only(type(e), e)
 
 
 def _format_syntax_error(e: SyntaxError) -> str:
