@@ -96,6 +96,7 @@ class Op:
     alias: Optional[dict] = None     # view/detach: {tensor id (str): [storage offset, strides,
                                      # shape, dtype, reads]} of the input and the outputs
                                      # sharing its memory (docs/trace-format.md)
+    failed: Optional[str] = None     # the call raised: the exception's class name
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

@@ -498,3 +498,36 @@ def test_an_op_that_hands_back_its_input_makes_no_new_tensor_node():
     assert [e.dst for e in g.edges if e.src == drop.id] == []
     s_op = next(n for n in g.nodes.values() if n.label == "sum")
     assert (g.tensor_node[y], s_op.id) in {(e.src, e.dst) for e in g.edges}
+
+
+def test_a_call_that_raised_reads_as_such_and_a_written_no_grad_update_is_drawn():
+    tr = trace_of("""
+        import torch
+        lin = torch.nn.Linear(2, 2)          # its init changes weights under no_grad
+        w = torch.ones(3, requires_grad=True)
+        with torch.no_grad():
+            w += 1                 # an update outside the graph: fine
+        w += 1                     # the same while recording: RuntimeError
+    """)
+    assert tr.error.type == "RuntimeError"
+    failed = tr.op_by_id(tr.error.op)
+    assert failed.failed == "RuntimeError" and failed.line == 6
+    g = build_graph(tr)
+    node = g.nodes[f"o{failed.id}"]
+    assert node.detail == "raised RuntimeError" and "error" in node.flags
+    w = tr.tensor_by_name("w").id
+    assert [e.kind for e in g.edges if e.dst == node.id] == ["data"]   # autograd saw it
+    # line 5 is drawn, inside its no_grad box, as an op that ends there
+    upd = next(n for n in g.nodes.values() if n.kind == "op" and n.line == 5)
+    assert upd.label == "add_" and "no_grad" in upd.flags
+    assert upd.id in g.regions[0].node_ids
+    assert (g.tensor_node[w], upd.id) in {(e.src, e.dst) for e in g.edges}
+    assert not [e for e in g.edges if e.src == upd.id]
+    # nn.Linear's own initialisation stays out of the picture
+    assert not any(n.kind == "op" and n.line == 2 for n in g.nodes.values())
+
+
+def test_op_failed_is_optional_in_trace_files():
+    d = {"id": 0, "seq": 0, "name": "add_", "qualname": "torch.Tensor.add_", "line": 1,
+         "grad_enabled": True, "inputs": [], "outputs": []}
+    assert P.from_dict({"t": "op", **d}).failed is None

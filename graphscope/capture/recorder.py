@@ -531,7 +531,7 @@ class Recorder(TorchFunctionMode):
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
-                frame=False, in_fns=None, may_share=False):
+                frame=False, in_fns=None, may_share=False, failed=None):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
@@ -650,7 +650,7 @@ class Recorder(TorchFunctionMode):
                     alias = {**(alias or {}), **found}
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
-                       scalars, after, subgraph, alias))
+                       scalars, after, subgraph, alias, failed))
         return op_id
 
     def _own_regenerated(self, t, tid) -> None:
@@ -723,7 +723,8 @@ class Recorder(TorchFunctionMode):
             self.names.scan(frame)
 
     def _failed_call(self, e, name, qualname, kind, grad_enabled, ins, frame=False):
-        op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None, frame)
+        op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None, frame,
+                             failed=type(e).__name__)
         tid = self.ids.get(ins[0]) if ins else None
         self.failed = (e, op_id, tid)
 

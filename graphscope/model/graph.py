@@ -384,6 +384,9 @@ class GraphBuilder:
             self._on_fact_op(op, step, d, created)
             return d
 
+        if getattr(op, "failed", None):
+            self._failed_op(op, step, d, created)
+            return d
         outputs = op.outputs
         if op.kind == "inplace":
             # which tensors changed: the version counters say (``x[0] = 5`` returns nothing)
@@ -496,6 +499,34 @@ class GraphBuilder:
         d.nodes.append(node)
         d.edges.append(g._add_edge(Edge(src, nid, "data", step)))
 
+    def _written_in_a_region(self, op: P.Op, selves: list) -> bool:
+        """Whether an untracked in-place change of drawn tensors alone is the
+        snippet's own update in a grad-off block it wrote (``with torch.no_grad():
+        w += 1``, the lesson on in-place changes of leaves): then it is drawn, as
+        an op that ends there. Library initialisation (``uniform_`` inside
+        ``nn.Linear``) does not run in such a block, and stays a mark."""
+        if op.grad_enabled or op.line is None or op.module is not None:
+            return False
+        if not any(t in self.graph.tensor_node for t in selves):
+            return False
+        return any(b.lines[0] <= op.line <= b.lines[1] for b in self.graph.regions)
+
+    def _failed_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
+        """A call that raised: its inputs went in and nothing came out. Drawn as
+        what it was ("raised RuntimeError"), not as an op autograd left out (a
+        failed in-place op has no version change, and read as untracked)."""
+        g = self.graph
+        srcs = [(t, self._input_node(t, op, step, d)) for t in op.inputs]
+        onode = Node(id=f"o{op.id}", kind="op", label=op.name, detail=f"raised {op.failed}",
+                     op=op.id, line=op.line, step=step, flags=frozenset({"error"}))
+        g._add_node(onode)
+        d.nodes.append(onode)
+        created.append(onode.id)
+        for t, src in srcs:
+            g.in_src[(op.id, t)] = src
+            d.edges.append(g._add_edge(Edge(src, onode.id, self._edge_kind(t, op), step)))
+        self._place_in_regions(created, op, d)
+
     def _untracked_inplace(self, op: P.Op, selves: list, step: int, d: GraphDelta,
                            created: list) -> None:
         """An in-place change autograd did not record (``uniform_`` initialising a weight,
@@ -509,7 +540,7 @@ class GraphBuilder:
                 if "inplace" not in node.flags:
                     node.flags = node.flags | {"inplace"}
                     d.changed.append(node)
-        if others:
+        if others or self._written_in_a_region(op, selves):
             flags = {"inplace", "no_grad"} if not op.grad_enabled else {"inplace"}
             onode = Node(id=f"o{op.id}", kind="op", label=op.name, detail="no grad", op=op.id,
                          line=op.line, step=step, flags=frozenset(flags))

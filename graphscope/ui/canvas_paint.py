@@ -286,6 +286,23 @@ class ScenePainter:
                                          label_h, limit)
             p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
 
+    def regions_extent(self, limit) -> QRectF:
+        """Scene box of the region boxes and their labels drawn at ``limit`` (a
+        label wider than its box reaches past the nodes: fitting must show it)."""
+        out = QRectF()
+        f = font(14 * min(self.text_scale, 2.0), True)
+        fm = QFontMetricsF(f)
+        label_h = 26.0 * min(self.text_scale, 2.0)
+        for reg, cluster, _ in self._region_clusters():
+            members = [ng for ng in cluster if ng.step <= limit]
+            if not members:
+                continue
+            box = _union(members).adjusted(-18, -18 - label_h, 18, 18)
+            text = getattr(reg, "label", "") or getattr(reg, "kind", "")
+            out = out.united(box).united(self._region_label_rect(
+                box, fm.horizontalAdvance(text) + 4, label_h, limit))
+        return out
+
     def _region_label_rect(self, box: QRectF, w: float, h: float, limit) -> QRectF:
         """Where a region's label goes: the top-left corner of its box, unless a node
         outside the region sits there (the box is drawn around its members only,

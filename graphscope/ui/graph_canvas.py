@@ -324,6 +324,10 @@ class GraphCanvas(QWidget):
         # cover that, below it (ScenePainter._region_label_rect)
         label = 70 * min(self._text_scale, 2.0)
         r = r.adjusted(-40, -label, 40, label if self._painter.regions else 40)
+        if self._painter.regions:
+            ext = self._painter.regions_extent(self._limit)
+            if not ext.isNull():
+                r = r.united(ext.adjusted(-20, 0, 20, 0))
         w, h = max(self.width(), 1), max(self.height(), 1)
         cap = min(MAX_FIT_SCALE, MAX_FIT_LABEL_PX / (LABEL_PX * self._text_scale))
         return r, min(w / r.width(), h / r.height(), cap)
