@@ -99,6 +99,16 @@ def test_retain_grad_non_leaf_and_create_graph_second_derivative():
     second = steps_of(tr, 1)
     assert second[-1].grad_fn == "AccumulateGrad"
     assert second[-1].grad_after["value"] == [6.0, 12.0]
+    # NOTE [graphs made by backward]: the graph of g (3x^2) is the autograd.grad
+    # op's, and the second pass steps through it inside that op
+    op = next(o for o in tr.ops if o.name == "autograd.grad")
+    g = tr.tensor_by_name("g")
+    assert op.outputs == [g.id] and op.line == 6 and g.created_by == op.id
+    assert op.inputs == [calls[0].roots[0], tr.tensor_by_name("x").id]
+    assert op.grad_fn == g.grad_fn and op.subgraph and len(op.subgraph) >= 2
+    inside = [s for s in second if s.grad_fn != "AccumulateGrad" and s.op != op.id
+              and not (s.op is not None and tr.op_by_id(s.op).name == "sum")]
+    assert inside and all(s.within == op.id for s in inside)
 
 
 def test_user_hooks_and_custom_function_keep_working():

@@ -40,6 +40,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
 from graphscope.capture.node_owners import node_name
+from graphscope.capture.tensor_facts import grad_fn_of
 from graphscope.capture.recorder import call_as_caller
 
 _KEY = "graphscope"
@@ -118,10 +119,23 @@ class BackwardTracer:
             befores.clear()
         if is_grad and r.recording:
             outs = _tensors(result)
+            made = [t for t in outs if grad_fn_of(t) is not None] if create else []
+            if made:
+                # NOTE [graphs made by backward]
+                r._record("autograd.grad", "torch.autograd.grad", "call",
+                          torch.is_grad_enabled(), roots + ins, made, None, None, frame)
             for t in outs:
                 r.tensor_id(t, seq)
         return result
 
+    # NOTE [graphs made by backward]: with ``create_graph=True`` the backward pass
+    # is itself recorded by autograd: the gradient ``torch.autograd.grad`` returns
+    # has a graph of its own (``3 * x ** 2`` for ``y = x ** 3``), made of nodes the
+    # engine created while running the backward formulas, in C++, where the mode
+    # sees nothing. So the call is recorded as one op from the roots and inputs to
+    # the gradients it returned, owning those nodes as a composite op owns its
+    # inner ones (NOTE [composite ops]): a second pass through them is stepped
+    # inside it, and the picture shows dy made from y and x.
     def _hook_graph(self, call_id, roots, befores) -> None:
         """Put a post hook on every Node reachable from the roots (and a prehook
         on AccumulateGrad nodes).
