@@ -379,6 +379,22 @@ def test_inspector_names_where_a_view_s_gradient_really_goes(qtbot, window):
     assert "gradient sent to y:" in text and "sent to v" not in text
 
 
+def test_inspector_never_calls_a_gradient_not_kept_dot_grad(qtbot, window):
+    # the retain_grad lesson: z received a gradient, but z.grad stays None
+    w = window
+    run_source(qtbot, w, "import torch\n"
+                         "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                         "y = x * 3\ny.retain_grad()\nz = x * 3\n"
+                         "(y.sum() + z.sum()).backward()\n")
+    w.set_cursor(len(w.live.timeline) - 1)
+    captions = {}
+    for name in ("x", "y", "z"):
+        w.select_node(node_by_label(w, name).id)
+        captions[name] = w.inspector.grad_caption.text()
+    assert captions["x"] == captions["y"] == ".grad at this step"
+    assert captions["z"].startswith("Gradient that reached it") and "None" in captions["z"]
+
+
 def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent

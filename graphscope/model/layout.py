@@ -32,7 +32,8 @@ from graphscope.model.graph import gc_paused
 
 # scene units (the canvas draws one unit as one pixel at zoom 1), at text scale 1
 COL = 200          # distance between layers (x)
-ROW = 70           # distance between rows (y)
+ROW = 84           # distance between rows (y): a tag under a box (retain_grad,
+                   # no grad) keeps clear of the next row's box and its glow
 BAND_GAP = 1       # empty rows between two bands of a wrapped chain
 WRAP = 64          # layers per band while building (tidy picks its own)
 _SEARCH = 24       # rows tried around the target before going to the column's end

@@ -385,7 +385,11 @@ class Inspector(QWidget):
         self.value_text.show()
         grad = self._grad_at_frame(t, frame)
         if grad is not None:
-            self.grad_caption.setText(".grad at this step")
+            # a non-leaf keeps what reached it in .grad only after retain_grad():
+            # the retain_grad lesson asks exactly this, so the caption must not say .grad
+            kept = t.is_leaf or getattr(t, "retains_grad", False)
+            self.grad_caption.setText(".grad at this step" if kept else
+                                      "Gradient that reached it (not kept: .grad stays None)")
             self.grad_text.setPlainText(grad)
             _fit_height(self.grad_text, 8)
             self.grad_caption.show()
