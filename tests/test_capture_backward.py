@@ -196,3 +196,19 @@ def test_torch_autograd_backward_is_a_backward_call():
     assert [s.grad_after["value"] for s in acc] == [[2.0, 4.0], [5.0, 7.0]]
     assert [s.grad_fn for s in tr.backward if s.call == 0] == [
         "PowBackward0", "AccumulateGrad"]
+
+
+def test_tensor_hooks_are_recorded_as_facts_about_their_tensor():
+    tr = capture("""
+        import torch
+        x = torch.tensor([1.0, -1.0], requires_grad=True)
+        h = x.register_hook(lambda g: g * 10)
+        (x * x).sum().backward()
+        h.remove()
+    """)
+    hook = next(o for o in tr.ops if o.kind == "hook")
+    assert hook.name == "register_hook" and hook.inputs == [tr.tensor_by_name("x").id]
+    assert hook.line == 4 and hook.outputs == []
+    # the values are torch's: the hook's x10 is in what AccumulateGrad received
+    acc = next(s for s in tr.backward if s.grad_fn == "AccumulateGrad")
+    assert acc.grad_outputs[0]["value"] == [20.0, -20.0]

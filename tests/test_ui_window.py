@@ -395,6 +395,18 @@ def test_inspector_never_calls_a_gradient_not_kept_dot_grad(qtbot, window):
     assert captions["z"].startswith("Gradient that reached it") and "None" in captions["z"]
 
 
+def test_a_tensor_hook_is_shown_where_it_may_change_the_gradient(qtbot, window):
+    w = window
+    run_source(qtbot, w, "import torch\n"
+                         "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                         "x.register_hook(lambda g: g * 10)\n"
+                         "(x * 3).sum().backward()\n")
+    node = node_by_label(w, "x")
+    assert "hook" in node.flags
+    w.select_node(node.id)
+    assert w.inspector.rows()["hooks"].startswith("line 3")
+
+
 def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent

@@ -80,7 +80,8 @@ _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int_
 
 
 AFTER_NUMEL = 1 << 16   # values after in-place changes kept up to this size (_record)
-_RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach"})
+_RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach",
+                                    "hook"})
 _SCAN_ALWAYS = 2000
 _SCAN_EVERY = 64
 
@@ -123,6 +124,8 @@ def _short_name(func) -> tuple[str, str, str]:
         kind = "requires_grad"
     elif short == "retain_grad":
         kind = "retain_grad"
+    elif short in ("register_hook", "register_post_accumulate_grad_hook"):
+        kind = "hook"      # the snippet's own tensor hook: a fact about the tensor
     del owner
     return short, qualname, kind
 

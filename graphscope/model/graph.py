@@ -39,15 +39,15 @@ FANOUT_LIMIT = 4
 # Ops that make no op node: the factory's output tensor stands for itself, and
 # reads of .grad, .item(), bool() and flag changes are facts about tensors.
 _NO_OP_NODE = {"factory", "grad_read", "grad_write", "retain_grad", "requires_grad",
-               "item", "bool"}
+               "item", "bool", "hook"}
 
 # flags a tensor node keeps when its TensorInfo changes (the rest come from the info)
-_KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", "module",
+_KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", "module", "hook",
                          "error", "branch"})
 
 FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "inference",
                    "detached", "missing_requires_grad", "retains_grad", "error", "branch",
-                   "inplace", "view", "module"})
+                   "inplace", "view", "module", "hook"})
 
 
 @dataclass(eq=False, slots=True)
@@ -574,6 +574,17 @@ class GraphBuilder:
                 info = self.tensors.get(tid)
                 if info is not None and not info.requires_grad:
                     d.merge(self._flag_missing([tid]))
+        elif op.kind == "hook":
+            # a hook the snippet put on the tensor: it may change every gradient
+            # that reaches it, so the node says so (a "hook" tag)
+            for tid in op.inputs[:1]:
+                if tid in self._pending:
+                    self._materialise(tid, None, step, d)
+                for nid in self._tensor_node_ids(tid):
+                    node = self.graph.nodes[nid]
+                    if "hook" not in node.flags:
+                        node.flags = node.flags | {"hook"}
+                        d.changed.append(node)
         elif op.kind in ("requires_grad", "retain_grad"):
             for tid in op.inputs:
                 if tid in self.tensors:

@@ -505,6 +505,8 @@ class ScenePainter:
             tags.append("no grad")
         if "retains_grad" in flags:
             tags.append("retain_grad")
+        if "hook" in flags:
+            tags.append("hook")
         if "inplace" in flags:
             tags.append("in-place")
         if "view" in flags:

@@ -317,6 +317,13 @@ class Inspector(QWidget):
             rows["retains_grad"] = "True"
         if op is not None:
             rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
+        hooks = [o for o in trace.ops if o.kind == "hook" and o.inputs[:1] == [t.id]
+                 and not o.failed]
+        if hooks:
+            # a hook may replace the gradient on its way in: what was sent is not
+            # what arrives, and nothing else on screen says why
+            rows["hooks"] = ", ".join(f"line {o.line}" for o in hooks[:4]) + (
+                " (each runs on the gradient that reaches it)")
         flags = sorted(getattr(node, "flags", ()) or ())
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
