@@ -94,3 +94,26 @@ def test_the_snippet_s_stdout_answers_as_a_text_stream_does():
     tr = worker_trace(STREAMS, "streams.py")
     assert tr.status == "ok", tr.error
     assert (tr.stdout, tr.stderr) == (out, err)
+
+
+ANOMALY = """\
+import torch
+torch.autograd.set_detect_anomaly(True)
+def f(x):
+    return torch.sqrt(x) * 0
+x = torch.tensor([0.0], requires_grad=True)
+f(x).sum().backward()
+"""
+
+
+def test_anomaly_mode_shows_the_forward_stack_plain_python_shows():
+    # NOTE [anomaly stacks]: the worker's, session's and recorder's frames are not
+    # the snippet's; the stack of the forward call reads as under plain Python
+    _, err = plain_run(ANOMALY, "anomaly.py")
+    tr = worker_trace(ANOMALY, "anomaly.py")
+    assert tr.error.type == "RuntimeError"
+
+    def warning(text):
+        return text[:text.index("(Triggered internally")]
+    assert 'in f\n    return torch.sqrt(x) * 0' in warning(err)
+    assert warning(tr.stderr) == warning(err)

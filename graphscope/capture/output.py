@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
+import re
 
 from graphscope import protocol as P
 
@@ -53,6 +55,53 @@ def write_to_fds() -> None:
         for name, fd in (("stdout", 1), ("stderr", 2))}
 
 
+# NOTE [anomaly stacks]: with ``torch.autograd.set_detect_anomaly(True)`` torch
+# keeps the Python stack of every forward call and prints it when backward
+# fails ("Traceback of forward call that caused the error:"). Under GraphScope
+# that stack runs through the worker, the session, the recorder and its
+# trampoline (``_graphscope_call``), a dozen frames plain Python never shows.
+# They are taken out of the warning as it is written: the frames before the
+# snippet's first one, GraphScope's own, and the trampoline's.
+_FORWARD_STACK = "Traceback of forward call that caused the error:"
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+, in (?P<name>.*)$')
+
+
+def own_frames_out(text: str, snippet_file: str) -> str:
+    """``text`` with GraphScope's frames taken out of the forward-call stacks
+    of anomaly mode (NOTE [anomaly stacks])."""
+    lines = text.split("\n")
+    out, i, in_stack, seen_snippet = [], 0, False, False
+    while i < len(lines):
+        line = lines[i]
+        if _FORWARD_STACK in line:
+            in_stack, seen_snippet = True, False
+            out.append(line)
+            i += 1
+            continue
+        m = _FRAME.match(line) if in_stack else None
+        if m is None:
+            if in_stack and not line.startswith("    "):
+                in_stack = False
+            out.append(line)
+            i += 1
+            continue
+        # a frame: its "File" line and the source line under it, if any
+        j = i + 1
+        while j < len(lines) and lines[j].startswith("    ") and not _FRAME.match(lines[j]):
+            j += 1
+        path, name = m.group("file"), m.group("name")
+        mine = path == snippet_file
+        seen_snippet = seen_snippet or mine
+        drop = (not seen_snippet
+                or (mine and name == "_graphscope_call")
+                or os.path.abspath(path).startswith(_OWN_DIR + os.sep))
+        if not drop:
+            out.extend(lines[i:j])
+        i = j
+    return "\n".join(out)
+
+
 class CapturedStream(io.TextIOBase):
     """A text stream that turns writes into Output messages."""
 
@@ -66,6 +115,7 @@ class CapturedStream(io.TextIOBase):
         self._errors = "strict"
         self._line_buffering = False   # as python's stdout on a pipe
         self._write_through = False
+        self.snippet_file = None       # the snippet's filename (own_frames_out)
 
     # What a snippet may ask of ``sys.stdout`` as of plain Python's (a
     # TextIOWrapper on a pipe): asking must not raise where it does not there.
@@ -101,7 +151,6 @@ class CapturedStream(io.TextIOBase):
                     line_buffering=None, write_through=None) -> None:
         """``TextIOWrapper.reconfigure``: an encoding the text cannot be written in
         raises as it would (or replaces, per ``errors``), as under plain Python."""
-        import codecs
         if encoding is not None:
             if not isinstance(encoding, str):
                 raise TypeError(f"reconfigure() argument 'encoding' must be str or None, "
@@ -145,6 +194,8 @@ class CapturedStream(io.TextIOBase):
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         self.finish_bytes()
+        if _FORWARD_STACK in s and self.snippet_file:
+            s = own_frames_out(s, self.snippet_file)
         if self._encoding != "utf-8" or self._errors != "strict":
             # what the reconfigured stream would put out: an error for a character
             # it cannot encode, or its replacement

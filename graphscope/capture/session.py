@@ -83,6 +83,7 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
         _current = recorder
         sys.stdout = CapturedStream("stdout", emit, seq, limit)
         sys.stderr = CapturedStream("stderr", emit, seq, limit)
+        sys.stderr.snippet_file = filename   # NOTE [anomaly stacks] in output.py
         sys.stdin = ClosedStdin()
         sys.argv = [filename]
         sys.modules["__main__"] = module
