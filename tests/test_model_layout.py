@@ -229,3 +229,29 @@ def test_short_chain_wraps_for_a_squarish_view_and_stays_one_row_for_a_wide_one(
     assert fit(pos_sq) > 1.3 * fit(pos_wide)
     assert len(set(pos_sq)) == len(g.nodes)
     _check_invariants(g, square)
+
+
+def test_two_grad_off_regions_on_neighbouring_rows_get_a_row_between():
+    # no_grad, inference_mode and set_grad_enabled(False) on consecutive lines: each
+    # box with its label above needs the room (they overlapped, labels on nodes)
+    tr = trace_of("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        with torch.no_grad():
+            a = x * 2
+        with torch.inference_mode():
+            b = x * 2
+        with torch.no_grad():
+            c = x * 3
+    """)
+    g = build_graph(tr)
+    lay = LayeredLayout(g)
+    pos = lay.tidy()
+    rows = {}
+    for nid, node in g.nodes.items():
+        if node.region is not None:
+            rows.setdefault(node.region, set()).add(round(pos[nid][1] / lay.row_pitch))
+    spans = sorted((min(r), max(r)) for r in rows.values())
+    assert len(spans) == 3
+    for (_, bottom), (top, _) in zip(spans, spans[1:]):
+        assert top - bottom >= 2          # an empty row between two boxes

@@ -523,7 +523,7 @@ def test_png_export_is_capped_and_svg_stays_vector(qapp):
     assert painted > 100
 
 
-def test_quiz_before_reveal_hides_the_marks_that_answer_it():
+def test_quiz_before_reveal_hides_the_marks_that_answer_it(qapp):
     """Before Reveal, the error and missing-requires_grad marks would answer
     "what error does this raise?": the painter leaves them off, and only them."""
     import types
@@ -534,6 +534,22 @@ def test_quiz_before_reveal_hides_the_marks_that_answer_it():
     assert painter.shown_flags(node) == node.flags
     painter.values_hidden = True
     assert painter.shown_flags(node) == frozenset({"leaf"})
+    # and the words that say it: a failed op's "raised RuntimeError" is left off too
+    from PySide6.QtGui import QImage, QPainter
+    seen = []
+
+    class Recording(QPainter):
+        def drawText(self, *a):
+            seen.append(str(a[-1]))
+            return super().drawText(*a)
+    op = types.SimpleNamespace(id="o1", kind="op", label="mul", detail="raised RuntimeError",
+                               flags=frozenset({"error"}), ghost_of=None)
+    ng = types.SimpleNamespace(node=op, id="o1", w=150.0, h=40.0, x=80.0, y=30.0)
+    img = QImage(200, 80, QImage.Format_ARGB32)
+    p = Recording(img)
+    painter._node_text(p, ng, QRectF(5, 10, 150, 40), bold=False)
+    p.end()
+    assert not any("RuntimeError" in t for t in seen) and any("mul" in t for t in seen)
 
 
 def test_no_grad_tag_hangs_clear_of_the_box_and_inside_the_glow(traces):

@@ -338,15 +338,22 @@ class LayeredLayout:
         nbands = band_of[-1] + 1
         # per band, the rows in use, renumbered 0.. in order
         used = [set() for _ in range(nbands)]
+        regions: list[dict] = [{} for _ in range(nbands)]   # row -> grad-off regions in it
+        nodes = g.nodes
         for L in range(nlayers):
-            u = used[band_of[L]]
+            b = band_of[L]
+            u, regs = used[b], regions[b]
             for nid in by_layer[L]:
-                u.add(rel[nid])
-        remap = [{r: i for i, r in enumerate(sorted(u))} for u in used]
+                r = rel[nid]
+                u.add(r)
+                reg = getattr(nodes[nid], "region", None)
+                if reg is not None:
+                    regs.setdefault(r, set()).add(reg)
+        remap = [_renumber(sorted(u), regs) for u, regs in zip(used, regions)]
         starts, y = [], 0
         for b in range(nbands):
             starts.append(y)
-            y += len(remap[b]) + BAND_GAP
+            y += (max(remap[b].values()) + 1 if remap[b] else 0) + BAND_GAP
         total_rows = max(1, y - BAND_GAP)
         self.wrap = wrap
         self._band_start = starts
@@ -525,3 +532,19 @@ class LayeredLayout:
         if not xs:
             return (0, 0, 0, 0)
         return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _renumber(rows: list, regions: dict) -> dict:
+    """Rows in use -> 0, 1, 2, ...; with an empty row between two rows whose nodes
+    lie in different grad-off regions (``no_grad`` on one line, ``inference_mode``
+    on the next: each box, with its label above, needs the room, or the boxes
+    overlap and one label sits on the other's nodes)."""
+    out, i, last = {}, 0, None
+    for r in rows:
+        regs = regions.get(r)
+        if last is not None and regs and regions.get(last) and regs != regions[last]:
+            i += 1
+        out[r] = i
+        i += 1
+        last = r
+    return out

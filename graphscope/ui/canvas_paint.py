@@ -353,7 +353,8 @@ class ScenePainter:
     SPRITES_MAX = 3000
     # a quiz before Reveal: a branch node's value (and so its direction) is not shown
     values_hidden = False
-    HIDDEN_DETAIL = "value hidden until Reveal"
+    # short: a branch node's box is sized for its value ("True"), not for this
+    HIDDEN_DETAIL = "hidden (R)"
     # marks that answer a quiz ("where did it fail?", "what lacks requires_grad?")
     _QUIZ_ANSWERS = frozenset({"error", "missing_requires_grad"})
 
@@ -555,8 +556,12 @@ class ScenePainter:
         node = ng.node
         label = str(node.label or ng.id)
         detail = node.detail or ""
-        if self.values_hidden and "branch" in (node.flags or ()) and node.kind == "op":
-            detail = self.HIDDEN_DETAIL
+        if self.values_hidden and node.kind == "op":
+            flags = node.flags or ()
+            if "branch" in flags:
+                detail = self.HIDDEN_DETAIL
+            elif "error" in flags:
+                detail = ""   # "raised RuntimeError" answers "which line fails?"
         if isinstance(detail, (list, tuple)):
             detail_lines = [str(x) for x in detail if x]
         else:
