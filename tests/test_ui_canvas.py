@@ -381,6 +381,28 @@ def test_edge_skipping_a_node_on_its_row_is_routed_around_it(traces):
                 assert not seg.intersects(ng.rect), (ng.node.label, a, b)
 
 
+def test_edge_down_its_own_column_goes_round_the_nodes_in_it(qapp):
+    # a weight in column 0 used again by an op in column 0 of the next band (the
+    # practice-5 scenario): a straight curve ran through every node in between
+    from graphscope.model.graph import Edge, Graph, Node
+    from graphscope.ui.canvas_scene import SceneGeometry, edge_route
+    g = Graph()
+    pos = {}
+    for i, (nid, kind) in enumerate((("t0", "tensor"), ("t1", "tensor"), ("t2", "tensor"),
+                                     ("o0", "op"))):
+        g._add_node(Node(id=nid, kind=kind, label=nid, detail="", step=i))
+        pos[nid] = (0.0, 84.0 * i * (2 if nid == "o0" else 1))
+    g._add_edge(Edge("t0", "o0", "data", 3))
+    geom = SceneGeometry.build(g, pos)
+    s, d = geom.nodes["t0"], geom.nodes["o0"]
+    route = edge_route(geom, s, d)
+    assert route is not None
+    for a, b in zip(route, route[1:]):
+        seg = QRectF(a, b).normalized().adjusted(-0.5, -0.5, 0.5, 0.5)
+        for nid in ("t1", "t2"):
+            assert not seg.intersects(geom.nodes[nid].rect), (nid, a, b)
+
+
 def test_empty_canvas_invites_a_run_then_says_nothing_was_made(canvas, traces):
     from graphscope.model.graph import Graph
     assert "F5" in canvas.empty_text()

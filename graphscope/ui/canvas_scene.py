@@ -514,7 +514,9 @@ def edge_route(geom, s: NodeGeom, d: NodeGeom, check: bool = True):
     if key in geom._routes:
         return geom._routes[key]
     route = None
-    if not forward and d.x < s.x:
+    if not forward:
+        # backwards (a wrapped chain), or down its own column (a weight used again
+        # in the next band): a straight curve would run through the column's nodes
         route = _lane(geom, s, d)
     elif forward and _blocked(geom, s, d):
         route = _lane(geom, s, d)
