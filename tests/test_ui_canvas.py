@@ -403,6 +403,45 @@ def test_edge_down_its_own_column_goes_round_the_nodes_in_it(qapp):
             assert not seg.intersects(geom.nodes[nid].rect), (nid, a, b)
 
 
+DEPTH_BY_DATA = """import torch
+torch.manual_seed(0)
+layer = torch.nn.Linear(2, 2)
+def forward(x):
+    depth = int(x.abs().sum().item())
+    for _ in range(depth):
+        x = torch.tanh(layer(x))
+    return x.sum(), depth
+for x in (torch.tensor([0.5, 0.75]), torch.tensor([2.0, 1.5]), torch.tensor([0.25, 0.5])):
+    out, depth = forward(x)
+"""
+
+
+@pytest.mark.parametrize("aspect", [1.0, 1.25, 1.5, 16 / 9])
+def test_no_edge_is_drawn_through_a_node_it_does_not_touch(qapp, aspect):
+    # the weights reach linears in later bands: long curves (practice-1 drew
+    # layer.bias's through "abs" and "t17"); every path is sampled as painted
+    import graphscope
+    from PySide6.QtGui import QPainterPath
+    from graphscope.ui.canvas_paint import _curve, _lane_path
+    from graphscope.ui.canvas_scene import SceneGeometry, edge_ends, edge_route
+    graph, layout, _ = scene(graphscope.trace(DEPTH_BY_DATA))
+    geom = SceneGeometry.build(graph, layout.tidy(aspect=aspect))
+    for e in graph.edges:
+        s, d = geom.nodes[e.src], geom.nodes[e.dst]
+        path = QPainterPath()
+        route = edge_route(geom, s, d)
+        if route is not None:
+            _lane_path(path, route)
+        else:
+            _curve(path, *edge_ends(s, d))
+        for i in range(1, 100):
+            pt = path.pointAtPercent(i / 100)
+            for ng in geom.nodes.values():
+                if ng.id not in (s.id, d.id):
+                    assert not ng.rect.adjusted(2, 2, -2, -2).contains(pt), (
+                        graph.nodes[e.src].label, graph.nodes[e.dst].label, ng.node.label)
+
+
 def test_empty_canvas_invites_a_run_then_says_nothing_was_made(canvas, traces):
     from graphscope.model.graph import Graph
     assert "F5" in canvas.empty_text()

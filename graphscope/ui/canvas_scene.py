@@ -525,23 +525,39 @@ def edge_route(geom, s: NodeGeom, d: NodeGeom, check: bool = True):
 
 
 def _blocked(geom, s, d) -> bool:
-    """Does another node's box lie across the straight run from s to d?"""
+    """Does another node's box lie across the curve drawn from s to d?"""
     x0, x1 = s.x + s.w / 2, d.x - d.w / 2
     if x1 - x0 < 1:
         return False
     y0, y1 = min(s.y, d.y), max(s.y, d.y)
     probe = QRectF(x0 + 1, y0 - 6, x1 - x0 - 2, y1 - y0 + 12)
-    for ng in geom.nodes_in(probe):
-        if ng.id in (s.id, d.id):
-            continue
-        # a box the curve passes: it spans the run at its x (a curve between rows
-        # bends only near its ends, so test against the line between the centres)
-        t = (ng.x - s.x) / ((d.x - s.x) or 1.0)
-        if 0.0 < t < 1.0:
-            y = s.y + (d.y - s.y) * (3 * t * t - 2 * t * t * t)
-            if abs(y - ng.y) <= ng.h / 2 + 4:
+    others = [ng for ng in geom.nodes_in(probe) if ng.id not in (s.id, d.id)]
+    if not others:
+        return False
+    if abs(d.y - s.y) < 0.5:
+        return True    # a straight run along the row, and a box on it
+    # points along the curve as canvas_paint._curve draws it (a cubic from the right
+    # side of s to the left side of d, control points half way across, at each
+    # end's height); an estimate from the centres missed boxes a long curve
+    # down to the next band crosses
+    k = (x1 - x0) * 0.5
+    pts = []
+    for i in range(1, _CURVE_SAMPLES):
+        t = i / _CURVE_SAMPLES
+        u = 1.0 - t
+        b1, b2, b3 = 3 * u * u * t, 3 * u * t * t, t * t * t
+        pts.append((u * u * u * x0 + b1 * (x0 + k) + b2 * (x1 - k) + b3 * x1,
+                    (u * u * u + b1) * s.y + (b2 + b3) * d.y))
+    for ng in others:
+        left, right = ng.x - ng.w / 2 - 2, ng.x + ng.w / 2 + 2
+        top, bottom = ng.y - ng.h / 2 - 4, ng.y + ng.h / 2 + 4
+        for x, y in pts:
+            if left <= x <= right and top <= y <= bottom:
                 return True
     return False
+
+
+_CURVE_SAMPLES = 48
 
 
 def _lane(geom, s, d) -> list:
