@@ -286,3 +286,16 @@ def test_gradients_of_a_multi_output_node_go_to_the_chunk_used():
     from graphscope.model.grad_receivers import node_tensors, receivers
     got = receivers(tr, step, mul, node_tensors(tr))
     assert [t for t, _, _ in got] == [tr.tensor_by_name("b").id]
+
+
+def test_a_run_without_steps_shows_all_it_printed():
+    # torch.fx raising before any recorded op: "Step 0 of 0", and the print
+    # before the error must still be in the console
+    tr = trace_of("""
+        print("before")
+        raise ValueError("boom")
+    """)
+    tl = Timeline(tr)
+    assert len(tl) == 0
+    st = tl.state()
+    assert tr.stdout == "before\n" and st.stdout_upto == len(tr.stdout)

@@ -334,7 +334,9 @@ class Timeline:
         cur = self.steps[c] if c >= 0 else None
         # output printed by then
         if c < 0:
-            k = 0
+            # before the first step nothing has printed yet; a run with no steps at
+            # all (no tensor op: a print, or an error before any) printed everything
+            k = 0 if self.steps else len(self._out_seqs)
         elif c + 1 < len(self._seqs):
             k = bisect.bisect_left(self._out_seqs, self._seqs[c + 1])
         else:
