@@ -531,3 +531,13 @@ def test_op_failed_is_optional_in_trace_files():
     d = {"id": 0, "seq": 0, "name": "add_", "qualname": "torch.Tensor.add_", "line": 1,
          "grad_enabled": True, "inputs": [], "outputs": []}
     assert P.from_dict({"t": "op", **d}).failed is None
+
+
+def test_a_factory_that_raised_is_drawn_where_the_run_failed():
+    tr = trace_of("""
+        import torch
+        x = torch.tensor(2, requires_grad=True)
+    """)
+    g = build_graph(tr)
+    (node,) = g.nodes.values()
+    assert node.label == "tensor" and node.detail == "raised RuntimeError"

@@ -380,12 +380,13 @@ class GraphBuilder:
                 if not dec.span[0] <= op.line <= dec.span[1]:
                     del self._decisions[line]
         created = g.op_nodes.setdefault(op.id, [])
+        if getattr(op, "failed", None):
+            # also a factory or a fact (``torch.tensor(2, requires_grad=True)``,
+            # ``.item()`` of a vector): the node marks where the run failed
+            self._failed_op(op, step, d, created)
+            return d
         if op.kind in _NO_OP_NODE:
             self._on_fact_op(op, step, d, created)
-            return d
-
-        if getattr(op, "failed", None):
-            self._failed_op(op, step, d, created)
             return d
         outputs = op.outputs
         if op.kind == "inplace":
