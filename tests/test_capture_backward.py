@@ -1,4 +1,5 @@
 """Backward steps against torch's own view of the graph and of the gradients."""
+import pytest
 import torch
 
 from capture_helpers import capture
@@ -212,3 +213,26 @@ def test_tensor_hooks_are_recorded_as_facts_about_their_tensor():
     # the values are torch's: the hook's x10 is in what AccumulateGrad received
     acc = next(s for s in tr.backward if s.grad_fn == "AccumulateGrad")
     assert acc.grad_outputs[0]["value"] == [20.0, -20.0]
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")   # torch's own advice
+def test_backward_with_create_graph_owns_the_graph_of_the_grad_it_made():
+    tr = capture("""
+        import torch
+        x = torch.tensor(2.0, requires_grad=True)
+        y = x ** 3
+        y.backward(create_graph=True)
+        g = x.grad
+        x.grad = None
+        g.backward()
+    """)
+    op = next(o for o in tr.ops if o.name == "backward")
+    g = tr.tensor_by_name("g")
+    x = tr.tensor_by_name("x")
+    assert op.outputs == [g.id] and op.line == 5 and op.subgraph
+    assert op.inputs == [tr.tensor_by_name("y").id, x.id]    # the root, and the leaf
+    second = steps_of(tr, 1)
+    # reading x.grad (line 6) made no node: the backward that made it owns it
+    assert second[0].op == op.id
+    assert all(s.within == op.id for s in second[1:] if s.grad_fn != "AccumulateGrad")
+    assert second[-1].grad_after["value"] == 12.0

@@ -106,7 +106,7 @@ class BackwardTracer:
         handles = self._handles
         start = len(handles)
         try:
-            self._hook_graph(call_id, roots, befores)
+            leaves = self._hook_graph(call_id, roots, befores)
             result = call_as_caller(func, args, kwargs)
         except BaseException as e:
             if r.failed is None or r.failed[0] is not e:
@@ -117,6 +117,26 @@ class BackwardTracer:
                 h.remove()
             del handles[start:]
             befores.clear()
+        if create and not is_grad and r.recording and leaves:
+            # the .grad each leaf got holds a graph too (NOTE [graphs made by backward])
+            made, owners = [], []
+            for leaf in leaves:
+                try:
+                    g = leaf._grad
+                except Exception:
+                    g = None
+                # a .grad this call made: new to the recorder (an older one, of a
+                # leaf this call did not reach, is not its)
+                if (g is not None and grad_fn_of(g) is not None and r.ids.get(g) is None
+                        and not any(g is m for m in made)):
+                    made.append(g)
+                    owners.append(leaf)
+            if made:
+                # from the roots and the leaves whose .grad it made (the new graph
+                # reads them: d(x**3)/dx = 3 * x**2)
+                r._record("backward", "torch.Tensor.backward", "call",
+                          torch.is_grad_enabled(), roots + (ins or owners), made, None, None,
+                          frame)
         if is_grad and r.recording:
             outs = _tensors(result)
             made = [t for t in outs if grad_fn_of(t) is not None] if create else []
@@ -133,7 +153,8 @@ class BackwardTracer:
     # has a graph of its own (``3 * x ** 2`` for ``y = x ** 3``), made of nodes the
     # engine created while running the backward formulas, in C++, where the mode
     # sees nothing. So the call is recorded as one op from the roots and inputs to
-    # the gradients it returned, owning those nodes as a composite op owns its
+    # the gradients it returned (``.backward(create_graph=True)``: from the roots
+    # and the leaves to their new ``.grad``), owning those nodes as a composite op owns its
     # inner ones (NOTE [composite ops]): a second pass through them is stepped
     # inside it, and the picture shows dy made from y and x.
     def _hook_graph(self, call_id, roots, befores) -> None:
@@ -156,6 +177,7 @@ class BackwardTracer:
             if node is not None:
                 stack.append(node)
         infos: dict = {}   # id(node) -> its node_info, read once per node in this walk
+        leaves = []        # the leaves of the AccumulateGrad nodes reached
         keep = []          # wrappers stay alive during the call, so id() stays unique
         handles = self._handles
         node_info = self._node_info
@@ -190,6 +212,7 @@ class BackwardTracer:
             fixed = (info[2], node_name(node), info[0], info[1], nxt, info[5])
 
             if info[4]:   # AccumulateGrad
+                leaves.append(node.variable)
                 def pre(grad_outputs, node=node, nid=info[2]):
                     g = node.variable._grad
                     befores[nid] = pre_summary(g) if g is not None else None
@@ -216,6 +239,7 @@ class BackwardTracer:
 
             handles.append(node.register_hook(post))
         del keep
+        return leaves
 
     def _node_info(self, node) -> list:
         """[forward op, tensor, node id, hooked in this walk, is AccumulateGrad,

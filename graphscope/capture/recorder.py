@@ -596,7 +596,9 @@ class Recorder(TorchFunctionMode):
                     in_fns = _nodes_of(ins)
                 # an op run under no_grad, or one that hands back an input's own node
                 # (``v.float()`` on a float view) made none: the node stays its maker's
-                if grad_enabled and not any(g is f for f in in_fns):
+                # (reading ``x.grad`` hands out a node too when create_graph made
+                # it, but the read made nothing: the backward that did owns it)
+                if grad_enabled and kind != "grad_read" and not any(g is f for f in in_fns):
                     tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
                     if first._base is not None:   # a view: torch may remake its node
                         self._node_owner[out_ids[0]] = op_id

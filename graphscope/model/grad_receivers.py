@@ -36,6 +36,12 @@ def receivers(trace, ev, op, node_tensor: dict) -> list:
     receiving Node when no tensor can be given."""
     grads = list(ev.grad_inputs or [])
     real = [g for g in grads if g is not None]
+    if op.qualname in _MADE_BY_BACKWARD:
+        # the graph a create_graph backward made (NOTE [graphs made by backward]):
+        # its nodes take the op's roots and leaves as data, not as their own
+        # slots, so only the Nodes the gradients went to can say where they went
+        return _by_next(trace, ev, real, node_tensor) or [
+            (None, f"input {i}", g) for i, g in enumerate(grads) if g is not None]
     if len(grads) == len(op.inputs):
         pairs = [(t, g) for t, g in zip(op.inputs, grads) if g is not None]
         if _fits(trace, pairs):
@@ -48,19 +54,29 @@ def receivers(trace, ev, op, node_tensor: dict) -> list:
         pairs = list(zip(req, real))
         if _fits(trace, pairs):
             return [(t, None, g) for t, g in pairs]
+    return _by_next(trace, ev, real, node_tensor) or [
+        (None, f"input {i}", g) for i, g in enumerate(grads) if g is not None]
+
+
+_MADE_BY_BACKWARD = frozenset({"torch.autograd.grad", "torch.Tensor.backward"})
+
+
+def _by_next(trace, ev, real, node_tensor) -> list:
+    """The gradients named by the Nodes they went to, or [] when the counts
+    do not pair them."""
     nxt = list(ev.next or [])
-    if nxt and len(real) == len(nxt):
-        out = []
-        for n, g in zip(nxt, real):
-            tid = node_tensor.get(n)
-            if tid is None:
-                tid = _base_of_copyslices(trace, n)
-            if tid is not None and _fits(trace, [(tid, g)]):
-                out.append((tid, None, g))
-            else:
-                out.append((None, _node_label(trace, n), g))
-        return out
-    return [(None, f"input {i}", g) for i, g in enumerate(grads) if g is not None]
+    if not nxt or len(real) != len(nxt):
+        return []
+    out = []
+    for n, g in zip(nxt, real):
+        tid = node_tensor.get(n)
+        if tid is None:
+            tid = _base_of_copyslices(trace, n)
+        if tid is not None and _fits(trace, [(tid, g)]):
+            out.append((tid, None, g))
+        else:
+            out.append((None, _node_label(trace, n), g))
+    return out
 
 
 def _fits(trace, pairs) -> bool:
