@@ -78,6 +78,9 @@ print("h\\u00e9llo")
 sys.stdout.reconfigure(encoding="utf-8", errors="strict")
 sys.stdout.reconfigure(line_buffering=True)
 print("\\u00e9 ok", sys.stdout.line_buffering)
+sys.stdout.reconfigure(newline="\\r\\n")
+print("crlf")
+sys.stdout.reconfigure(newline="")
 sys.stdout.reconfigure(encoding="ascii")
 try:
     print("\\u00e9")
@@ -90,7 +93,7 @@ def test_the_snippet_s_stdout_answers_as_a_text_stream_does():
     # tools call sys.stdout.reconfigure(encoding=...) and read .mode, .fileno():
     # none of it may fail where plain Python does not
     out, err = plain_run(STREAMS, "streams.py")
-    assert "h\\xe9llo" in out and err == "UnicodeEncodeError\n"
+    assert "h\\xe9llo" in out and "crlf\r\n" in out and err == "UnicodeEncodeError\n"
     tr = worker_trace(STREAMS, "streams.py")
     assert tr.status == "ok", tr.error
     assert (tr.stdout, tr.stderr) == (out, err)

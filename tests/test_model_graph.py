@@ -541,3 +541,28 @@ def test_a_factory_that_raised_is_drawn_where_the_run_failed():
     g = build_graph(tr)
     (node,) = g.nodes.values()
     assert node.label == "tensor" and node.detail == "raised RuntimeError"
+
+
+def test_inplace_true_activations_are_in_place_changes():
+    # nn.ReLU(inplace=True) hands back its input with a new node (ReluBackward0):
+    # an in-place change, drawn as a new version; Dropout(inplace=True) in eval mode
+    # changes nothing and hands back its input
+    tr = trace_of("""
+        import torch, torch.nn as nn
+        m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 4),
+                          nn.Dropout(0.5, inplace=True))
+        y = m(torch.randn(2, 4))
+        m.eval()
+        z = m(torch.randn(2, 4))
+    """)
+    relus = [o for o in tr.ops if o.name == "relu"]
+    assert [o.kind for o in relus] == ["inplace", "inplace"]
+    drops = [o for o in tr.ops if o.name == "dropout"]
+    assert [o.kind for o in drops] == ["inplace", "call"]
+    g = build_graph(tr)
+    for op in relus:
+        t = op.outputs[0]
+        assert len(g.nodes_of_tensor(t)) == 2        # before and after relu
+        assert "grad_fn" in g.nodes[f"o{op.id}"].flags
+    assert g.nodes[f"o{drops[1].id}"].detail == "returns its input"
+    assert nx.is_directed_acyclic_graph(g.nx)

@@ -299,3 +299,20 @@ def test_a_run_without_steps_shows_all_it_printed():
     assert len(tl) == 0
     st = tl.state()
     assert tr.stdout == "before\n" and st.stdout_upto == len(tr.stdout)
+
+
+def test_gradients_pair_with_a_tensor_whose_shape_changed_in_place():
+    from graphscope.model.grad_receivers import node_tensors, receivers
+    tr = trace_of("""
+        import torch
+        x = torch.ones(4, requires_grad=True)
+        y = x * 2
+        w = y * 5
+        y.unsqueeze_(0)
+        z = y * 3
+        (w.sum() + z.sum()).backward()
+    """)
+    mul3 = [o for o in tr.ops if o.name == "mul"][-1]
+    step = next(b for b in tr.backward if b.op == mul3.id)
+    got = receivers(tr, step, mul3, node_tensors(tr))
+    assert [t for t, _, _ in got] == [tr.tensor_by_name("y").id]

@@ -404,7 +404,7 @@ def test_a_tensor_hook_is_shown_where_it_may_change_the_gradient(qtbot, window):
     node = node_by_label(w, "x")
     assert "hook" in node.flags
     w.select_node(node.id)
-    assert w.inspector.rows()["hooks"].startswith("line 3")
+    assert w.inspector.rows()["hooks"].startswith("registered at line 3:")
 
 
 def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):

@@ -141,9 +141,14 @@ class BackwardTracer:
             outs = _tensors(result)
             made = [t for t in outs if grad_fn_of(t) is not None] if create else []
             if made:
-                # NOTE [graphs made by backward]
+                # NOTE [graphs made by backward]; a grad_outputs that requires grad
+                # is data of the new graph too (grad(y, x, go, create_graph=True) is
+                # go times dy/dx)
+                go = [t for t in _tensors(_arg(args, kwargs, 2, "grad_outputs", None))
+                      if t.requires_grad]
                 r._record("autograd.grad", "torch.autograd.grad", "call",
-                          torch.is_grad_enabled(), roots + ins, made, None, None, frame)
+                          torch.is_grad_enabled(), roots + ins + go, made, None, None,
+                          frame)
             for t in outs:
                 r.tensor_id(t, seq)
         return result

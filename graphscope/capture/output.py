@@ -116,6 +116,7 @@ class CapturedStream(io.TextIOBase):
         self._line_buffering = False   # as python's stdout on a pipe
         self._write_through = False
         self.snippet_file = None       # the snippet's filename (own_frames_out)
+        self._newline = ""             # "" or "\n": written as is (reconfigure(newline=))
 
     # What a snippet may ask of ``sys.stdout`` as of plain Python's (a
     # TextIOWrapper on a pipe): asking must not raise where it does not there.
@@ -167,6 +168,8 @@ class CapturedStream(io.TextIOBase):
             self._errors = errors
         if newline not in (None, "", "\n", "\r", "\r\n"):
             raise ValueError(f"illegal newline value: {newline!r}")
+        if newline is not None:
+            self._newline = newline   # what "\n" becomes when written
         if line_buffering is not None:
             self._line_buffering = bool(line_buffering)
         if write_through is not None:
@@ -196,6 +199,8 @@ class CapturedStream(io.TextIOBase):
         self.finish_bytes()
         if _FORWARD_STACK in s and self.snippet_file:
             s = own_frames_out(s, self.snippet_file)
+        if self._newline not in ("", "\n"):
+            s = s.replace("\n", self._newline)
         if self._encoding != "utf-8" or self._errors != "strict":
             # what the reconfigured stream would put out: an error for a character
             # it cannot encode, or its replacement

@@ -478,6 +478,12 @@ class Recorder(TorchFunctionMode):
         name, qualname, kind = facts
         if kind_override:
             kind = kind_override
+        inplace_kw = False
+        if kwargs and kind == "call" and kwargs.get("inplace") is True:
+            # F.relu(h, inplace=True), nn.ReLU(inplace=True): changes h and hands it
+            # back with a new node, as relu_ would
+            kind = "inplace"
+            inplace_kw = True
         grad_enabled = _is_grad_enabled()
         ins = []
         for a in args:
@@ -525,6 +531,9 @@ class Recorder(TorchFunctionMode):
             outs.append(result)
         elif isinstance(result, (list, tuple, dict)):
             flatten_tensors(result, outs)
+        if inplace_kw and isinstance(before, int) and version_of(ins[0]) == before:
+            # inplace=True that changed nothing (dropout in eval mode): a plain call
+            kind, before, in_fns = "call", None, None
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
         op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,

@@ -11,7 +11,7 @@ in-place op on a view (``v = y[:2]; v.mul_(10)``) the view's node is an
 ``AsStridedBackward0`` that sends a gradient of the *base's* shape to the
 base's ``CopySlices``; pairing by inputs called that 3-element gradient "sent
 to v", a 2-element tensor. Autograd always hands an input a gradient of the
-input's own shape, so a pairing whose shapes disagree is wrong, and then the
+input's own shape, so a pairing whose sizes disagree is wrong, and then the
 gradients are named by the Nodes they went to (``next``): the tensor that
 Node belongs to where a step says so (a ``CopySlices`` stands for the base
 the in-place op changed through its view), else the Node itself. ``next`` comes last, not first: a multi-output op's Node (one
@@ -80,13 +80,22 @@ def _by_next(trace, ev, real, node_tensor) -> list:
 
 
 def _fits(trace, pairs) -> bool:
-    """Whether every gradient has its tensor's shape (where both are known)."""
+    """Whether every gradient has as many elements as its tensor (where both are
+    known). Elements, not shape: the trace keeps a tensor's shape as created, and
+    ``y.unsqueeze_(0)`` or ``t_()`` changes it in place."""
     for tid, g in pairs:
         info = trace.tensors.get(tid)
         shape = g.get("shape") if isinstance(g, dict) else None
-        if info is not None and shape is not None and list(info.shape) != list(shape):
+        if info is not None and shape is not None and _numel(info.shape) != _numel(shape):
             return False
     return True
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def _base_of_copyslices(trace, node_id):

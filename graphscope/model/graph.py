@@ -405,8 +405,8 @@ class GraphBuilder:
         # an op that handed back its input itself (dropout in eval mode, ``.float()``
         # of a float tensor, ``contiguous()``): nothing new was made, autograd
         # recorded nothing, and the tensor goes on from its own node
-        same = [] if op.kind == "inplace" or op.versions else [t for t in outputs
-                                                               if t in op.inputs]
+        same = [] if op.kind in ("inplace", "detach") or op.versions else [
+            t for t in outputs if t in op.inputs and self._same_node(t, op)]
         if same:
             outputs = [t for t in outputs if t not in same]
         made_node = bool(op.grad_fn) and not (same and not outputs)
@@ -511,6 +511,12 @@ class GraphBuilder:
         if not any(t in self.graph.tensor_node for t in selves):
             return False
         return any(b.lines[0] <= op.line <= b.lines[1] for b in self.graph.regions)
+
+    def _same_node(self, tid: int, op: P.Op) -> bool:
+        """Whether ``op``, handing back its input ``tid``, left it the node it had
+        (so autograd recorded nothing): its grad_fn is the tensor's own."""
+        info = self.tensors.get(tid)
+        return info is not None and (op.grad_fn or None) == (info.grad_fn or None)
 
     def _failed_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
         """A call that raised: its inputs went in and nothing came out. Drawn as

@@ -322,8 +322,11 @@ class Inspector(QWidget):
         if hooks:
             # a hook may replace the gradient on its way in: what was sent is not
             # what arrives, and nothing else on screen says why
-            rows["hooks"] = ", ".join(f"line {o.line}" for o in hooks[:4]) + (
-                " (each runs on the gradient that reaches it)")
+            # (a hook removed with its handle is still listed: the removal is
+            # not a torch call, so it is not in the trace)
+            lines = sorted({o.line for o in hooks if o.line is not None})
+            rows["hooks"] = "registered at line " + ", ".join(map(str, lines[:4])) + (
+                ": while registered, a hook runs on each gradient that reaches it")
         flags = sorted(getattr(node, "flags", ()) or ())
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
