@@ -100,6 +100,11 @@ class ScenePainter:
         for ng in visible:
             if ng.id not in exclude:
                 self.paint_node(p, ng, lod)
+        if regions and start == -math.inf and lod == "full":
+            # the labels last: an edge passing the box's top must not strike one out
+            # (they keep off nodes by themselves: _region_label_rect)
+            self.paint_regions(p, scale, limit, lod, view.adjusted(-200, -200, 200, 200),
+                               part="label")
         return lod
 
     def _paint_tiny(self, p, limit, start, exclude, scale=None, view=None) -> None:
@@ -233,13 +238,15 @@ class ScenePainter:
                 p.setFont(font(15 * min(self.text_scale, 1.5), True))
                 p.drawText(QRectF(m.x() - 14, m.y() - 32, 28, 20), Qt.AlignCenter, "✂")
 
-    def paint_regions(self, p, scale, limit, lod, view: QRectF | None = None) -> None:
+    def paint_regions(self, p, scale, limit, lod, view: QRectF | None = None,
+                      part: str = "box") -> None:
+        """The grad-off boxes (``part`` "box"), or their labels ("label"), or both."""
         for reg, cluster, box in self._region_clusters():
             if view is not None and not view.intersects(box.adjusted(-40, -80, 400, 40)):
                 continue
             members = [ng for ng in cluster if ng.step <= limit]
             if members:
-                self._paint_region_box(p, reg, _union(members), lod, limit)
+                self._paint_region_box(p, reg, _union(members), lod, limit, part)
 
     def _region_clusters(self) -> list:
         """[(region, cluster of its nodes, box of the cluster)], once per geometry
@@ -261,7 +268,8 @@ class ScenePainter:
         self._clusters_cache = (key, out)
         return out
 
-    def _paint_region_box(self, p, reg, r: QRectF, lod, limit=math.inf) -> None:
+    def _paint_region_box(self, p, reg, r: QRectF, lod, limit=math.inf,
+                          part: str = "all") -> None:
         t = self.theme
         pad = 18.0
         label_h = 26.0 * min(self.text_scale, 2.0)
@@ -272,18 +280,26 @@ class ScenePainter:
         box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, bottom)
         kind = getattr(reg, "kind", "no_grad")
         fill = t.inference_fill if kind == "inference_mode" else t.region_fill
-        p.setBrush(qcolor(fill))
-        pen = QPen(qcolor(t.region_border), 2.0)
-        pen.setStyle(Qt.DashLine)
-        p.setPen(pen if lod != "tiny" else Qt.NoPen)
-        p.drawRoundedRect(box, 14, 14)
-        if lod == "full":
+        if part != "label":
+            p.setBrush(qcolor(fill))
+            pen = QPen(qcolor(t.region_border), 2.0)
+            pen.setStyle(Qt.DashLine)
+            p.setPen(pen if lod != "tiny" else Qt.NoPen)
+            p.drawRoundedRect(box, 14, 14)
+        if lod == "full" and part != "box":
             p.setPen(qcolor(t.region_text))
             f = font(14 * min(self.text_scale, 2.0), True)
             p.setFont(f)
             text = getattr(reg, "label", "") or kind
-            tr = self._region_label_rect(box, QFontMetricsF(f).horizontalAdvance(text) + 4,
-                                         label_h, limit)
+            fm = QFontMetricsF(f)
+            tr = self._region_label_rect(box, fm.horizontalAdvance(text) + 4, label_h, limit)
+            # on the box's own colour: an edge running along the box's top passes
+            # under the words, not through them
+            back = QRectF(tr.left() - 3, tr.center().y() - fm.height() / 2 - 1,
+                          tr.width() + 4, fm.height() + 2)
+            p.fillRect(back, qcolor(t.canvas_bg))
+            if box.contains(back):
+                p.fillRect(back, qcolor(fill))   # translucent: as the box looks there
             p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
 
     def regions_extent(self, limit) -> QRectF:
