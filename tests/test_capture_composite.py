@@ -455,3 +455,37 @@ def test_an_op_that_made_no_node_never_owns_one():
     assert "float" not in {n for _, n in owners}
     assert all(s.op is not None or s.within is not None or s.grad_fn == "AccumulateGrad"
                for s in tr.backward)
+
+
+def test_a_custom_forward_that_raises_marks_its_apply_as_the_failed_op():
+    # the calls inside a forward are not recorded (NOTE [custom Functions]), so the
+    # apply that raised is: the error has an op and a tensor to mark
+    tr = capture("""
+        import torch
+        class Bad(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view(5)
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        class Fine(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                raise ValueError("caught")
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        x = torch.ones(4, requires_grad=True)
+        y = x * 2
+        try:
+            Fine.apply(y)
+        except ValueError:
+            pass
+        z = Bad.apply(y)
+    """)
+    assert tr.error.type == "RuntimeError" and tr.error.line == 6
+    failed = [o for o in tr.ops if o.failed]
+    assert [(o.name, o.failed, o.line) for o in failed] == [("Bad", "RuntimeError", 23)]
+    assert tr.error.op == failed[0].id and tr.error.tensor == tr.tensor_by_name("y").id
+    assert failed[0].inputs == [tr.tensor_by_name("y").id]

@@ -30,7 +30,8 @@ _APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
 # profile function of its own; if it sets one inside the forward, the apply
 # is not recorded and the recording goes on after it. Left as before: a
 # forward run with grad mode on (``torch.enable_grad()`` inside it). Inside a
-# forward, ``sys.getprofile()`` returns the watch, not None.
+# forward, ``sys.getprofile()`` returns the watch, not None. An apply whose
+# forward raised, and so ended the run, is recorded then, as a failed op.
 class CustomFunctions:
     """The custom Function apply a recorder is inside, if any."""
 
@@ -38,6 +39,7 @@ class CustomFunctions:
         self.r = recorder
         self.state = None    # (apply frame, class, inputs, their versions, their nodes)
         self._watch = None   # the profile function watching for the apply's return
+        self.raised = None   # the state of the last apply that raised
 
     def skips(self, f, ins, kind) -> bool:
         """Whether a torch call made with grad mode off, or inside a custom
@@ -76,6 +78,11 @@ class CustomFunctions:
             if event == "return" and frame is apply:
                 state = self.state
                 self.end()
+                if arg is None:
+                    # raised (an apply never returns None): kept until the run's
+                    # error is known (record_failed)
+                    self.raised = state
+                    return
                 try:
                     with torch._C.DisableTorchFunction():
                         self._record(state, arg)
@@ -90,6 +97,31 @@ class CustomFunctions:
         if self._watch is not None and sys.getprofile() is self._watch:
             sys.setprofile(None)
         self.state = self._watch = None
+
+    def record_failed(self, e: BaseException):
+        """The run ended with ``e``: when it came out of the last apply that raised
+        (the calls inside a forward are not recorded), that apply is recorded as a
+        failed op, so the picture marks where the run failed. Returns (its op id,
+        its first input's tensor id), or None."""
+        state, self.raised = self.raised, None
+        if state is None or state[1] is None or not self.r.recording:
+            return None
+        apply = state[0]
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame is not apply:
+            tb = tb.tb_next
+        if tb is None:
+            return None   # caught, and the run failed for another reason
+        cls = state[1]
+        name = getattr(cls, "__name__", "Function")
+        qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
+        with torch._C.DisableTorchFunction():
+            op_id = self.r._record(name, qual, "call", torch.is_grad_enabled(), state[2], [],
+                                   None, None, self.r.snippet_frame_from(apply.f_back),
+                                   failed=type(e).__name__)
+        if op_id is None:
+            return None
+        return op_id, (self.r.ids.get(state[2][0]) if state[2] else None)
 
     def _record(self, state, result) -> None:
         r = self.r

@@ -95,6 +95,13 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
             status, exit_code = "exit", _exit_code(e)
         except BaseException as e:  # KeyboardInterrupt (interrupt) included
             status = "error"
+            if recorder.failed is None or recorder.failed[0] is not e:
+                try:   # a custom Function's forward raised: its apply is the op that failed
+                    got = recorder.custom.record_failed(e)
+                    if got is not None:
+                        recorder.failed = (e, *got)
+                except Exception:
+                    pass
             error = _error_info(e, filename, recorder)
         finally:
             hooks.remove()
