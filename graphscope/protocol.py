@@ -97,6 +97,8 @@ class Op:
                                      # shape, dtype, reads]} of the input and the outputs
                                      # sharing its memory (docs/trace-format.md)
     failed: Optional[str] = None     # the call raised: the exception's class name
+    expr: Optional[str] = None       # the snippet's text of the call ("y ** 2"), when the
+                                     # snippet made it directly
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

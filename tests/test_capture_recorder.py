@@ -243,3 +243,33 @@ def test_a_view_torch_refuses_to_describe_runs_as_under_python():
     assert tr.status == "ok", tr.error
     assert tr.stdout == plain_stdout(src)
     assert [o.name for o in tr.ops if o.name.endswith("_")] == ["mul_", "add_"]
+
+
+def test_an_op_the_snippet_made_carries_its_source_text():
+    tr = capture("""
+        import torch
+        import torch.nn.functional as F
+        x = torch.tensor([1.0, -2.0], requires_grad=True)
+        lin = torch.nn.Linear(2, 2)
+        loss = (F.relu(x) ** 2).sum() + lin(x).sum()
+        θ = x * 3
+        s = (θ + 1).sum()   # columns count bytes: θ is two
+    """)
+    by = {o.expr for o in tr.ops if o.expr}
+    assert {"F.relu(x)", "F.relu(x) ** 2", "(F.relu(x) ** 2).sum()", "lin(x).sum()",
+            "θ + 1", "(θ + 1).sum()",
+            "torch.tensor([1.0, -2.0], requires_grad=True)"} <= by
+    # the linear inside the module: the snippet did not write that call
+    linear = next(o for o in tr.ops if o.name == "linear")
+    assert linear.expr is None
+
+
+def test_unnamed_tensors_are_labelled_by_the_text_that_made_them():
+    from graphscope.model.graph import build_graph
+    tr = capture("""
+        import torch
+        y = torch.tensor([1.0, 2.0], requires_grad=True)
+        (y ** 2).sum().backward()
+    """)
+    labels = {n.label for n in build_graph(tr).nodes.values() if n.kind == "tensor"}
+    assert {"y", "y ** 2", "(y ** 2).sum()"} <= labels

@@ -44,6 +44,7 @@ no dataclass reprs, name facts cached per function.
 from __future__ import annotations
 
 import itertools
+import linecache
 import sys
 import types
 
@@ -80,6 +81,7 @@ _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int_
 
 
 AFTER_NUMEL = 1 << 16   # values after in-place changes kept up to this size (_record)
+_POSITIONS: dict = {}   # code object -> its instructions' source positions (_expr_at)
 _RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach",
                                     "hook"})
 _SCAN_ALWAYS = 2000
@@ -323,6 +325,7 @@ class Recorder(TorchFunctionMode):
         self._special = self._build_special()
         self.custom = CustomFunctions(self)   # NOTE [custom Functions]
         self._node_owner: dict = {}   # view's tensor id -> op whose node it last got
+        self._exprs: dict = {}        # (code, instruction) -> its source text (_expr_at)
 
     # -- dispatch ---------------------------------------------------------------
     def _build_special(self) -> dict:
@@ -526,6 +529,12 @@ class Recorder(TorchFunctionMode):
         except BaseException as e:
             self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
             raise
+        # the snippet's own text of the call, when the snippet made it directly
+        # (``y ** 2``; torch's Python layer may sit in between: ``F.relu(h)``)
+        expr = None
+        if frame is not None and (caller is frame or (caller is not None
+                                                      and caller.f_back is frame)):
+            expr = self._expr_at(frame)
         outs = []
         if isinstance(result, Tensor):
             outs.append(result)
@@ -537,13 +546,13 @@ class Recorder(TorchFunctionMode):
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
         op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,
-                          in_fns)
+                          in_fns, expr=expr)
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
-                frame=False, in_fns=None, may_share=False, failed=None):
+                frame=False, in_fns=None, may_share=False, failed=None, expr=None):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
@@ -664,8 +673,38 @@ class Recorder(TorchFunctionMode):
                     alias = {**(alias or {}), **found}
         self.emit(P.Op(op_id, seq, name, qualname, line, grad_enabled, in_ids, out_ids,
                        gname, self.module, _is_inference_mode_enabled(), kind, versions,
-                       scalars, after, subgraph, alias, failed))
+                       scalars, after, subgraph, alias, failed, expr))
         return op_id
+
+    def _expr_at(self, frame):
+        """The source text of the expression snippet ``frame`` is evaluating now:
+        the instruction's position (``co_positions``, Python 3.11) sliced out of
+        its line. Once per instruction: a loop asks for the same ones again."""
+        code = frame.f_code
+        key = (code, frame.f_lasti)
+        exprs = self._exprs
+        try:
+            return exprs[key]
+        except KeyError:
+            pass
+        text = None
+        try:
+            pos = _POSITIONS.get(code)
+            if pos is None:
+                if len(_POSITIONS) > 4096:
+                    _POSITIONS.clear()
+                pos = _POSITIONS[code] = list(code.co_positions())
+            l0, l1, c0, c1 = pos[frame.f_lasti // 2]
+            if l0 is not None and l0 == l1 and c0 is not None and c1 is not None:
+                # columns count UTF-8 bytes
+                line = linecache.getline(self.filename, l0).encode("utf-8")
+                text = " ".join(line[c0:c1].decode("utf-8", "replace").split()) or None
+        except Exception:
+            text = None
+        if len(exprs) > 65536:
+            exprs.clear()
+        exprs[key] = text
+        return text
 
     def _own_regenerated(self, t, tid) -> None:
         """A view whose base changed in place gets a new node when next used

@@ -194,6 +194,16 @@ def dtype_text(dtype) -> str:
 _DETAIL_CACHE: dict = {}
 
 
+EXPR_CHARS = 18   # an expression label longer than this is cut: boxes grow with labels
+
+
+def expr_label(expr: Optional[str]) -> Optional[str]:
+    """The text of an expression as a node label: short enough for a box."""
+    if not expr:
+        return None
+    return expr if len(expr) <= EXPR_CHARS else expr[:EXPR_CHARS - 1] + "\u2026"
+
+
 def changed_tensors(op: P.Op) -> list:
     """Ids of the tensors an in-place op changed: the version counters say
     (``x[0] = 5`` returns nothing)."""
@@ -339,7 +349,7 @@ class GraphBuilder:
     def _tensor_text(self, info: Optional[P.TensorInfo], node: Node):
         tid = node.tensor
         name = info.name if info and info.name else None
-        label = name or f"t{tid}"
+        label = name or self._expr_label(tid, node) or f"t{tid}"
         detail = tensor_detail(info)
         kept = node.flags & _KEPT_FLAGS if node.flags else _NO_FLAGS
         if info is not None:
@@ -354,6 +364,14 @@ class GraphBuilder:
         if flags is None:
             flags = _FLAG_SETS[key] = _tensor_flags(*key)
         return label, detail, flags
+
+    def _expr_label(self, tid: int, node: Node) -> Optional[str]:
+        """An unnamed tensor shown by the snippet's text that made it (``y ** 2``,
+        not ``t3``: a lecture hall cannot tell t3 from t17)."""
+        op = self.ops.get(node.op) if node.op is not None else None
+        if op is None or op.outputs[:1] != [tid]:
+            return None
+        return expr_label(getattr(op, "expr", None))
 
     def _new_tensor_node(self, nid: str, tid: int, step: int, op: Optional[P.Op],
                          extra=(), ghost_of=None) -> Node:

@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap,
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
+from graphscope.model.graph import expr_label
 from graphscope.model.grad_receivers import node_tensors, receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
@@ -295,7 +296,7 @@ class Inspector(QWidget):
             self.grad_text.hide()
 
     def _show_tensor(self, node, t, trace, frame) -> None:
-        name = t.name or f"t{t.id}"
+        name = _tensor_name(trace, t.id)
         self.title_label.setText(name)
         shape = "\u00d7".join(str(s) for s in t.shape) if t.shape else "scalar"
         self.subtitle_label.setText(f"tensor {shape} {t.dtype}")
@@ -677,4 +678,8 @@ def _tensor_name(trace, tid: Any) -> str:
     t = trace.tensors.get(tid)
     if t is None:
         return f"t{tid}"
-    return t.name or f"t{tid}"
+    if t.name:
+        return t.name
+    op = trace.op_by_id(t.created_by) if t.created_by is not None else None
+    expr = getattr(op, "expr", None) if op is not None and op.outputs[:1] == [t.id] else None
+    return expr_label(expr) or f"t{tid}"
