@@ -55,6 +55,22 @@ def test_backward_twice():
     """)
     assert d.kind == "backward_twice"
     assert "retain_graph=True" in d.fix and "(line 4)" in d.text and d.line == 5
+    assert d.text.startswith("The first backward() (line 4)")
+
+
+def test_backward_twice_names_the_pass_that_freed_the_graph():
+    # the backward-twice lesson: the first pass kept the graph, the second freed it
+    _, d = _diag("""
+        import torch
+        x = torch.tensor(3.0, requires_grad=True)
+        y = x * x
+        y.backward(retain_graph=True)
+        y.backward()
+        y.backward()
+    """)
+    assert d.kind == "backward_twice" and d.line == 7
+    assert d.text.startswith("The backward() (line 6) walked the graph and then freed")
+    assert "(line 6)" in d.fix
 
 
 def test_inplace_modification_of_a_saved_tensor_names_the_line():

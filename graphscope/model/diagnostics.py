@@ -163,14 +163,21 @@ def _twice(ctx: _Context) -> Diagnosis:
     root = ctx.root()
     name = ctx.name(root) if root is not None else "the output"
     calls = ctx.trace.backward_calls
-    first = next((c for c in calls[:-1] if root in c.roots or True), None) if len(calls) > 1 else None
-    where = f" (line {first.line})" if first is not None and first.line else ""
-    text = (f"The first backward(){where} walked the graph and then freed the intermediate values "
-            "it had saved, to save memory. A second backward() through the same graph finds "
+    # the pass that freed the graph: the last one before the failing call that did
+    # not keep it (retain_graph=True keeps it: backward-twice's first pass did)
+    earlier = calls[:-1]
+    freeing = [c for c in earlier if not c.retain_graph]
+    same = [c for c in freeing if root is not None and root in c.roots]
+    freed_by = (same or freeing or earlier or [None])[-1]
+    where = f" (line {freed_by.line})" if freed_by is not None and freed_by.line else ""
+    first = freed_by is earlier[0] if earlier and freed_by is not None else True
+    which = "The first backward()" if first else "The backward()"
+    text = (f"{which}{where} walked the graph and then freed the intermediate values "
+            "it had saved, to save memory. Another backward() through the same graph finds "
             "them gone.")
-    fix = ("Pass retain_graph=True to the first backward() if you really need two passes through the "
-           "same graph, or recompute the forward pass before each backward() (as a training loop "
-           "does every iteration).")
+    fix = (f"Pass retain_graph=True to that backward(){where} if you really need another pass "
+           "through the same graph, or recompute the forward pass before each backward() (as a "
+           "training loop does every iteration).")
     return Diagnosis(f"backward() through {name}'s graph a second time", text, fix, ctx.error.line,
                      ctx.ids(ctx.node(root)), "backward_twice")
 
