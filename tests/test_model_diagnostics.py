@@ -68,9 +68,9 @@ def test_backward_twice_names_the_pass_that_freed_the_graph():
         y.backward()
         y.backward()
     """)
-    assert d.kind == "backward_twice" and d.line == 7
-    assert d.text.startswith("The backward() (line 6) walked the graph and then freed")
-    assert "(line 6)" in d.fix
+    assert d.kind == "backward_twice" and d.line == 6
+    assert d.text.startswith("The backward() (line 5) walked the graph and then freed")
+    assert "(line 5)" in d.fix
 
 
 def test_inplace_modification_of_a_saved_tensor_names_the_line():
