@@ -160,8 +160,8 @@ def _snippet_builtins() -> dict:
 
 def _register_source(filename: str, source: str) -> None:
     # so tracebacks and warnings can show the snippet's lines, as for a real file
-    if not (filename.startswith("<") and filename.endswith(">")) or True:
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # (a "<snippet>" too: linecache keeps an entry with mtime None as it is)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
 
 
 def _flush(stream) -> None:
