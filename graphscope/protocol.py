@@ -146,6 +146,7 @@ class BackwardStep:
     grad_before: Any = None      # AccumulateGrad: leaf .grad before (Summary or None)
     grad_after: Any = None       # AccumulateGrad: leaf .grad after (Summary or None)
     within: Optional[int] = None # a Node inside op ``within``'s sub-graph (Op.subgraph)
+    released: bool = False       # the pass freed what the Node saved (no retain_graph)
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

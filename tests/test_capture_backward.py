@@ -236,3 +236,46 @@ def test_backward_with_create_graph_owns_the_graph_of_the_grad_it_made():
     assert second[0].op == op.id
     assert all(s.within == op.id for s in second[1:] if s.grad_fn != "AccumulateGrad")
     assert second[-1].grad_after["value"] == 12.0
+
+
+def test_a_pass_without_retain_graph_marks_the_nodes_whose_saved_values_it_freed():
+    # NOTE [released]: MulBackward0 and a custom Function saved tensors; AddBackward0
+    # and SumBackward0 did not, and could be run again
+    tr = capture("""
+        import torch
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return g * 2
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        w = F.apply(x * x + 1)
+        w.sum().backward(retain_graph=True)
+        w.sum().backward()
+    """)
+    first, second = steps_of(tr, 0), steps_of(tr, 1)
+    assert not any(s.released for s in first)                    # retain_graph=True
+    assert {s.grad_fn for s in second if s.released} == {"FBackward", "MulBackward0"}
+
+
+def test_the_timeline_knows_from_which_step_a_node_is_freed():
+    from graphscope.model.timeline import Timeline
+    tr = capture("""
+        import torch
+        x = torch.tensor(3.0, requires_grad=True)
+        y = x * x
+        y.backward(retain_graph=True)
+        y.backward()
+    """)
+    tl = Timeline(tr)
+    mul = next(o for o in tr.ops if o.name == "mul")
+    freed_at = tl.state().freed_at
+    assert list(freed_at) == [f"o{mul.id}"]
+    step = freed_at[f"o{mul.id}"]
+    run = tl.steps[step]
+    assert run.kind == "backward" and tr.backward[run.backward].call == 1
+    assert step > next(s.index for s in tl.steps if s.kind == "backward_call" and s.call == 1)

@@ -407,6 +407,22 @@ def test_a_tensor_hook_is_shown_where_it_may_change_the_gradient(qtbot, window):
     assert w.inspector.rows()["hooks"].startswith("registered at line 3:")
 
 
+def test_an_op_freed_by_backward_says_so_from_that_step_on(qtbot, window):
+    w = window
+    run_source(qtbot, w, "import torch\n"
+                         "x = torch.tensor(3.0, requires_grad=True)\n"
+                         "y = x * x\ny.backward()\n")
+    tl = w.live.timeline
+    mul = node_by_label(w, "mul")
+    at = tl.state().freed_at[mul.id]
+    w.select_node(mul.id)
+    w.set_cursor(at - 1)
+    assert "saved values" not in w.inspector.rows()
+    w.set_cursor(at)
+    assert "freed" in w.inspector.rows()["saved values"]
+    w.canvas.grab()        # the overlay paints the freed pill
+
+
 def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent

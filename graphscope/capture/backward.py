@@ -106,7 +106,7 @@ class BackwardTracer:
         handles = self._handles
         start = len(handles)
         try:
-            leaves = self._hook_graph(call_id, roots, befores)
+            leaves = self._hook_graph(call_id, roots, befores, bool(retain))
             result = call_as_caller(func, args, kwargs)
         except BaseException as e:
             if r.failed is None or r.failed[0] is not e:
@@ -162,7 +162,7 @@ class BackwardTracer:
     # and the leaves to their new ``.grad``), owning those nodes as a composite op owns its
     # inner ones (NOTE [composite ops]): a second pass through them is stepped
     # inside it, and the picture shows dy made from y and x.
-    def _hook_graph(self, call_id, roots, befores) -> None:
+    def _hook_graph(self, call_id, roots, befores, retain: bool = True) -> list:
         """Put a post hook on every Node reachable from the roots (and a prehook
         on AccumulateGrad nodes).
 
@@ -214,7 +214,11 @@ class BackwardTracer:
                     nxt.append(ni[2])
                     if not ni[3]:
                         stack.append(n)
-            fixed = (info[2], node_name(node), info[0], info[1], nxt, info[5])
+            # NOTE [released]: without retain_graph the engine frees what each
+            # Node saved right after running it; a Node that saved nothing
+            # (AddBackward0) can be run again, so only the others are marked
+            fixed = (info[2], node_name(node), info[0], info[1], nxt, info[5],
+                     not retain and _saves_tensors(node))
 
             if info[4]:   # AccumulateGrad
                 leaves.append(node.variable)
@@ -274,19 +278,42 @@ class BackwardTracer:
 
     def _emit_step(self, call_id, fixed, seq, grad_outputs, grad_inputs, before,
                    after) -> None:
-        nid, gname, op, tensor, nxt, within = fixed
+        nid, gname, op, tensor, nxt, within, released = fixed
         sm = self.r.memo.summary
         sid = self.n_steps
         self.n_steps = sid + 1
         self.r.emit(P.BackwardStep(
             sid, seq, call_id, gname, nid, op, tensor, list(nxt),
             [sm(g) for g in grad_outputs], [sm(g) for g in grad_inputs], before, after,
-            within))
+            within, released))
 
     def remove_all(self) -> None:
         for h in self._handles:
             h.remove()
         self._handles.clear()
+
+
+_SAVED_NAMES: dict = {}   # Node type -> its ``_raw_saved_*`` attribute names
+
+
+def _saves_tensors(node) -> bool:
+    """Whether ``node`` holds saved tensors (NOTE [released]), read from the raw
+    ``SavedTensor`` handles (``_raw_saved_*``; a custom Function's
+    ``_raw_saved_tensors``), never the tensors: unpacking one runs the snippet's
+    saved-tensor hooks (``checkpoint`` would recompute its forward). A saved
+    slot autograd left empty still counts: a rare overstatement, never a hook."""
+    tp = type(node)
+    names = _SAVED_NAMES.get(tp)
+    if names is None:
+        names = _SAVED_NAMES[tp] = tuple(a for a in dir(node) if a.startswith("_raw_saved_"))
+    try:
+        for a in names:
+            v = getattr(node, a)
+            if v is not None and (not isinstance(v, (tuple, list)) or len(v) > 0):
+                return True
+    except Exception:
+        return False    # already freed, or unreadable: this pass frees nothing new
+    return False
 
 
 def _is_acc(node) -> bool:

@@ -59,6 +59,10 @@ class FrameState:
     backward_call: Optional[int] = None  # the backward pass the cursor is in
     error: object = None           # ErrorInfo when the cursor is on the step that raised (the last)
     values_hidden: bool = False    # a quiz before Reveal: views hide values read (branch nodes)
+    # graph node id -> the step at which a backward pass freed what it saved (NOTE
+    # [released] in capture/backward.py): freed at this cursor when <= cursor. Shared
+    # with the timeline, read only.
+    freed_at: dict = field(default_factory=dict)
 
 
 class Timeline:
@@ -91,6 +95,7 @@ class Timeline:
         self._out_stderr: list[int] = [0]
         self._current_call = None
         self._retaining: list = []
+        self._freed_at: dict[str, int] = {}      # graph node -> step its saved values were freed
 
     def refresh(self, follow: bool = False) -> int:
         with gc_paused():
@@ -163,6 +168,10 @@ class Timeline:
             step = Step("backward", i, ev.seq, line, op=ev.op, backward=ev.id, call=ev.call)
             if ev.tensor is not None:
                 self._node_tensor.setdefault(ev.node, ev.tensor)
+            if getattr(ev, "released", False):
+                nid = node_of_backward(self.graph, ev)
+                if nid is not None and nid not in self._freed_at:
+                    self._freed_at[nid] = i
             delta = self._grad_changes(ev, op)
         self.steps.append(step)
         self._seqs.append(ev.seq)
@@ -359,7 +368,7 @@ class Timeline:
             highlight=highlight, edge_grads=edge_grads, leaf_grads=dict(leaf),
             grad_of=dict(grad), stdout_upto=self._out_stdout[k], stderr_upto=self._out_stderr[k],
             outputs_upto=k, retained_grads=retained, accumulated=accumulated,
-            backward_call=call, error=err)
+            backward_call=call, error=err, freed_at=self._freed_at)
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

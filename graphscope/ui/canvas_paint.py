@@ -702,6 +702,9 @@ class ScenePainter:
         highlight = [nodes[i] for i in _ids(getattr(frame, "highlight", None)) if i in nodes
                      and nodes[i].step <= limit] if frame is not None else []
         lod = lod_for(scale, self.geom, self.text_scale)
+        freed = getattr(frame, "freed_at", None) if frame is not None else None
+        if freed and device_rect is not None and lod != "tiny":
+            self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod)
         if spotlight and highlight and device_rect is not None:
             dim = QPainterPath()
             dim.addRect(device_rect)
@@ -830,6 +833,40 @@ class ScenePainter:
                         any(r.intersects(box) for r in placed):
                     continue
                 p.drawText(box, Qt.AlignHCenter | Qt.AlignTop, text)
+
+    def _paint_freed(self, p, to_device, freed: dict, cursor: int, limit, device_rect,
+                     lod) -> None:
+        """Ops whose saved values a backward pass has freed by this step (NOTE
+        [released] in capture/backward.py): washed out, with a "freed" pill under
+        them. A second backward through them raises; retain_graph=True keeps them."""
+        t = self.theme
+        inv, ok = to_device.inverted()
+        if not ok:
+            return
+        wash = qcolor(t.canvas_bg)
+        wash.setAlpha(140)
+        # as big as a node's detail line at this zoom, within reason
+        sc = abs(to_device.m11())
+        f = font(max(9.0, min(18.0, 11.0 * sc * min(self.text_scale, 1.5))), True)
+        fm = QFontMetricsF(f)
+        p.setFont(f)
+        for ng in self.geom.nodes_in(inv.mapRect(device_rect), limit):
+            at = freed.get(ng.id)
+            if at is None or at > cursor or ng.node.kind != "op":
+                continue
+            dr = to_device.mapRect(_rect(ng))
+            p.setPen(Qt.NoPen)
+            p.setBrush(wash)
+            p.drawRoundedRect(dr, dr.height() / 2, dr.height() / 2)
+            if lod == "full":
+                text = "freed"
+                w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
+                pill = QRectF(dr.center().x() - w / 2, dr.bottom() + 3, w, h)
+                p.setBrush(qcolor(t.canvas_bg))
+                p.setPen(QPen(qcolor(t.node_detail), 1.2, Qt.DashLine))
+                p.drawRoundedRect(pill, h / 2, h / 2)
+                p.setPen(qcolor(t.node_detail))
+                p.drawText(pill, Qt.AlignCenter, text)
 
     def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
         c = qcolor(colour)

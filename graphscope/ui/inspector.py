@@ -279,6 +279,12 @@ class Inspector(QWidget):
         if op.subgraph:
             # NOTE [composite ops]: the autograd nodes this one call made, output first
             rows["autograd nodes"] = subgraph_text(op.subgraph)
+        freed = getattr(frame, "freed_at", None) if frame is not None else None
+        at = freed.get(getattr(node, "id", None)) if freed else None
+        if at is not None and at <= frame.cursor:
+            # NOTE [released] in capture/backward.py
+            rows["saved values"] = ("freed by the backward pass that ran it (no "
+                                    "retain_graph): another pass through here raises")
         self._rows = rows
         self._refill_grid()
         grads = None if self.values_hidden else self._backward_grads_for(op, trace, frame)
