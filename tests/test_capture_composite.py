@@ -489,3 +489,24 @@ def test_a_custom_forward_that_raises_marks_its_apply_as_the_failed_op():
     assert [(o.name, o.failed, o.line) for o in failed] == [("Bad", "RuntimeError", 23)]
     assert tr.error.op == failed[0].id and tr.error.tensor == tr.tensor_by_name("y").id
     assert failed[0].inputs == [tr.tensor_by_name("y").id]
+
+
+def test_a_custom_forward_that_raises_before_any_torch_call_is_the_failed_op():
+    tr = capture("""
+        import torch
+        class Checked(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                if x.dim() != 2:
+                    raise ValueError("expected a matrix")
+                return x * 2
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+        x = torch.ones(3, requires_grad=True)
+        Checked.apply(x)
+    """)
+    assert tr.error.type == "ValueError"
+    (failed,) = [o for o in tr.ops if o.failed]
+    assert (failed.name, failed.failed) == ("Checked", "ValueError")
+    assert tr.error.op == failed.id and failed.inputs == [tr.tensor_by_name("x").id]

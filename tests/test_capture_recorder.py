@@ -273,3 +273,38 @@ def test_unnamed_tensors_are_labelled_by_the_text_that_made_them():
     """)
     labels = {n.label for n in build_graph(tr).nodes.values() if n.kind == "tensor"}
     assert {"y", "y ** 2", "(y ** 2).sum()"} <= labels
+
+
+def test_source_text_is_only_given_to_the_op_that_text_calls():
+    tr = capture("""
+        import torch
+        from torch.distributions import Normal
+        import torch.nn.functional as F
+        mu = torch.zeros(3, requires_grad=True)
+        loss = -Normal(mu, 1.0).log_prob(torch.ones(3)).sum()
+        s = sum([mu * 1, mu * 2])
+        n = F.normalize(mu + 1, dim=0)
+        c = (torch.zeros(2)
+             .add(1))
+    """)
+    by_line = {}
+    for o in tr.ops:
+        by_line.setdefault(o.line, []).append((o.name, o.expr))
+    # inside log_prob: its pow, log, sub are not the snippet's text
+    assert [e for n, e in by_line[6] if e] == [
+        "torch.ones(3)", "Normal(mu, 1.0).log_prob(torch.ones(3)).sum()",
+        "-Normal(mu, 1.0).log_prob(torch.ones(3)).sum()"]
+    # builtin sum adds in C: its partial sums are not "sum(...)"
+    adds = [e for n, e in by_line[7] if n == "add"]
+    assert adds and all(e is None for e in adds)
+    assert ("normalize", "F.normalize(mu + 1, dim=0)") in by_line[8]
+    # a chain split over lines: ".add(1)" has no receiver to show
+    assert [e for n, e in by_line[10] if n == "add"] == [None]
+
+
+def test_a_long_expression_label_keeps_both_ends():
+    from graphscope.model.graph import EXPR_CHARS, expr_label
+    a = expr_label("F.normalize(x, dim=0)")
+    b = expr_label("F.normalize(x, dim=0).sum()")
+    assert a != b and len(a) == len(b) == EXPR_CHARS
+    assert a.startswith("F.norma") and b.endswith(".sum()")

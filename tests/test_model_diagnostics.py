@@ -199,3 +199,20 @@ def test_branch_directions():
     assert "v.sum() > 5 gave True" in br[11] and "first value" in br[11]
     assert "while n < 4" in br[13] and "ran 3 times" in br[13]
     assert "else-branch ran (line 18)" in br[15]
+
+
+def test_backward_twice_names_the_pass_that_freed_this_graph_not_the_last():
+    # line 7 went through another graph; line 5 freed the exp this root needs
+    _, d = _diag("""
+        import torch
+        x = torch.randn(3, requires_grad=True)
+        y = x.exp()
+        a = y.sum()
+        a.backward()
+        b = (x * 3).sum()
+        b.backward()
+        c = (y * 2).sum()
+        c.backward()
+    """)
+    assert d.kind == "backward_twice"
+    assert "(line 5)" in d.text and "(line 5)" in d.fix

@@ -299,9 +299,10 @@ _SAVED_NAMES: dict = {}   # Node type -> its ``_raw_saved_*`` attribute names
 def _saves_tensors(node) -> bool:
     """Whether ``node`` holds saved tensors (NOTE [released]), read from the raw
     ``SavedTensor`` handles (``_raw_saved_*``; a custom Function's
-    ``_raw_saved_tensors``), never the tensors: unpacking one runs the snippet's
-    saved-tensor hooks (``checkpoint`` would recompute its forward). A saved
-    slot autograd left empty still counts: a rare overstatement, never a hook."""
+    ``_raw_saved_tensors``) and what they store (``.data``: None for a slot
+    autograd left empty, as ``addmm``'s matrices when only the bias needs a
+    gradient), never unpacked: unpacking runs the snippet's saved-tensor hooks
+    (``checkpoint`` would recompute its forward)."""
     tp = type(node)
     names = _SAVED_NAMES.get(tp)
     if names is None:
@@ -309,11 +310,19 @@ def _saves_tensors(node) -> bool:
     try:
         for a in names:
             v = getattr(node, a)
-            if v is not None and (not isinstance(v, (tuple, list)) or len(v) > 0):
-                return True
+            for st in (v if isinstance(v, (tuple, list)) else (v,)):
+                if st is not None and _holds(st):
+                    return True
     except Exception:
         return False    # already freed, or unreadable: this pass frees nothing new
     return False
+
+
+def _holds(st) -> bool:
+    try:
+        return st.data is not None
+    except Exception:
+        return True     # something is stored that cannot be read without unpacking
 
 
 def _is_acc(node) -> bool:

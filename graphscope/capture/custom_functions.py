@@ -104,15 +104,28 @@ class CustomFunctions:
         failed op, so the picture marks where the run failed. Returns (its op id,
         its first input's tensor id), or None."""
         state, self.raised = self.raised, None
-        if state is None or state[1] is None or not self.r.recording:
+        if not self.r.recording:
             return None
-        apply = state[0]
+        # the outermost apply the error came out of (a forward may raise before
+        # any torch call, checking its input: then no watch ever started)
+        apply = None
         tb = e.__traceback__
-        while tb is not None and tb.tb_frame is not apply:
+        while tb is not None:
+            if tb.tb_frame.f_code is _APPLY_CODE:
+                apply = tb.tb_frame
+                break
             tb = tb.tb_next
-        if tb is None:
-            return None   # caught, and the run failed for another reason
+        if apply is None:
+            return None   # not from a custom Function
+        if state is None or state[0] is not apply:
+            local = apply.f_locals
+            ins: list = []
+            flatten_tensors(list(local.get("args") or ()), ins)
+            flatten_tensors(local.get("kwargs") or {}, ins)
+            state = (apply, local.get("cls"), ins, None, None)
         cls = state[1]
+        if cls is None:
+            return None
         name = getattr(cls, "__name__", "Function")
         qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
         with torch._C.DisableTorchFunction():

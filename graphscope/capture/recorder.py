@@ -43,6 +43,7 @@ no dataclass reprs, name facts cached per function.
 """
 from __future__ import annotations
 
+import dis
 import itertools
 import linecache
 import sys
@@ -82,6 +83,11 @@ _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int_
 
 AFTER_NUMEL = 1 << 16   # values after in-place changes kept up to this size (_record)
 _POSITIONS: dict = {}   # code object -> its instructions' source positions (_expr_at)
+_OPNAMES = dis.opname
+_OPERATOR_OPS = frozenset({"BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "STORE_SUBSCR",
+                           "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT", "UNARY_NOT",
+                           "CONTAINS_OP"})
+_CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 _RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach",
                                     "hook"})
 _SCAN_ALWAYS = 2000
@@ -532,9 +538,13 @@ class Recorder(TorchFunctionMode):
         # the snippet's own text of the call, when the snippet made it directly
         # (``y ** 2``; torch's Python layer may sit in between: ``F.relu(h)``)
         expr = None
-        if frame is not None and (caller is frame or (caller is not None
-                                                      and caller.f_back is frame)):
-            expr = self._expr_at(frame)
+        if frame is not None and (caller is frame or (
+                caller is not None and caller.f_back is frame
+                and getattr(func, "__code__", None) is caller.f_code)):
+            # the snippet called the op, or a torch Python function it called
+            # (F.normalize) handed itself to the mode; not an op run inside a
+            # library function (Normal.log_prob's pow and log)
+            expr = self._expr_at(frame, name)
         outs = []
         if isinstance(result, Tensor):
             outs.append(result)
@@ -676,12 +686,16 @@ class Recorder(TorchFunctionMode):
                        scalars, after, subgraph, alias, failed, expr))
         return op_id
 
-    def _expr_at(self, frame):
-        """The source text of the expression snippet ``frame`` is evaluating now:
-        the instruction's position (``co_positions``, Python 3.11) sliced out of
-        its line. Once per instruction: a loop asks for the same ones again."""
+    def _expr_at(self, frame, name):
+        """The source text of the expression snippet ``frame`` is evaluating now
+        for the op called ``name``: the instruction's position (``co_positions``,
+        Python 3.11) sliced out of its line. Only when the instruction is this
+        op: an operator instruction (BINARY_OP, a subscript, a unary minus), or
+        a call whose text calls ``name(`` (``sum(xs)`` adding tensors in C is a
+        call of ``sum``, and its partial sums are not ``sum(xs)``). Once per
+        instruction and op name."""
         code = frame.f_code
-        key = (code, frame.f_lasti)
+        key = (code, frame.f_lasti, name)
         exprs = self._exprs
         try:
             return exprs[key]
@@ -689,16 +703,29 @@ class Recorder(TorchFunctionMode):
             pass
         text = None
         try:
-            pos = _POSITIONS.get(code)
-            if pos is None:
-                if len(_POSITIONS) > 4096:
-                    _POSITIONS.clear()
-                pos = _POSITIONS[code] = list(code.co_positions())
-            l0, l1, c0, c1 = pos[frame.f_lasti // 2]
-            if l0 is not None and l0 == l1 and c0 is not None and c1 is not None:
-                # columns count UTF-8 bytes
-                line = linecache.getline(self.filename, l0).encode("utf-8")
-                text = " ".join(line[c0:c1].decode("utf-8", "replace").split()) or None
+            raw = code.co_code
+            i = frame.f_lasti
+            op = _OPNAMES[raw[i]]
+            while op == "CACHE" and i > 0:
+                # a call into Python code leaves f_lasti in the CALL's inline cache
+                i -= 2
+                op = _OPNAMES[raw[i]]
+            call = op in _CALL_OPS
+            if call or op in _OPERATOR_OPS:
+                pos = _POSITIONS.get(code)
+                if pos is None:
+                    if len(_POSITIONS) > 4096:
+                        _POSITIONS.clear()
+                    pos = _POSITIONS[code] = list(code.co_positions())
+                l0, l1, c0, c1 = pos[frame.f_lasti // 2]
+                if l0 is not None and l0 == l1 and c0 is not None and c1 is not None:
+                    # columns count UTF-8 bytes
+                    line = linecache.getline(self.filename, l0).encode("utf-8")
+                    if not line[:c0].rstrip().endswith(b"."):
+                        # (``.add(1)`` of a chain split over lines: no receiver)
+                        text = " ".join(line[c0:c1].decode("utf-8", "replace").split()) or None
+                    if call and text is not None and name + "(" not in text:
+                        text = None
         except Exception:
             text = None
         if len(exprs) > 65536:

@@ -163,12 +163,19 @@ def _twice(ctx: _Context) -> Diagnosis:
     root = ctx.root()
     name = ctx.name(root) if root is not None else "the output"
     calls = ctx.trace.backward_calls
-    # the pass that freed the graph: the last one before the failing call that did
-    # not keep it (retain_graph=True keeps it: backward-twice's first pass did)
+    # the pass that freed the graph: the last one before the failing call that
+    # released a node this root's graph goes through (BackwardStep.released), else
+    # one from the same root that did not keep it (retain_graph=True keeps it:
+    # backward-twice's first pass did), else the last that did not
     earlier = calls[:-1]
     freeing = [c for c in earlier if not c.retain_graph]
+    ops = _ops_behind(ctx.trace, root)
+    ids = {c.id for c in earlier}
+    by_release = {s.call for s in ctx.trace.backward if s.released and s.call in ids
+                  and (s.op in ops or s.within in ops)}
+    hit = [c for c in earlier if c.id in by_release]
     same = [c for c in freeing if root is not None and root in c.roots]
-    freed_by = (same or freeing or earlier or [None])[-1]
+    freed_by = (hit or same or freeing or earlier or [None])[-1]
     where = f" (line {freed_by.line})" if freed_by is not None and freed_by.line else ""
     first = freed_by is earlier[0] if earlier and freed_by is not None else True
     which = "The first backward()" if first else "The backward()"
@@ -180,6 +187,24 @@ def _twice(ctx: _Context) -> Diagnosis:
            "training loop does every iteration).")
     return Diagnosis(f"backward() through {name}'s graph a second time", text, fix, ctx.error.line,
                      ctx.ids(ctx.node(root)), "backward_twice")
+
+
+def _ops_behind(trace, root) -> set:
+    """Ids of the ops whose outputs lead to tensor ``root`` (its forward graph)."""
+    out: set = set()
+    stack = [root] if root is not None else []
+    seen: set = set()
+    while stack:
+        tid = stack.pop()
+        if tid in seen:
+            continue
+        seen.add(tid)
+        info = trace.tensors.get(tid)
+        op = trace.op_by_id(info.created_by) if info is not None and info.created_by is not None else None
+        if op is not None and op.id not in out:
+            out.add(op.id)
+            stack.extend(op.inputs)
+    return out
 
 
 def _inplace_saved(ctx: _Context) -> Diagnosis:

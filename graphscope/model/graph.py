@@ -201,7 +201,12 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
     """The text of an expression as a node label: short enough for a box."""
     if not expr:
         return None
-    return expr if len(expr) <= EXPR_CHARS else expr[:EXPR_CHARS - 1] + "\u2026"
+    if len(expr) <= EXPR_CHARS:
+        return expr
+    # both ends: a chain and its link differ at the end (``….sum()``), calls of
+    # one function at the start
+    head = (EXPR_CHARS - 1) // 2
+    return expr[:head] + "\u2026" + expr[-(EXPR_CHARS - 1 - head):]
 
 
 def changed_tensors(op: P.Op) -> list:
