@@ -168,6 +168,8 @@ class Inspector(QWidget):
             (("dash", t.edge_nograd, t.edge_nograd, ""), "data flow autograd does not track"),
             (("region", _over(t.region_fill, t.panel_bg), t.region_border, ""),
              "no_grad / inference_mode region"),
+            (("freed", t.canvas_bg, t.node_detail, "freed"),
+             "op whose saved values backward freed"),
         ]
         grid = self.legend_grid
         while grid.count():
@@ -590,14 +592,17 @@ def _swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
                                  QPointF(r.right() - k, r.bottom()), QPointF(r.left() + k, r.bottom())]))
     else:
         p.setBrush(fc)
-        pen = QPen(bc, 2.0)
-        if shape == "region":
+        pen = QPen(bc, 2.0 if shape != "freed" else 1.2)
+        if shape in ("region", "freed"):
             pen.setStyle(Qt.PenStyle.DashLine)
         p.setPen(pen)
-        p.drawRoundedRect(r, 4, 4)
+        radius = r.height() / 2 if shape == "freed" else 4
+        p.drawRoundedRect(r, radius, radius)
         if mark:
             f = QFont(font)
             f.setBold(True)
+            if shape == "freed":   # the canvas's small pill under a freed op
+                f.setPointSizeF(f.pointSizeF() * 0.72)
             p.setFont(f)
             p.setPen(bc)
             p.drawText(r, Qt.AlignmentFlag.AlignCenter, mark)
