@@ -535,15 +535,13 @@ class Recorder(TorchFunctionMode):
         except BaseException as e:
             self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
             raise
-        # the snippet's own text of the call, when the snippet made it directly
-        # (``y ** 2``; torch's Python layer may sit in between: ``F.relu(h)``)
+        # the snippet's own text of the call (``y ** 2``), when the snippet called
+        # the op, or a torch Python function it called handed itself to the mode;
+        # not for an op run inside a library function (Normal.log_prob's pow)
         expr = None
         if frame is not None and (caller is frame or (
                 caller is not None and caller.f_back is frame
                 and getattr(func, "__code__", None) is caller.f_code)):
-            # the snippet called the op, or a torch Python function it called
-            # (F.normalize) handed itself to the mode; not an op run inside a
-            # library function (Normal.log_prob's pow and log)
             expr = self._expr_at(frame, name)
         outs = []
         if isinstance(result, Tensor):
