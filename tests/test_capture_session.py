@@ -1,6 +1,5 @@
 """run_snippet: output, endings, limits, fidelity with plain Python."""
 import sys
-import threading
 
 import pytest
 import torch

@@ -1,7 +1,6 @@
 """The graphscope command: exit codes 0/1/2, one-line messages, no tracebacks,
 and the window / scenario commands handing over their arguments."""
 import json
-import os
 import subprocess
 import sys
 import types

@@ -1,7 +1,5 @@
 """Timeline and cursor: steps in order, state at a cursor forward and back,
 gradients on edges, leaf .grad before/after, accumulation, retain_grad, output."""
-import pytest
-
 from graphscope.model.graph import GraphBuilder, build_graph
 from graphscope.model.timeline import Timeline
 from graphscope.model.trace import Trace

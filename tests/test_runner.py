@@ -1,7 +1,5 @@
 """Runner and worker processes: normal runs, streaming, stop, interrupt,
 timeout, crashes, start failures, and no leaked processes (real workers)."""
-import os
-import sys
 import threading
 import time
 

@@ -5,7 +5,6 @@ cheap; the bundled snippets themselves are run in test_scenarios_run.py."""
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest

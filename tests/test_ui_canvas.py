@@ -100,7 +100,6 @@ def test_render_nonblank_with_region_box_where_the_region_is(traces):
     region = graph.regions[0]
     assert region.label.startswith("torch.no_grad()")
     members = [layout.positions[i] for i in region.node_ids]
-    left = min(x for x, _ in members) - 64 / 2 - 10      # narrowest node is 64 wide
     cy = sum(y for _, y in members) / len(members)
     left_node = min(region.node_ids, key=lambda i: layout.positions[i][0])
     from graphscope.model.layout import node_size
@@ -166,7 +165,7 @@ def test_svg_and_files(traces, tmp_path):
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
     assert "torch.no_grad()" in svg and ">x<" in svg.replace(" ", "")
     png = render.render_file(traces["no_grad"], tmp_path / "g.png", "png", theme="high-contrast")
-    svgf = render.render_file(traces["no_grad"], tmp_path / "g.svg", "svg")
+    render.render_file(traces["no_grad"], tmp_path / "g.svg", "svg")
     from PySide6.QtGui import QImage
     assert QImage(png).width() > 100
     assert "<svg" in (tmp_path / "g.svg").read_text()

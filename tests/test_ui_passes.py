@@ -8,7 +8,7 @@ import pytest
 from graphscope import protocol as P
 from graphscope.model.trace import Trace
 from graphscope.runner import run_to_trace
-from graphscope.ui.passes_view import ONLY_A, ONLY_B, PassesPanel
+from graphscope.ui.passes_view import ONLY_B, PassesPanel
 from graphscope.ui.static_view import StaticPanel, candidate_targets, static_graph
 from graphscope.ui.timing_view import TimingPanel
 

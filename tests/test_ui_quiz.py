@@ -1,6 +1,4 @@
 """Quiz panel: question before anything runs, hidden output, keys, hint, reveal, score."""
-import textwrap
-
 import pytest
 from PySide6.QtCore import Qt
 

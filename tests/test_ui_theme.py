@@ -120,7 +120,7 @@ def test_legend_swatches_show_fill_and_border_in_theme_colours(qtbot, name):
     assert len(boxes) == 5
     for (shape, fill, border, mark), icon in boxes:
         img = icon.pixmap().toImage()
-        w, h = img.width(), img.height()
+        h = img.height()
         dpr = icon.pixmap().devicePixelRatio()
         # the border along the left edge, the fill inside next to it
         assert near(img.pixelColor(int(1.5 * dpr), h // 2), border), (name, fill, border)

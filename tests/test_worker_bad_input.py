@@ -1,7 +1,5 @@
 """Snippets that misbehave: each ends within its limit with a clear message,
 and no GraphScope frame reaches the user (real worker processes)."""
-import os
-
 import pytest
 
 from graphscope.cli import CommandError, read_snippet
