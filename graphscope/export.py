@@ -137,10 +137,10 @@ def _shape_text(info) -> str:
     return f"{shape} {info.dtype}"
 
 
-def _tensor_node(tid, info) -> str:
+def _tensor_node(tid, info, trace=None) -> str:
     if info is None:
         return f"  t{tid} [shape=box, label={_q(f't{tid}')}];"
-    label = info.name or f"t{tid}"
+    label = info.name or _expr_of(trace, info) or f"t{tid}"
     attrs = ["shape=box", f"label={_q(label + chr(10) + _shape_text(info))}"]
     style = ["rounded"]
     if info.requires_grad:
@@ -190,7 +190,7 @@ def to_dot(trace, name: str = "forward") -> str:
         if tid in declared:
             return
         declared.add(tid)
-        out.append(_tensor_node(tid, tensors.get(tid)))
+        out.append(_tensor_node(tid, tensors.get(tid), trace))
 
     for i, r in enumerate(regions):
         if not members[i]:
@@ -221,6 +221,18 @@ def to_dot(trace, name: str = "forward") -> str:
             lines.append(f"  o{op.id} -> t{tid}{_edge_attrs(op, tensors.get(tid), tracked)};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _expr_of(trace, info):
+    """An unnamed tensor's label as the window draws it: the snippet's text that
+    made it (``y ** 2``)."""
+    if trace is None or info.created_by is None:
+        return None
+    op = trace.op_by_id(info.created_by)
+    if op is None or op.outputs[:1] != [info.id]:
+        return None
+    from graphscope.model.graph import expr_label
+    return expr_label(op.expr)
 
 
 def _edge_attrs(op, info, tracked) -> str:

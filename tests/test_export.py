@@ -64,6 +64,15 @@ def test_dot_has_boxes_ellipses_and_every_edge_declared(trace):
     assert {k for k in nodes if k.startswith("o")} == {f"o{o.id}" for o in trace.ops}
 
 
+def test_dot_labels_an_unnamed_tensor_as_the_window_does(trace):
+    # x * w is never bound to a name: "x * w", not "t2"
+    dot = export.to_dot(trace)
+    mul = next(o for o in trace.ops if o.name == "mul" and o.grad_enabled)
+    tid = mul.outputs[0]
+    assert trace.tensors[tid].name is None and mul.expr == "x * w"
+    assert re.search(rf't{tid} \[shape=box, label="x \* w\\n', dot)
+
+
 def test_dot_marks_no_grad_edges_and_regions_and_detach(trace):
     text = export.to_dot(trace)
     nodes, edges = _dot_parts(text)
