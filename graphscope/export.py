@@ -140,7 +140,10 @@ def _shape_text(info) -> str:
 def _tensor_node(tid, info, trace=None) -> str:
     if info is None:
         return f"  t{tid} [shape=box, label={_q(f't{tid}')}];"
-    label = info.name or _expr_of(trace, info) or f"t{tid}"
+    label = info.name or f"t{tid}"
+    if trace is not None:
+        from graphscope.model.graph import tensor_label   # the window's own label
+        label = tensor_label(trace, info)
     attrs = ["shape=box", f"label={_q(label + chr(10) + _shape_text(info))}"]
     style = ["rounded"]
     if info.requires_grad:
@@ -221,18 +224,6 @@ def to_dot(trace, name: str = "forward") -> str:
             lines.append(f"  o{op.id} -> t{tid}{_edge_attrs(op, tensors.get(tid), tracked)};")
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def _expr_of(trace, info):
-    """An unnamed tensor's label as the window draws it: the snippet's text that
-    made it (``y ** 2``)."""
-    if trace is None or info.created_by is None:
-        return None
-    op = trace.op_by_id(info.created_by)
-    if op is None or op.outputs[:1] != [info.id]:
-        return None
-    from graphscope.model.graph import expr_label
-    return expr_label(op.expr)
 
 
 def _edge_attrs(op, info, tracked) -> str:

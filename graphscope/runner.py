@@ -591,11 +591,8 @@ def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[flo
             also(batch)
     else:
         take = trace.extend
-    gc_state = quiet_gc.quiet()   # the trace's rows pile up (NOTE [gc during capture])
-    try:
+    with quiet_gc.quieted():   # the trace's rows pile up (NOTE [gc during capture])
         return _run_into(trace, source, filename, timeout, runner, take, run_fields)
-    finally:
-        quiet_gc.restore(gc_state)
 
 
 def _run_into(trace, source, filename, timeout, runner, take, run_fields) -> Trace:

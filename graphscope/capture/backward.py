@@ -117,8 +117,26 @@ class BackwardTracer:
                 h.remove()
             del handles[start:]
             befores.clear()
-        if create and not is_grad and r.recording and leaves:
-            # the .grad each leaf got holds a graph too (NOTE [graphs made by backward])
+        if create and r.recording:
+            self._record_made_graph(is_grad, args, kwargs, result, roots, ins, leaves, frame)
+        if is_grad and r.recording:
+            for t in _tensors(result):
+                r.tensor_id(t, seq)
+        return result
+
+    def _record_made_graph(self, is_grad, args, kwargs, result, roots, ins, leaves,
+                           frame) -> None:
+        """NOTE [graphs made by backward]: the gradients a ``create_graph=True``
+        call made, with graphs of their own, as the output of one op."""
+        r = self.r
+        if is_grad:
+            made = [t for t in _tensors(result) if grad_fn_of(t) is not None]
+            # a grad_outputs that requires grad is data of the new graph too
+            # (grad(y, x, go, create_graph=True) is go times dy/dx)
+            data = roots + ins + [t for t in _tensors(_arg(args, kwargs, 2, "grad_outputs",
+                                                            None)) if t.requires_grad]
+            name, qual = "autograd.grad", "torch.autograd.grad"
+        else:
             made, owners = [], []
             for leaf in leaves:
                 try:
@@ -131,27 +149,13 @@ class BackwardTracer:
                         and not any(g is m for m in made)):
                     made.append(g)
                     owners.append(leaf)
-            if made:
-                # from the roots and the leaves whose .grad it made (the new graph
-                # reads them: d(x**3)/dx = 3 * x**2)
-                r._record("backward", "torch.Tensor.backward", "call",
-                          torch.is_grad_enabled(), roots + (ins or owners), made, None, None,
-                          frame)
-        if is_grad and r.recording:
-            outs = _tensors(result)
-            made = [t for t in outs if grad_fn_of(t) is not None] if create else []
-            if made:
-                # NOTE [graphs made by backward]; a grad_outputs that requires grad
-                # is data of the new graph too (grad(y, x, go, create_graph=True) is
-                # go times dy/dx)
-                go = [t for t in _tensors(_arg(args, kwargs, 2, "grad_outputs", None))
-                      if t.requires_grad]
-                r._record("autograd.grad", "torch.autograd.grad", "call",
-                          torch.is_grad_enabled(), roots + ins + go, made, None, None,
-                          frame)
-            for t in outs:
-                r.tensor_id(t, seq)
-        return result
+            # from the roots and the leaves whose .grad it made (the new graph reads
+            # them: d(x**3)/dx = 3 * x**2)
+            data = roots + (ins or owners)
+            name, qual = "backward", "torch.Tensor.backward"
+        if made:
+            r._record(name, qual, "call", torch.is_grad_enabled(), data, made, None, None,
+                      frame)
 
     # NOTE [graphs made by backward]: with ``create_graph=True`` the backward pass
     # is itself recorded by autograd: the gradient ``torch.autograd.grad`` returns

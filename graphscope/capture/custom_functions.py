@@ -66,12 +66,9 @@ class CustomFunctions:
             f = f.f_back
         if apply is None or sys.getprofile() is not None:
             return False
-        local = apply.f_locals
-        ins: list = []
-        flatten_tensors(list(local.get("args") or ()), ins)
-        flatten_tensors(local.get("kwargs") or {}, ins)
+        cls, ins = _apply_call(apply)
         # the inputs as they were: versions (mark_dirty) and nodes (NOTE [composite ops])
-        self.state = (apply, local.get("cls"), ins, [(t, version_of(t)) for t in ins],
+        self.state = (apply, cls, ins, [(t, version_of(t)) for t in ins],
                       [grad_fn_of(t) for t in ins])
 
         def watch(frame, event, arg):
@@ -118,16 +115,11 @@ class CustomFunctions:
         if apply is None:
             return None   # not from a custom Function
         if state is None or state[0] is not apply:
-            local = apply.f_locals
-            ins: list = []
-            flatten_tensors(list(local.get("args") or ()), ins)
-            flatten_tensors(local.get("kwargs") or {}, ins)
-            state = (apply, local.get("cls"), ins, None, None)
+            state = (apply, *_apply_call(apply), None, None)
         cls = state[1]
         if cls is None:
             return None
-        name = getattr(cls, "__name__", "Function")
-        qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
+        name, qual = _names(cls)
         with torch._C.DisableTorchFunction():
             op_id = self.r._record(name, qual, "call", torch.is_grad_enabled(), state[2], [],
                                    None, None, self.r.snippet_frame_from(apply.f_back),
@@ -148,10 +140,24 @@ class CustomFunctions:
             flatten_tensors(result, outs)
         if not outs or cls is None:
             return
-        name = getattr(cls, "__name__", "Function")
-        qual = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"
+        name, qual = _names(cls)
         dirty = [(t, v) for t, v in before if any(t is o for o in outs)]
         # an output may be an input, or a view of one: it then shares its memory
         r._record(name, qual, "inplace" if dirty else "call", torch.is_grad_enabled(), ins,
                   outs, dirty or None, None, r.snippet_frame_from(apply.f_back), in_fns,
                   may_share=True)
+
+
+def _apply_call(apply) -> tuple:
+    """(the Function class, its tensor arguments) of a running ``Function.apply`` frame."""
+    local = apply.f_locals
+    ins: list = []
+    flatten_tensors(list(local.get("args") or ()), ins)
+    flatten_tensors(local.get("kwargs") or {}, ins)
+    return local.get("cls"), ins
+
+
+def _names(cls) -> tuple:
+    """(op name, qualified name) of a custom Function's apply."""
+    name = getattr(cls, "__name__", "Function")
+    return name, f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', name)}.apply"

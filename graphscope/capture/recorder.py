@@ -535,14 +535,6 @@ class Recorder(TorchFunctionMode):
         except BaseException as e:
             self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
             raise
-        # the snippet's own text of the call (``y ** 2``), when the snippet called
-        # the op, or a torch Python function it called handed itself to the mode;
-        # not for an op run inside a library function (Normal.log_prob's pow)
-        expr = None
-        if frame is not None and (caller is frame or (
-                caller is not None and caller.f_back is frame
-                and getattr(func, "__code__", None) is caller.f_code)):
-            expr = self._expr_at(frame, name)
         outs = []
         if isinstance(result, Tensor):
             outs.append(result)
@@ -553,6 +545,14 @@ class Recorder(TorchFunctionMode):
             kind, before, in_fns = "call", None, None
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
             return result
+        # the snippet's own text of the call (``y ** 2``), when the snippet called
+        # the op, or a torch Python function it called handed itself to the mode;
+        # not for an op run inside a library function (Normal.log_prob's pow)
+        expr = None
+        if frame is not None and (caller is frame or (
+                caller is not None and caller.f_back is frame
+                and getattr(func, "__code__", None) is caller.f_code)):
+            expr = self._expr_at(frame, name)
         op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,
                           in_fns, expr=expr)
         if kind == "retain_grad" and op is not None and ins:

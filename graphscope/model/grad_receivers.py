@@ -20,6 +20,8 @@ the in-place op changed through its view), else the Node itself. ``next`` comes 
 """
 from __future__ import annotations
 
+from typing import Optional
+
 
 def node_tensors(trace) -> dict:
     """Autograd Node id -> the tensor its first step belongs to."""
@@ -30,10 +32,12 @@ def node_tensors(trace) -> dict:
     return out
 
 
-def receivers(trace, ev, op, node_tensor: dict) -> list:
+def receivers(trace, ev, op, node_tensor: Optional[dict] = None) -> list:
     """``(tensor id or None, label or None, gradient summary)`` for each
     gradient step ``ev`` (of ``op``'s Node) sent on; a label names the
-    receiving Node when no tensor can be given."""
+    receiving Node when no tensor can be given. ``node_tensor``: ``node_tensors``
+    of the trace, when the caller keeps one; else made when it is needed (the
+    inputs settle most steps without it)."""
     grads = list(ev.grad_inputs or [])
     real = [g for g in grads if g is not None]
     if op.qualname in _MADE_BY_BACKWARD:
@@ -67,15 +71,29 @@ def _by_next(trace, ev, real, node_tensor) -> list:
     nxt = list(ev.next or [])
     if not nxt or len(real) != len(nxt):
         return []
+    if node_tensor is None:
+        node_tensor = node_tensors(trace)
+    steps = _first_steps(trace, nxt)
     out = []
     for n, g in zip(nxt, real):
         tid = node_tensor.get(n)
         if tid is None:
-            tid = _base_of_copyslices(trace, n)
+            tid = _base_of_copyslices(trace, steps.get(n))
         if tid is not None and _fits(trace, [(tid, g)]):
             out.append((tid, None, g))
         else:
-            out.append((None, _node_label(trace, n), g))
+            out.append((None, _node_label(trace, steps.get(n)), g))
+    return out
+
+
+def _first_steps(trace, nodes) -> dict:
+    """Node id -> its first step, for ``nodes`` (one pass, ends when all are found)."""
+    want, out = set(nodes), {}
+    for b in trace.backward:
+        if b.node in want and b.node not in out:
+            out[b.node] = b
+            if len(out) == len(want):
+                break
     return out
 
 
@@ -98,11 +116,10 @@ def _numel(shape) -> int:
     return n
 
 
-def _base_of_copyslices(trace, node_id):
-    """The tensor a ``CopySlices`` Node stands for: the base that an in-place op
-    on its view changed too (the one tensor the op changed that is neither its
-    input nor its output), else None."""
-    step = next((b for b in trace.backward if b.node == node_id), None)
+def _base_of_copyslices(trace, step):
+    """The tensor a ``CopySlices`` Node (its first ``step``) stands for: the base
+    that an in-place op on its view changed too (the one tensor the op changed
+    that is neither its input nor its output), else None."""
     if step is None or step.grad_fn != "CopySlices" or step.within is None:
         return None
     host = trace.op_by_id(step.within)
@@ -113,8 +130,7 @@ def _base_of_copyslices(trace, node_id):
     return others[0] if len(others) == 1 else None
 
 
-def _node_label(trace, node_id) -> str:
-    step = next((b for b in trace.backward if b.node == node_id), None)
+def _node_label(trace, step) -> str:
     if step is None:
         return "the next node"
     if step.within is not None:

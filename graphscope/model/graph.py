@@ -209,6 +209,23 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
     return expr[:head] + "\u2026" + expr[-(EXPR_CHARS - 1 - head):]
 
 
+def made_by_text(op, tid: int) -> Optional[str]:
+    """The label of tensor ``tid`` from ``op``, when ``op`` made it: the snippet's
+    text of the call, cut for a box (None when there is none)."""
+    if op is None or op.outputs[:1] != [tid]:
+        return None
+    return expr_label(getattr(op, "expr", None))
+
+
+def tensor_label(trace, info) -> str:
+    """How a tensor of ``trace`` is called on screen: its name, else the text that
+    made it, else ``t<id>`` (the canvas, the inspector and the DOT export agree)."""
+    if info.name:
+        return info.name
+    op = trace.op_by_id(info.created_by) if info.created_by is not None else None
+    return made_by_text(op, info.id) or f"t{info.id}"
+
+
 def changed_tensors(op: P.Op) -> list:
     """Ids of the tensors an in-place op changed: the version counters say
     (``x[0] = 5`` returns nothing)."""
@@ -373,10 +390,7 @@ class GraphBuilder:
     def _expr_label(self, tid: int, node: Node) -> Optional[str]:
         """An unnamed tensor shown by the snippet's text that made it (``y ** 2``,
         not ``t3``: a lecture hall cannot tell t3 from t17)."""
-        op = self.ops.get(node.op) if node.op is not None else None
-        if op is None or op.outputs[:1] != [tid]:
-            return None
-        return expr_label(getattr(op, "expr", None))
+        return made_by_text(self.ops.get(node.op) if node.op is not None else None, tid)
 
     def _new_tensor_node(self, nid: str, tid: int, step: int, op: Optional[P.Op],
                          extra=(), ghost_of=None) -> Node:
@@ -432,7 +446,8 @@ class GraphBuilder:
             t for t in outputs if t in op.inputs and self._same_node(t, op)]
         if same:
             outputs = [t for t in outputs if t not in same]
-        made_node = bool(op.grad_fn) and not (same and not outputs)
+        handed_back = bool(same) and not outputs
+        made_node = bool(op.grad_fn) and not handed_back
         op_flags, out_extra = _op_flag_sets(made_node, op.grad_enabled, op.inference,
                                             kind, is_detach, bool(op.module))
 
@@ -441,8 +456,7 @@ class GraphBuilder:
         for tid in op.inputs:
             src = self._input_node(tid, op, step, d)
             in_nodes.append((tid, src))
-        detail = (op.grad_fn or "no grad") if made_node else (
-            "returns its input" if same and not outputs else "no grad")
+        detail = "returns its input" if handed_back else (op.grad_fn or "no grad")
         onode = Node(id=f"o{op.id}", kind="op", label=op.name,
                      detail=detail, op=op.id, line=op.line, step=step,
                      flags=op_flags)
@@ -545,17 +559,9 @@ class GraphBuilder:
         """A call that raised: its inputs went in and nothing came out. Drawn as
         what it was ("raised RuntimeError"), not as an op autograd left out (a
         failed in-place op has no version change, and read as untracked)."""
-        g = self.graph
-        srcs = [(t, self._input_node(t, op, step, d)) for t in op.inputs]
-        onode = Node(id=f"o{op.id}", kind="op", label=op.name, detail=f"raised {op.failed}",
-                     op=op.id, line=op.line, step=step, flags=frozenset({"error"}))
-        g._add_node(onode)
-        d.nodes.append(onode)
-        created.append(onode.id)
-        for t, src in srcs:
-            g.in_src[(op.id, t)] = src
-            d.edges.append(g._add_edge(Edge(src, onode.id, self._edge_kind(t, op), step)))
-        self._place_in_regions(created, op, d)
+        srcs = [(t, self._input_node(t, op, step, d), self._edge_kind(t, op))
+                for t in op.inputs]
+        self._dead_end_op(op, f"raised {op.failed}", {"error"}, srcs, step, d, created)
 
     def _untracked_inplace(self, op: P.Op, selves: list, step: int, d: GraphDelta,
                            created: list) -> None:
@@ -565,24 +571,36 @@ class GraphBuilder:
         g = self.graph
         others = [t for t in op.inputs if t not in selves]
         for tid in selves:
-            for nid in self._tensor_node_ids(tid):
-                node = g.nodes[nid]
-                if "inplace" not in node.flags:
-                    node.flags = node.flags | {"inplace"}
-                    d.changed.append(node)
+            self._add_flag(tid, "inplace", d)
         if others or self._written_in_a_region(op, selves):
             flags = {"inplace", "no_grad"} if not op.grad_enabled else {"inplace"}
-            onode = Node(id=f"o{op.id}", kind="op", label=op.name, detail="no grad", op=op.id,
-                         line=op.line, step=step, flags=frozenset(flags))
             srcs = [(t, self._input_node(t, op, step, d)) for t in others]
             srcs += [(t, g.tensor_node[t]) for t in selves if t in g.tensor_node]
-            g._add_node(onode)
-            d.nodes.append(onode)
-            created.append(onode.id)
-            for t, src in srcs:
-                g.in_src[(op.id, t)] = src
-                d.edges.append(g._add_edge(Edge(src, onode.id, "nograd", step)))
-            self._place_in_regions(created, op, d)
+            self._dead_end_op(op, "no grad", flags, [(t, s, "nograd") for t, s in srcs],
+                              step, d, created)
+
+    def _dead_end_op(self, op: P.Op, detail: str, flags, srcs: list, step: int,
+                     d: GraphDelta, created: list) -> None:
+        """An op node that ends there (no output drawn): ``srcs`` are (tensor id,
+        its node, edge kind) of what went in."""
+        g = self.graph
+        onode = Node(id=f"o{op.id}", kind="op", label=op.name, detail=detail, op=op.id,
+                     line=op.line, step=step, flags=frozenset(flags))
+        g._add_node(onode)
+        d.nodes.append(onode)
+        created.append(onode.id)
+        for t, src, kind in srcs:
+            g.in_src[(op.id, t)] = src
+            d.edges.append(g._add_edge(Edge(src, onode.id, kind, step)))
+        self._place_in_regions(created, op, d)
+
+    def _add_flag(self, tid: int, flag: str, d: GraphDelta) -> None:
+        """``flag`` on every node drawing tensor ``tid`` (changed ones into ``d``)."""
+        for nid in self._tensor_node_ids(tid):
+            node = self.graph.nodes[nid]
+            if flag not in node.flags:
+                node.flags = node.flags | {flag}
+                d.changed.append(node)
 
     def _on_fact_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
         if op.kind == "factory":
@@ -610,11 +628,7 @@ class GraphBuilder:
             for tid in op.inputs[:1]:
                 if tid in self._pending:
                     self._materialise(tid, None, step, d)
-                for nid in self._tensor_node_ids(tid):
-                    node = self.graph.nodes[nid]
-                    if "hook" not in node.flags:
-                        node.flags = node.flags | {"hook"}
-                        d.changed.append(node)
+                self._add_flag(tid, "hook", d)
         elif op.kind in ("requires_grad", "retain_grad"):
             for tid in op.inputs:
                 if tid in self.tensors:

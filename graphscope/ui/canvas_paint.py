@@ -271,13 +271,7 @@ class ScenePainter:
     def _paint_region_box(self, p, reg, r: QRectF, lod, limit=math.inf,
                           part: str = "all") -> None:
         t = self.theme
-        pad = 18.0
-        label_h = 26.0 * min(self.text_scale, 2.0)
-        # the tensors made in a region nearly all carry a "no grad" tag below them:
-        # the box's bottom edge passes under that row, not through it
-        tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
-        bottom = max(pad, self.TAG_GAP + tag_h + 8) if lod == "full" else pad
-        box = r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, bottom)
+        box, label_h = self._region_box(r, lod)
         kind = getattr(reg, "kind", "no_grad")
         fill = t.inference_fill if kind == "inference_mode" else t.region_fill
         if part != "label":
@@ -288,7 +282,7 @@ class ScenePainter:
             p.drawRoundedRect(box, 14, 14)
         if lod == "full" and part != "box":
             p.setPen(qcolor(t.region_text))
-            f = font(14 * min(self.text_scale, 2.0), True)
+            f = self._region_font()
             p.setFont(f)
             text = getattr(reg, "label", "") or kind
             fm = QFontMetricsF(f)
@@ -306,18 +300,29 @@ class ScenePainter:
         """Scene box of the region boxes and their labels drawn at ``limit`` (a
         label wider than its box reaches past the nodes: fitting must show it)."""
         out = QRectF()
-        f = font(14 * min(self.text_scale, 2.0), True)
-        fm = QFontMetricsF(f)
-        label_h = 26.0 * min(self.text_scale, 2.0)
+        fm = QFontMetricsF(self._region_font())
         for reg, cluster, _ in self._region_clusters():
             members = [ng for ng in cluster if ng.step <= limit]
             if not members:
                 continue
-            box = _union(members).adjusted(-18, -18 - label_h, 18, 18)
+            box, label_h = self._region_box(_union(members), "full")
             text = getattr(reg, "label", "") or getattr(reg, "kind", "")
             out = out.united(box).united(self._region_label_rect(
                 box, fm.horizontalAdvance(text) + 4, label_h, limit))
         return out
+
+    def _region_box(self, r: QRectF, lod) -> tuple:
+        """(the box drawn around members' rect ``r``, the height kept for its label)."""
+        pad = 18.0
+        label_h = 26.0 * min(self.text_scale, 2.0)
+        # the tensors made in a region nearly all carry a "no grad" tag below them:
+        # the box's bottom edge passes under that row, not through it
+        tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
+        bottom = max(pad, self.TAG_GAP + tag_h + 8) if lod == "full" else pad
+        return r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, bottom), label_h
+
+    def _region_font(self):
+        return font(14 * min(self.text_scale, 2.0), True)
 
     def _region_label_rect(self, box: QRectF, w: float, h: float, limit) -> QRectF:
         """Where a region's label goes: the top-left corner of its box, unless a node

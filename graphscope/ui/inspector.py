@@ -17,8 +17,8 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap,
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
-from graphscope.model.graph import expr_label
-from graphscope.model.grad_receivers import node_tensors, receivers
+from graphscope.model.graph import tensor_label
+from graphscope.model.grad_receivers import receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
 from graphscope.ui.editor import monospace_font
@@ -452,7 +452,7 @@ class Inspector(QWidget):
         for i, g in enumerate(step.grad_outputs or []):
             who = outs[i] if i < len(outs) else f"output {i}"
             lines.append(f"gradient of {who} arrives:\n  {format_summary(g, 300) if g else 'None'}")
-        for tid, label, g in receivers(trace, step, op, node_tensors(trace)):
+        for tid, label, g in receivers(trace, step, op):
             who = _tensor_name(trace, tid) if tid is not None else label
             lines.append(f"gradient sent to {who}:\n  {format_summary(g, 300)}")
         return "\n".join(lines)
@@ -689,8 +689,4 @@ def _tensor_name(trace, tid: Any) -> str:
     t = trace.tensors.get(tid)
     if t is None:
         return f"t{tid}"
-    if t.name:
-        return t.name
-    op = trace.op_by_id(t.created_by) if t.created_by is not None else None
-    expr = getattr(op, "expr", None) if op is not None and op.outputs[:1] == [t.id] else None
-    return expr_label(expr) or f"t{tid}"
+    return tensor_label(trace, t)
