@@ -1,3 +1,3 @@
-from graphscope.cli import main
+from graphscope.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -186,6 +186,8 @@ def cmd_export(args) -> int:
         export.write(trace, out, args.format, rows=rows)
     except export.ExportError as e:
         raise CommandError(str(e)) from None
+    except BrokenPipeError:   # `graphscope trace x.py | head`: main() ends quietly
+        raise
     except OSError as e:
         raise CommandError(f"{out}: cannot write it ({e.strerror or e})") from None
     where = "stdout" if out == "-" else out
@@ -265,5 +267,30 @@ def main(argv=None) -> int:
         return EXIT_USAGE
 
 
+# NOTE [leaving at once]: after `graphscope export` has written its file, all
+# that is left is the interpreter freeing the trace: a few hundred thousand
+# objects for the 20,000-op chain, one at a time, 0.18 s of its 2.8 s. The
+# process is ending anyway, so the command flushes its streams and leaves with
+# ``os._exit``; the operating system takes the memory back in one go. Only
+# for the commands that hold a whole trace (export, trace), and only as the
+# process's own entry point: ``main()`` called from Python (the tests) returns.
+_LEAVE_AT_ONCE = {"export", "trace"}
+
+
+def entry() -> int:
+    """The ``graphscope`` command and ``python -m graphscope``: :func:`main`,
+    then leave (NOTE [leaving at once])."""
+    code = main()
+    argv = sys.argv[1:]
+    if argv and argv[0] in _LEAVE_AT_ONCE:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):   # a closed pipe: nothing more can go there
+                pass
+        os._exit(code)
+    return code
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(entry())

@@ -30,25 +30,45 @@ def to_json(trace, indent=None, rows: "Optional[RowText]" = None) -> str:
     ``json.dumps`` writes it, with the big row lists (ops, tensors, backward
     steps) encoded by a faster path to the same text, or taken from ``rows``
     when it followed the run (NOTE [JSON as it comes])."""
-    light = dataclasses.replace(trace, ops=[], tensors={}, backward=[])
-    d = light.to_dict()
     if indent is not None:
+        light = dataclasses.replace(trace, ops=[], tensors={}, backward=[])
+        d = light.to_dict()
         d["ops"] = _rows(trace.ops)
         d["tensors"] = {str(k): r for k, r in zip(trace.tensors, _rows(trace.tensors.values()))}
         d["backward"] = _rows(trace.backward)
         return json.dumps(d, indent=indent, allow_nan=True, default=P._json_default)
+    return "".join(json_pieces(trace, rows))
+
+
+_PIECE = 2000   # rows joined into one piece: few writes, no 13 MB intermediate strings
+
+
+def json_pieces(trace, rows: "Optional[RowText]" = None):
+    """``to_json(trace, rows=rows)`` in pieces, for writing a big trace to a
+    file without first making its whole text (and then its bytes) in memory."""
+    light = dataclasses.replace(trace, ops=[], tensors={}, backward=[])
+    d = light.to_dict()
     if rows is None or not rows.matches(trace):
         rows = RowText()
         rows.extend(trace.ops)
         rows.extend(trace.backward)
         rows.extend(trace.tensors.values())
     enc = _encoder()
-    big = {"ops": lambda: "[" + ", ".join(rows.ops) + "]",
-           "backward": lambda: "[" + ", ".join(rows.backward) + "]",
-           "tensors": lambda: "{" + ", ".join(rows.tensor_items(trace)) + "}"}
+    big = {"ops": ("[", rows.ops, "]"), "backward": ("[", rows.backward, "]"),
+           "tensors": ("{", list(rows.tensor_items(trace)), "}")}
     # the same text json.dumps(d) gives: separators ", " and ": ", keys in order
-    return "{" + ", ".join(enc(k) + ": " + (big[k]() if k in big else enc(v))
-                           for k, v in d.items()) + "}"
+    sep = "{"
+    for k, v in d.items():
+        if k not in big:
+            yield sep + enc(k) + ": " + enc(v)
+        else:
+            opening, items, closing = big[k]
+            yield sep + enc(k) + ": " + opening
+            for i in range(0, len(items), _PIECE):
+                yield (", " if i else "") + ", ".join(items[i:i + _PIECE])
+            yield closing
+        sep = ", "
+    yield "}" if sep == ", " else "{}"
 
 
 # NOTE [JSON as it comes]: a 20,000-op trace is 26 MB of JSON, and encoding it
@@ -240,12 +260,19 @@ def write(trace, path, fmt: str, rows: Optional[RowText] = None) -> None:
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt in ("json", "dot"):
-        text = to_json(trace, rows=rows) if fmt == "json" else to_dot(trace)
+        if fmt == "dot":
+            text = to_dot(trace)
+            pieces, last = [text], text[-1:]
+        else:
+            pieces, last = json_pieces(trace, rows), "}"
         if str(path) == "-":
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.writelines(pieces)
+            if last != "\n":
+                sys.stdout.write("\n")
             sys.stdout.flush()
         else:
-            Path(path).write_text(text, encoding="utf-8")
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(pieces)
         return
     if str(path) == "-":
         raise ExportError(f"{fmt} export needs an output file (-o FILE.{fmt})")

@@ -45,6 +45,36 @@ def test_python_dash_m_export_completes_with_exit_0(tmp_path):
     assert tr.backward
 
 
+def test_python_dash_m_leaves_with_the_exit_code_and_everything_written(tmp_path):
+    """NOTE [leaving at once]: the command ends with os._exit after writing;
+    what it wrote to stdout and stderr still arrives whole, and the exit code
+    is the command's."""
+    snippet = tmp_path / "bad.py"
+    snippet.write_text("import torch\nx = torch.ones(3, requires_grad=True)\n"
+                       "for i in range(300):\n    x = x * 1.5\n"
+                       "raise ValueError('late')\n")
+    p = subprocess.run([sys.executable, "-m", "graphscope", "trace", str(snippet)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "ValueError: late" in _one_line(p.stderr)
+    tr = Trace.from_json(p.stdout)          # the whole JSON arrived (> a pipe's buffer)
+    assert len(p.stdout) > 1 << 16 and len(tr.ops) == 301
+
+
+def test_trace_into_a_reader_that_stops_early_ends_quietly(tmp_path):
+    """`graphscope trace x.py | head`: the reader going away is not an error."""
+    snippet = tmp_path / "long.py"
+    snippet.write_text("import torch\nx = torch.ones(3, requires_grad=True)\n"
+                       "for i in range(300):\n    x = x * 1.5\n")
+    p = subprocess.Popen([sys.executable, "-m", "graphscope", "trace", str(snippet)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.read(10) == b'{"format":'
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "cannot write" not in err
+
+
 def test_sys_exit_0_counts_as_completed(tmp_path, capsys):
     snippet = tmp_path / "bye.py"
     snippet.write_text("import sys\nprint('hi')\nsys.exit(0)\nprint('never')\n")

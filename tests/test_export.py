@@ -165,3 +165,23 @@ def test_json_rows_made_during_the_run_give_the_same_file():
     partial.extend(tr.ops[:3])           # followed only part of the run: not used
     assert not partial.matches(tr)
     assert export.to_json(tr, rows=partial) == expected
+
+
+def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
+    """write() streams the JSON in pieces of rows (no whole-file string): the
+    file, and stdout, hold the same text as to_json, also where a row list is
+    split across pieces."""
+    rows = export.RowText()
+    with Runner(warm=False) as r:
+        tr = run_to_trace(SNIPPET, "demo.py", runner=r, also=rows.extend)
+    expected = json.dumps(tr.to_dict(), allow_nan=True)
+    assert len(tr.ops) > 3 and len(tr.tensors) > 3 and len(tr.backward) > 3
+    for piece in (2, 3, 10_000):
+        monkeypatch.setattr(export, "_PIECE", piece)
+        out = tmp_path / f"t{piece}.json"
+        export.write(tr, out, "json", rows=rows)
+        assert out.read_text(encoding="utf-8") == expected
+        export.write(tr, "-", "json")
+        assert capsys.readouterr().out == expected + "\n"
+    empty = Trace(source="", filename="e.py")
+    assert export.to_json(empty) == json.dumps(empty.to_dict(), allow_nan=True)
