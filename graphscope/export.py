@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from pathlib import Path
 from typing import Optional
 
 from graphscope import protocol as P
