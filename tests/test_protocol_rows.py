@@ -105,3 +105,27 @@ def test_the_run_message_is_a_json_line():
     for bad in (b"[]", b'["op", 1]', b"not json", b'{"t": "nosuch"}'):
         with pytest.raises(P.ProtocolError):
             P.decode(bad)
+
+
+def test_batch_frames_carry_many_messages_and_mix_with_single_ones():
+    """NOTE [event batching]: the worker writes one frame per batch of rows."""
+    import torch
+    from graphscope.capture.worker import _row_maker, encode_rows
+    row = _row_maker()
+    odd = P.TensorInfo(1, [4], "float32", "cpu", False, True, None, "x", None,
+                       {"numel": 4, "min": 1.5, "max": torch.Size([2, 2]), "mean": 0.0, "std": 0.0},
+                       None, None, None, False, False, 0, 1)
+    batch = encode_rows([row(m) for m in MESSAGES[:6]] + [row(odd)])   # one not marshallable
+    assert batch[0] == P.FRAME_BATCH and type(marshal.loads(batch[5:])) is list
+    data = batch + _fast_encoder()(MESSAGES[6]) + encode_rows([row(m) for m in MESSAGES[7:]])
+    for step in (1, 5, 64, len(data)):
+        buf, got = bytearray(), []
+        for i in range(0, len(data), step):
+            buf += data[i:i + step]
+            got += P.decode_frames(buf)
+        assert buf == b""
+        assert [type(m) for m in got] == [type(m) for m in MESSAGES[:6]] + [P.TensorInfo] + [
+            type(m) for m in MESSAGES[6:]]
+        assert got[6].stats["max"] == [2, 2]
+        for m, b in zip(MESSAGES[:6] + MESSAGES[6:], got[:6] + got[7:]):
+            assert _equal(m, b), m
