@@ -88,7 +88,8 @@ class Op:
     module: Optional[str] = None   # qualified module path, e.g. "encoder.layers.1.linear1"
     inference: bool = False
     kind: str = "call"           # call | factory | inplace | view | detach | requires_grad |
-                                 # grad_read | grad_write | retain_grad | item | bool
+                                 # grad_read | grad_write | retain_grad | item | bool |
+                                 # hook | unhook
     versions: Optional[dict] = None  # in-place: {tensor id (str): [before, after]}
     scalars: Optional[list] = None   # non-tensor arguments worth showing, as text
     after: Optional[dict] = None     # in-place: {tensor id (str): [value, stats]} just after
@@ -99,6 +100,7 @@ class Op:
     failed: Optional[str] = None     # the call raised: the exception's class name
     expr: Optional[str] = None       # the snippet's text of the call ("y ** 2"), when the
                                      # snippet made it directly
+    undoes: Optional[int] = None     # unhook: the id of the hook op whose hook it removed
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

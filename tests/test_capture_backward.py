@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from capture_helpers import capture
+from capture_helpers import capture, plain_stdout
 
 
 def steps_of(tr, call):
@@ -213,6 +213,40 @@ def test_tensor_hooks_are_recorded_as_facts_about_their_tensor():
     # the values are torch's: the hook's x10 is in what AccumulateGrad received
     acc = next(s for s in tr.backward if s.grad_fn == "AccumulateGrad")
     assert acc.grad_outputs[0]["value"] == [20.0, -20.0]
+
+
+HOOK_REMOVAL = """
+import torch
+x = torch.tensor([1.0, -1.0], requires_grad=True)
+h = x.register_hook(lambda g: g * 10)
+(x * x).sum().backward()
+h.remove()
+h.remove()                      # a second remove does nothing, in torch and here
+x.grad = None
+(x * x).sum().backward()
+with x.register_hook(lambda g: g * 2) as h2:
+    pass
+print(x.grad, type(h).__name__, type(h2).__name__, sorted(x._backward_hooks or {}))
+"""
+
+
+def test_removing_a_hook_is_recorded_and_still_removes_it():
+    """NOTE [hook removal]: handle.remove() and ``with handle:`` are recorded as
+    unhook ops (line, the hook op they end); the snippet sees torch's own
+    handle and the hook is gone as under plain Python."""
+    tr = capture(HOOK_REMOVAL)
+    x = tr.tensor_by_name("x").id
+    hooks = [o for o in tr.ops if o.kind == "hook"]
+    unhooks = [o for o in tr.ops if o.kind == "unhook"]
+    assert [(o.line, o.inputs) for o in hooks] == [(4, [x]), (10, [x])]
+    assert [(o.line, o.inputs, o.undoes) for o in unhooks] == [
+        (6, [x], hooks[0].id), (10, [x], hooks[1].id)]
+    assert all(o.outputs == [] and o.name == "remove" for o in unhooks)
+    # the second pass ran without the hook: AccumulateGrad got 2x, not 20x
+    acc = [s for s in tr.backward if s.grad_fn == "AccumulateGrad"]
+    assert [s.grad_outputs[0]["value"] for s in acc] == [[20.0, -20.0], [2.0, -2.0]]
+    assert tr.stdout == plain_stdout(HOOK_REMOVAL)
+    assert "RemovableHandle RemovableHandle []" in tr.stdout
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")   # torch's own advice

@@ -407,6 +407,32 @@ def test_a_tensor_hook_is_shown_where_it_may_change_the_gradient(qtbot, window):
     assert w.inspector.rows()["hooks"].startswith("registered at line 3:")
 
 
+def test_a_removed_hook_is_tagged_only_while_it_is_on(qtbot, window):
+    """NOTE [hook removal]: the hook tag is drawn from the step that registered
+    the hook to the one that removed it; the inspector gives both lines."""
+    w = window
+    run_source(qtbot, w, "import torch\n"
+                         "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                         "h = x.register_hook(lambda g: g * 10)\n"
+                         "(x * 3).sum().backward()\n"
+                         "h.remove()\n"
+                         "(x * 3).sum().backward()\n")
+    tl = w.live.timeline
+    node = node_by_label(w, "x")
+    steps = tl.steps
+    on = next(s.index for s in steps if s.line == 3)
+    off = next(s.index for s in steps if s.line == 5)
+    painter = w.canvas._painter
+    for cursor, shown in ((on - 1, False), (on, True), (off - 1, True), (off, False),
+                          (len(steps) - 1, False)):
+        w.set_cursor(cursor)
+        assert ("hook" in painter.shown_flags(node)) is shown, cursor
+    assert "hook" in node.flags        # the fact stays with the tensor
+    w.select_node(node.id)
+    assert w.inspector.rows()["hooks"].startswith("registered at line 3 (removed at line 5):")
+    w.canvas.grab()
+
+
 def test_an_op_freed_by_backward_says_so_from_that_step_on(qtbot, window):
     w = window
     run_source(qtbot, w, "import torch\n"

@@ -39,7 +39,7 @@ FANOUT_LIMIT = 4
 # Ops that make no op node: the factory's output tensor stands for itself, and
 # reads of .grad, .item(), bool() and flag changes are facts about tensors.
 _NO_OP_NODE = {"factory", "grad_read", "grad_write", "retain_grad", "requires_grad",
-               "item", "bool", "hook"}
+               "item", "bool", "hook", "unhook"}
 
 # flags a tensor node keeps when its TensorInfo changes (the rest come from the info)
 _KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", "module", "hook",

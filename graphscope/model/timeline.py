@@ -63,6 +63,10 @@ class FrameState:
     # [released] in capture/backward.py): freed at this cursor when <= cursor. Shared
     # with the timeline, read only.
     freed_at: dict = field(default_factory=dict)
+    # tensor ids with a hook of the snippet's that is not on at this cursor (not yet
+    # registered, or removed: NOTE [hook removal] in capture/recorder.py): their
+    # nodes leave the "hook" tag off
+    hooks_off: frozenset = frozenset()
 
 
 class Timeline:
@@ -96,6 +100,7 @@ class Timeline:
         self._current_call = None
         self._retaining: list = []
         self._freed_at: dict[str, int] = {}      # graph node -> step its saved values were freed
+        self._hook_spans: dict[int, list] = {}   # tensor id -> [[hook op, from step, to step]]
 
     def refresh(self, follow: bool = False) -> int:
         with gc_paused():
@@ -147,6 +152,12 @@ class Timeline:
             step = Step("op", i, ev.seq, ev.line, op=ev.id)
             if ev.kind in _GRAD_KINDS or ev.versions or ev.after:
                 delta = self._grad_tensor_changes(ev)
+            elif ev.kind == "hook" and ev.inputs and not ev.failed:
+                self._hook_spans.setdefault(ev.inputs[0], []).append([ev.id, i, None])
+            elif ev.kind == "unhook" and ev.inputs:
+                for span in self._hook_spans.get(ev.inputs[0], ()):
+                    if span[0] == getattr(ev, "undoes", None) and span[2] is None:
+                        span[2] = i
         elif t == "backward_call":
             self._current_call = ev.id
             step = Step("backward_call", i, ev.seq, ev.line, call=ev.id)
@@ -176,6 +187,13 @@ class Timeline:
         self.steps.append(step)
         self._seqs.append(ev.seq)
         self._deltas.append(delta)
+
+    def _hooks_off(self, cursor: int) -> frozenset:
+        """Tensors whose hooks are all off at ``cursor`` (a handful of tensors at most)."""
+        if not self._hook_spans:
+            return frozenset()
+        return frozenset(tid for tid, spans in self._hook_spans.items()
+                         if not any(a <= cursor and (b is None or cursor < b) for _, a, b in spans))
 
     def _call(self, call_id):
         calls = self.trace.backward_calls
@@ -368,7 +386,8 @@ class Timeline:
             highlight=highlight, edge_grads=edge_grads, leaf_grads=dict(leaf),
             grad_of=dict(grad), stdout_upto=self._out_stdout[k], stderr_upto=self._out_stderr[k],
             outputs_upto=k, retained_grads=retained, accumulated=accumulated,
-            backward_call=call, error=err, freed_at=self._freed_at)
+            backward_call=call, error=err, freed_at=self._freed_at,
+            hooks_off=self._hooks_off(c))
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

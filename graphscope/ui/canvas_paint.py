@@ -379,12 +379,18 @@ class ScenePainter:
     # marks that answer a quiz ("where did it fail?", "what lacks requires_grad?")
     _QUIZ_ANSWERS = frozenset({"error", "missing_requires_grad"})
 
+    # tensors whose hooks are not on at the current step (FrameState.hooks_off)
+    hooks_off: frozenset = frozenset()
+
     def shown_flags(self, node):
         """The node's flags as drawn: before a quiz's Reveal, the error and
-        missing-requires_grad marks are left off, since they give the answer away."""
+        missing-requires_grad marks are left off, since they give the answer away;
+        the hook tag only while a hook is on the tensor."""
         flags = node.flags or frozenset()
         if self.values_hidden and not self._QUIZ_ANSWERS.isdisjoint(flags):
-            return frozenset(flags) - self._QUIZ_ANSWERS
+            flags = frozenset(flags) - self._QUIZ_ANSWERS
+        if self.hooks_off and "hook" in flags and node.tensor in self.hooks_off:
+            flags = frozenset(flags) - {"hook"}
         return flags
 
     def _blit(self, p, ng, r, flags, lod, part) -> bool:

@@ -193,6 +193,11 @@ class GraphCanvas(QWidget):
             # branch nodes print the value read in their box (the cached static layer)
             self._painter.values_hidden = hidden
             self._invalidate()
+        off = getattr(frame, "hooks_off", None) or frozenset()
+        if off != self._painter.hooks_off:
+            # a hook tag comes or goes with the step (also in the cached layer)
+            self._painter.hooks_off = off
+            self._invalidate()
         vs = getattr(frame, "visible_steps", None) if frame is not None else None
         self._limit = NEVER if vs is None else float(vs)
         if self._auto_fit and self._follow and self._geom.nodes:

@@ -331,11 +331,7 @@ class Inspector(QWidget):
         if hooks:
             # a hook may replace the gradient on its way in: what was sent is not
             # what arrives, and nothing else on screen says why
-            # (a hook removed with its handle is still listed: the removal is
-            # not a torch call, so it is not in the trace)
-            lines = sorted({o.line for o in hooks if o.line is not None})
-            rows["hooks"] = "registered at line " + ", ".join(map(str, lines[:4])) + (
-                ": while registered, a hook runs on each gradient that reaches it")
+            rows["hooks"] = _hooks_text(trace, t.id, hooks)
         flags = sorted(getattr(node, "flags", ()) or ())
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
@@ -550,6 +546,23 @@ class Inspector(QWidget):
             else:
                 key.hide()
                 val.hide()
+
+
+def _hooks_text(trace, tid: int, hooks: list) -> str:
+    """"registered at line 3 (removed at line 6), line 8: while registered, ...":
+    each hook with the line that removed it, if one did (NOTE [hook removal])."""
+    removed = {o.undoes: o.line for o in trace.ops
+               if o.kind == "unhook" and o.inputs[:1] == [tid]}
+    parts = []
+    for o in hooks[:4]:
+        text = f"line {o.line}" if o.line is not None else "a library call"
+        if o.id in removed:
+            gone = removed[o.id]
+            text += f" (removed at line {gone})" if gone is not None else " (removed)"
+        parts.append(text)
+    more = f" and {len(hooks) - 4} more" if len(hooks) > 4 else ""
+    return ("registered at " + ", ".join(parts) + more
+            + ": while registered, a hook runs on each gradient that reaches it")
 
 
 def _fit_height(edit: QPlainTextEdit, max_lines: int) -> None:
