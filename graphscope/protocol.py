@@ -115,6 +115,8 @@ class ModuleCall:
     last_op: int                 # last op id inside the call (first_op - 1 if none)
     inputs: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
+    expr: Optional[str] = None   # the snippet's text of the call ("self.conv(x)"), when
+                                 # the snippet's own code called the module
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

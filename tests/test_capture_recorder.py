@@ -275,6 +275,47 @@ def test_unnamed_tensors_are_labelled_by_the_text_that_made_them():
     assert {"y", "y ** 2", "(y ** 2).sum()"} <= labels
 
 
+def test_a_module_output_is_labelled_by_the_call_the_snippet_wrote():
+    """A module's output has no op text of the snippet's (its linear ran in
+    torch's code): it is labelled by the module call, the innermost one the
+    snippet wrote; a module a library ran (nn.Sequential's loop, checkpoint)
+    gets no text."""
+    from graphscope.model.graph import build_graph, tensor_label
+    from graphscope.model.trace import Trace
+    source = """
+        import torch
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv1d(1, 2, 3)
+                self.fc = nn.Linear(4, 2)
+                self.seq = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+            def forward(self, x):
+                h = torch.relu(self.conv(x))
+                return self.seq(self.fc(h.flatten(1)))
+        net = Net()
+        net(torch.randn(1, 1, 4)).sum().backward()
+        block = nn.Linear(2, 2)
+        checkpoint(block, torch.randn(3, 2, requires_grad=True), use_reentrant=False).sum()
+    """
+    tr = capture(source)
+    texts = {m.path: m.expr for m in tr.modules if m.type != "Linear" or m.path != "0"}
+    assert texts["conv"] == "self.conv(x)" and texts["fc"] == "self.fc(h.flatten(1))"
+    assert texts["seq"] == "self.seq(self.fc(h.flatten(1)))"
+    assert texts["seq.0"] is None and texts["seq.1"] is None     # run by Sequential
+    assert [m.expr for m in tr.modules if m.path == ""] == [
+        "net(torch.randn(1, 1, 4))", None]                    # Net; the checkpointed block
+    labels = {n.label for n in build_graph(tr).nodes.values() if n.kind == "tensor"}
+    assert {"self.conv(x)", "self.fc(h.flatten(1))"} <= labels
+    # the Sequential's (and the Net's) output is its Tanh's: the innermost text wins
+    seq_out = next(m for m in tr.modules if m.path == "seq").outputs[0]
+    assert tensor_label(tr, tr.tensors[seq_out]) == tensor_label(
+        Trace.from_json(tr.to_json()), tr.tensors[seq_out])
+    assert "self.seq(" in tensor_label(tr, tr.tensors[seq_out])
+
+
 def test_source_text_is_only_given_to_the_op_that_text_calls():
     tr = capture("""
         import torch
@@ -304,7 +345,10 @@ def test_source_text_is_only_given_to_the_op_that_text_calls():
 
 def test_a_long_expression_label_keeps_both_ends():
     from graphscope.model.graph import EXPR_CHARS, expr_label
-    a = expr_label("F.normalize(x, dim=0)")
-    b = expr_label("F.normalize(x, dim=0).sum()")
-    assert a != b and len(a) == len(b) == EXPR_CHARS
-    assert a.startswith("F.norma") and b.endswith(".sum()")
+    a = expr_label("F.normalize(x, dim=0, eps=1e-6)")
+    b = expr_label("F.normalize(x, dim=0, eps=1e-6).sum()")
+    assert a != b and len(a) <= EXPR_CHARS and len(b) <= EXPR_CHARS
+    assert a.startswith("F.norma") and b.endswith("sum()") and "\u2026" in a + b
+    # cut between tokens where that keeps most of each end; no dot beside the cut
+    assert expr_label("torch.stack([a, b, c]).sum(dim=0).mean()") == "torch\u2026mean()"
+    assert expr_label("F.relu(self.conv(x))") == "F.relu(self.conv(x))"   # fits whole

@@ -14,12 +14,15 @@ still closes its call (its ModuleCall is emitted with the ops made so far).
 """
 from __future__ import annotations
 
+import sys
+
 import torch
 from torch.nn.modules import module as _module
 
 from graphscope import protocol as P
 
 Tensor = torch.Tensor
+_MODULE_FILE = _module.Module._call_impl.__code__.co_filename
 
 
 class ModuleHooks:
@@ -66,7 +69,8 @@ class ModuleHooks:
             ins = [r.tensor_id(a, seq) for a in args if isinstance(a, Tensor)]
         finally:
             r.recording = True
-        stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins])
+        stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins,
+                      _call_text(r, frame)])
         r.module = path
         return None
 
@@ -74,7 +78,7 @@ class ModuleHooks:
         stack = self.stack
         if not stack or stack[-1][0] is not module:
             return None
-        _, path, first, seq, line, ins = stack.pop()
+        _, path, first, seq, line, ins, expr = stack.pop()
         r = self.r
         r.module = stack[-1][1] if stack else None
         if not r.recording:
@@ -88,7 +92,20 @@ class ModuleHooks:
         try:
             out_ids = [r.tensor_id(t, seq) for t in outs]
             r.emit(P.ModuleCall(seq, path, type(module).__name__, line, first, r.n_ops - 1,
-                                ins, out_ids))
+                                ins, out_ids, expr))
         finally:
             r.recording = True
         return None
+
+
+def _call_text(r, frame):
+    """The snippet's text of this module call (``self.conv(x)``, ``net(images)``),
+    when the snippet's ``frame`` called the module itself: only torch's
+    ``Module.__call__`` between them. A module run by a library the snippet
+    called (``checkpoint(self.block, x)``, ``nn.Sequential``'s own loop) has none."""
+    if frame is None:
+        return None
+    f = sys._getframe(2)          # _on_pre <- the hook caller in _call_impl
+    while f is not None and f is not frame and f.f_code.co_filename == _MODULE_FILE:
+        f = f.f_back
+    return r._expr_at(frame, None) if f is frame else None

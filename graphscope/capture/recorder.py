@@ -744,8 +744,9 @@ class Recorder(TorchFunctionMode):
         Python 3.11) sliced out of its line. Only when the instruction is this
         op: an operator instruction (BINARY_OP, a subscript, a unary minus), or
         a call whose text calls ``name(`` (``sum(xs)`` adding tensors in C is a
-        call of ``sum``, and its partial sums are not ``sum(xs)``). Once per
-        instruction and op name."""
+        call of ``sum``, and its partial sums are not ``sum(xs)``); with ``name``
+        None, only a call, whatever it calls (a module call: the caller checked
+        that the module is what the call runs). Once per instruction and op name."""
         code = frame.f_code
         key = (code, frame.f_lasti, name)
         exprs = self._exprs
@@ -776,7 +777,8 @@ class Recorder(TorchFunctionMode):
                     if not line[:c0].rstrip().endswith(b"."):
                         # (``.add(1)`` of a chain split over lines: no receiver)
                         text = " ".join(line[c0:c1].decode("utf-8", "replace").split()) or None
-                    if call and text is not None and name + "(" not in text:
+                    if text is not None and (not call if name is None
+                                             else call and name + "(" not in text):
                         text = None
         except Exception:
             text = None

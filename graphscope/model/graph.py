@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from graphscope import protocol as P
+from graphscope.model.trace import note_module_text
 
 # A tensor used by more consumers than this (an RNN's weights over 500 steps,
 # the input sequence) gets a ghost copy beside each further consumer, so no edge
@@ -194,7 +195,7 @@ def dtype_text(dtype) -> str:
 _DETAIL_CACHE: dict = {}
 
 
-EXPR_CHARS = 18   # an expression label longer than this is cut: boxes grow with labels
+EXPR_CHARS = 22   # an expression label longer than this is cut: boxes grow with labels
 
 
 def expr_label(expr: Optional[str]) -> Optional[str]:
@@ -205,8 +206,23 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
         return expr
     # both ends: a chain and its link differ at the end (``….sum()``), calls of
     # one function at the start
-    head = (EXPR_CHARS - 1) // 2
-    return expr[:head] + "\u2026" + expr[-(EXPR_CHARS - 1 - head):]
+    n = (EXPR_CHARS - 1) // 2
+    head, tail = expr[:n], expr[-(EXPR_CHARS - 1 - n):]
+    # cut between tokens, not inside a name ("torch.stac…"), and no dot or space
+    # beside the ellipsis ("F.relu(s….conv(x))" reads as a typo)
+    if _word(expr[n]) and _word(head[-1]):
+        cut = max(head.rfind(c) for c in " .([")
+        if cut >= len(head) // 2:     # (not at the cost of most of it)
+            head = head[:cut + 1]
+    if _word(tail[0]) and _word(expr[-len(tail) - 1]):
+        cut = min((i for i in (tail.find(c) for c in " .") if i >= 0), default=-1)
+        if 0 <= cut <= len(tail) // 2:
+            tail = tail[cut:]
+    return head.rstrip(". ") + "\u2026" + tail.lstrip(". ")
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def made_by_text(op, tid: int) -> Optional[str]:
@@ -219,11 +235,13 @@ def made_by_text(op, tid: int) -> Optional[str]:
 
 def tensor_label(trace, info) -> str:
     """How a tensor of ``trace`` is called on screen: its name, else the text that
-    made it, else ``t<id>`` (the canvas, the inspector and the DOT export agree)."""
+    made it (the op's, else the module call's), else ``t<id>`` (the canvas, the
+    inspector and the DOT export agree)."""
     if info.name:
         return info.name
     op = trace.op_by_id(info.created_by) if info.created_by is not None else None
-    return made_by_text(op, info.id) or f"t{info.id}"
+    return (made_by_text(op, info.id) or expr_label(trace._module_texts.get(info.id))
+            or f"t{info.id}")
 
 
 def changed_tensors(op: P.Op) -> list:
@@ -300,6 +318,7 @@ class GraphBuilder:
         self.versions: dict[int, int] = {}  # tensor id -> version nodes made
         self.region_msgs: list[P.Region] = []
         self._branch_tensors: set[int] = set()
+        self._module_texts: dict[int, str] = {}   # tensor id -> module call text (note_module_text)
         self._missing: set[int] = set()     # tensor ids flagged missing_requires_grad
         self._error: Optional[P.ErrorInfo] = None
         self._ghosts: dict[int, list[str]] = {}  # tensor id -> ghost node ids
@@ -389,8 +408,15 @@ class GraphBuilder:
 
     def _expr_label(self, tid: int, node: Node) -> Optional[str]:
         """An unnamed tensor shown by the snippet's text that made it (``y ** 2``,
-        not ``t3``: a lecture hall cannot tell t3 from t17)."""
-        return made_by_text(self.ops.get(node.op) if node.op is not None else None, tid)
+        not ``t3``: a lecture hall cannot tell t3 from t17), or of the module
+        call that returned it (``self.conv(x)``)."""
+        return (made_by_text(self.ops.get(node.op) if node.op is not None else None, tid)
+                or expr_label(self._module_texts.get(tid)))
+
+    def _on_module(self, msg: P.ModuleCall) -> GraphDelta:
+        if note_module_text(self._module_texts, msg) and msg.outputs[0] in self.tensors:
+            return self._refresh_tensor(msg.outputs[0])
+        return GraphDelta()
 
     def _new_tensor_node(self, nid: str, tid: int, step: int, op: Optional[P.Op],
                          extra=(), ghost_of=None) -> Node:
@@ -1067,6 +1093,7 @@ def _build_graph(trace) -> Graph:
     # tensors first: their final facts (names, flags) label the nodes from the start
     for info in trace.tensors.values():
         b.tensors[info.id] = info
+    b._module_texts.update(trace._module_texts)
     for r in trace.regions:
         b.apply(r)
     branches = sorted(trace.branches, key=lambda m: m.seq)

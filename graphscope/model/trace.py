@@ -17,6 +17,19 @@ FORMAT = "graphscope-trace"
 VERSION = 1
 
 
+def note_module_text(texts: dict, msg) -> bool:
+    """Remember, for the tensor a module call returned, the snippet's text of
+    the call (``self.conv(x)``), which labels it when nothing else does. The
+    innermost call the snippet wrote wins (post hooks come innermost first):
+    ``self.fc(h)`` inside ``Net.forward`` rather than ``net(images)``, whose
+    output is the same tensor. True if it was new."""
+    expr = getattr(msg, "expr", None)
+    if not expr or not msg.outputs or msg.outputs[0] in texts:
+        return False
+    texts[msg.outputs[0]] = expr
+    return True
+
+
 @dataclass
 class Trace:
     source: str = ""
@@ -41,6 +54,8 @@ class Trace:
     # as groups, and where each lies in the memory when the trace says
     _alias_of: dict = field(default_factory=dict, repr=False, compare=False)   # id -> group
     _geometry: dict = field(default_factory=dict, repr=False, compare=False)   # id -> Op.alias entry
+    # tensor id -> the snippet's text of the module call that returned it (note_module_text)
+    _module_texts: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- building -----------------------------------------------------------
     def apply(self, msg) -> None:
@@ -74,6 +89,7 @@ class Trace:
             self.backward_calls.append(msg)
         elif t == "module":
             self.modules.append(msg)
+            note_module_text(self._module_texts, msg)
         elif t == "region":
             self.regions.append(msg)
         elif t == "branch":
