@@ -62,7 +62,8 @@ class LiveRun:
             return []
         if len(passes) < 2:
             return []
-        if not any(p.kind == "backward" for p in passes) and min(len(p.ops) for p in passes) < 3:
+        has_backward = any(p.kind == "backward" for p in passes)
+        if not has_backward and min(len(p.ops) for p in passes) < 3:
             # without backward a pass is a separate computation; a tiny one (the
             # condition of an `if`) would read as a pass of its own, which confuses
             return []
@@ -81,7 +82,13 @@ class LiveRun:
             if p.call in call_step:
                 idx.append(call_step[p.call])
             if idx:
-                bands.append((min(idx), max(idx), f"Pass {p.index + 1}"))
+                # the work after the last backward (an optimizer's last step, a
+                # print) is a pass nothing walked back through: say so, or a
+                # student looks for its backward
+                label = f"Pass {p.index + 1}"
+                if p.kind == "forward" and has_backward:
+                    label += ": no backward"
+                bands.append((min(idx), max(idx), label))
         return bands
 
     def diagnosis(self):
