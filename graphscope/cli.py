@@ -186,13 +186,27 @@ def cmd_export(args) -> int:
         export.write(trace, out, args.format, rows=rows)
     except export.ExportError as e:
         raise CommandError(str(e)) from None
-    except BrokenPipeError:   # `graphscope trace x.py | head`: main() ends quietly
-        raise
+    except BrokenPipeError:
+        if out != "-":
+            raise CommandError(f"{out}: cannot write it (broken pipe)") from None
+        # `graphscope trace x.py | head`: the reader had enough; the run's outcome stands
+        _quiet_stdout()
+        _say(f"{args.snippet}: {_status_line(trace)}; the reader of stdout stopped early")
+        return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED
     except OSError as e:
         raise CommandError(f"{out}: cannot write it ({e.strerror or e})") from None
     where = "stdout" if out == "-" else out
     _say(f"{args.snippet}: {_status_line(trace)}; wrote {where}")
     return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED
+
+
+def _quiet_stdout() -> None:
+    """Send what is left for stdout nowhere: its reader is gone, and flushing
+    the buffer into the closed pipe at exit would raise again."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass
 
 
 def cmd_trace(args) -> int:
@@ -254,11 +268,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         _say("interrupted")
         return 130
-    except BrokenPipeError:  # `graphscope trace x.py | head`
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+    except BrokenPipeError:  # `graphscope trace x.py | head` (before the run ended)
+        _quiet_stdout()
         return EXIT_OK
     except Exception as e:  # a GraphScope bug: one line, traceback only on request
         if os.environ.get("GRAPHSCOPE_DEBUG"):

@@ -30,13 +30,18 @@ def to_json(trace, indent=None, rows: "Optional[RowText]" = None) -> str:
     steps) encoded by a faster path to the same text, or taken from ``rows``
     when it followed the run (NOTE [JSON as it comes])."""
     if indent is not None:
-        light = dataclasses.replace(trace, ops=[], tensors={}, backward=[])
-        d = light.to_dict()
+        d = _without_rows(trace)
         d["ops"] = _rows(trace.ops)
         d["tensors"] = {str(k): r for k, r in zip(trace.tensors, _rows(trace.tensors.values()))}
         d["backward"] = _rows(trace.backward)
         return json.dumps(d, indent=indent, allow_nan=True, default=P._json_default)
     return "".join(json_pieces(trace, rows))
+
+
+def _without_rows(trace) -> dict:
+    """``trace.to_dict()`` with empty ops, tensors and backward (the big lists are
+    encoded by a faster path)."""
+    return dataclasses.replace(trace, ops=[], tensors={}, backward=[]).to_dict()
 
 
 _PIECE = 2000   # rows joined into one piece: few writes, no 13 MB intermediate strings
@@ -45,8 +50,7 @@ _PIECE = 2000   # rows joined into one piece: few writes, no 13 MB intermediate 
 def json_pieces(trace, rows: "Optional[RowText]" = None):
     """``to_json(trace, rows=rows)`` in pieces, for writing a big trace to a
     file without first making its whole text (and then its bytes) in memory."""
-    light = dataclasses.replace(trace, ops=[], tensors={}, backward=[])
-    d = light.to_dict()
+    d = _without_rows(trace)
     if rows is None or not rows.matches(trace):
         rows = RowText()
         rows.extend(trace.ops)

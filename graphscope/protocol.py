@@ -290,9 +290,9 @@ ROW_GETTERS = {cls: operator.attrgetter(*names)
 # (one call to write, and to read, a few hundred messages). Records hold only str, int, float, bool, None, lists and
 # dicts with str keys, which marshal writes as they are, so the runner reads
 # back what JSON would have given; floats are 8 bytes, not 17 digits. Measured
-# on the 20,000-op chain's 62,000 messages: 4.9/2.2/7.9 us to write a
-# TensorInfo/Op/BackwardStep as JSON against 1.3/0.9/1.9 us, and a third of the
-# parse time in the runner (the window's own process, where the GUI thread
+# on the 20,000-op chain's 62,000 messages, a frame each (before batches): 4.9/
+# 2.2/7.9 us to write a TensorInfo/Op/BackwardStep as JSON against 1.3/0.9/1.9
+# us, and a third of the parse time in the runner (the window's own process, where the GUI thread
 # waits for it). ``marshal`` is safe here for what it is used for: it builds
 # values, never runs code (unlike pickle), both ends are the same GraphScope
 # with the same Python, and trace files stay JSON. A frame that does not

@@ -227,6 +227,11 @@ x.grad = None
 with x.register_hook(lambda g: g * 2) as h2:
     pass
 print(x.grad, type(h).__name__, type(h2).__name__, sorted(x._backward_hooks or {}))
+import inspect, weakref
+print(sorted(vars(h)), h.remove.__qualname__, inspect.ismethod(h.remove))
+r = weakref.ref(h)
+del h
+print(r() is None)
 """
 
 
@@ -247,6 +252,37 @@ def test_removing_a_hook_is_recorded_and_still_removes_it():
     assert [s.grad_outputs[0]["value"] for s in acc] == [[20.0, -20.0], [2.0, -2.0]]
     assert tr.stdout == plain_stdout(HOOK_REMOVAL)
     assert "RemovableHandle RemovableHandle []" in tr.stdout
+    assert "['extra_dict_ref', 'hooks_dict_ref', 'id'] RemovableHandle.remove True" in tr.stdout
+    assert tr.stdout.endswith("True\n")     # nothing of ours keeps the handle alive
+
+
+def test_hook_removals_the_recorder_does_not_follow_leave_the_snippet_alone():
+    """A removal inside a hook while backward runs (not recorded: the calls
+    there are not), from another thread (not recorded), and torch's remove is
+    its own again after the run."""
+    from torch.utils.hooks import RemovableHandle
+    before = RemovableHandle.__dict__["remove"]
+    source = """
+import threading
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x * 2
+hx = x.register_hook(lambda g: g * 10)
+def drop(g):
+    hx.remove()
+    return g
+y.register_hook(drop)
+y.sum().backward()
+print(x.grad)
+hy = y.register_hook(lambda g: g)
+t = threading.Thread(target=hy.remove)
+t.start(); t.join()
+print(len(y._backward_hooks))
+"""
+    tr = capture(source)
+    assert tr.stdout == plain_stdout(source) == "tensor([2., 2.])\n1\n"
+    assert [o.kind for o in tr.ops if o.kind in ("hook", "unhook")] == ["hook", "hook", "hook"]
+    assert RemovableHandle.__dict__["remove"] is before
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")   # torch's own advice

@@ -428,9 +428,26 @@ def test_a_removed_hook_is_tagged_only_while_it_is_on(qtbot, window):
         w.set_cursor(cursor)
         assert ("hook" in painter.shown_flags(node)) is shown, cursor
     assert "hook" in node.flags        # the fact stays with the tensor
+    w.canvas.set_text_scale(1.5)       # a new painter: it keeps the step's tags
+    assert "hook" not in w.canvas._painter.shown_flags(node)
     w.select_node(node.id)
     assert w.inspector.rows()["hooks"].startswith("registered at line 3 (removed at line 5):")
     w.canvas.grab()
+    # an exported picture of a step draws the tags of that step too
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtGui import QTransform
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_scene import SceneGeometry
+    from graphscope.ui.render import paint_graph, scene_for_trace
+    graph, layout, frame = scene_for_trace(w.live.trace)
+    geom = SceneGeometry.build(graph, layout.positions)
+    painter = ScenePainter(geom, w.canvas._theme, 1.0, graph.regions)
+    img = QImage(200, 100, QImage.Format_ARGB32)
+    p = QPainter(img)
+    paint_graph(p, geom, painter, frame, QTransform(), 1.0, 200, 100)
+    p.end()
+    x = next(n for n in graph.nodes.values() if n.label == "x")
+    assert "hook" in x.flags and "hook" not in painter.shown_flags(x)
 
 
 def test_an_op_freed_by_backward_says_so_from_that_step_on(qtbot, window):

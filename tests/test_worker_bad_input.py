@@ -119,3 +119,22 @@ def test_declared_encoding_is_honoured_as_python_does(tmp_path):
 def test_missing_file_is_refused(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         read_snippet(str(tmp_path / "nope.py"))
+
+
+def test_a_del_that_prints_while_the_worker_writes_does_not_hang_the_run():
+    """The GC may run a snippet's ``__del__`` (which prints) in the middle of
+    the worker writing a batch of events: its output waits for the next
+    write instead of waiting for the lock the same thread holds (it hung)."""
+    src = ("import torch\n"
+           "class Noisy:\n"
+           "    def __del__(self):\n"
+           "        print('del')\n"
+           "x = torch.ones(2, requires_grad=True)\n"
+           "for i in range(20000):\n"
+           "    a = Noisy(); a.self = a\n"
+           "    x = x * 1.0\n"
+           "print('done')\n")
+    tr = run_to_trace(src, "gcdel.py", timeout=60)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout.endswith("done\n") and tr.stdout.count("del\n") > 19000
+    assert len(tr.ops) == 20001

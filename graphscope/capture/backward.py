@@ -51,6 +51,7 @@ class BackwardTracer:
     def __init__(self, recorder) -> None:
         self.r = recorder
         self.n_calls = 0
+        self.running = 0              # backward calls under way (the engine runs hooks)
         self.n_steps = 0
         self.n_nodes = 0
         self.acc_nodes: dict[int, int] = {}   # leaf tensor id -> node id
@@ -105,6 +106,7 @@ class BackwardTracer:
         befores: dict[int, object] = {}   # AccumulateGrad node id -> leaf .grad before
         handles = self._handles
         start = len(handles)
+        self.running += 1
         try:
             leaves = self._hook_graph(call_id, roots, befores, bool(retain))
             result = call_as_caller(func, args, kwargs)
@@ -113,6 +115,7 @@ class BackwardTracer:
                 r.failed = (e, None, root_ids[0] if root_ids else None)
             raise
         finally:
+            self.running -= 1
             for h in handles[start:]:
                 h.remove()
             del handles[start:]

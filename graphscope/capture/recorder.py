@@ -49,7 +49,6 @@ import linecache
 import sys
 import threading
 import types
-import weakref
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -58,6 +57,7 @@ from graphscope import protocol as P
 from graphscope.capture import summaries
 from graphscope.capture.aliases import alias_of
 from graphscope.capture.custom_functions import CustomFunctions
+from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
 from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
                                              retains_grad, version_of)
@@ -316,7 +316,8 @@ class Recorder(TorchFunctionMode):
         self.memo = summaries.SummaryMemo(run.value_limit, summaries.HIST_TIME, stats_batch)
         self.n_ops = 0
         self.recording = True
-        self._thread = None           # the thread the run is in, while it is (NOTE [hook removal])
+        self._thread = None           # the thread the run is in, while it is
+        self.unhooks = HookRemovals(self)   # NOTE [hook removal] in hook_removal.py
         self.module = None            # current module path, kept by modules.py
         self.names = None             # names.NameTracker, set by the session
         self.backward = None          # backward.BackwardTracer, set by the session
@@ -400,52 +401,9 @@ class Recorder(TorchFunctionMode):
 
     def __exit__(self, *exc):
         self._thread = None
+        self.unhooks.uninstall()
         self.custom.end()   # a run stopped inside a custom forward (NOTE [custom Functions])
         return super().__exit__(*exc)
-
-    # NOTE [hook removal]: ``h = x.register_hook(fn); ...; h.remove()`` takes the
-    # hook off, but ``remove`` is plain Python on torch's RemovableHandle, not a
-    # torch call the mode sees; without it the picture would go on saying the
-    # hook changes every gradient reaching x. So the handle the snippet gets
-    # back has ``remove`` shadowed on the instance (its type, and what it does,
-    # are torch's own; ``with h:`` goes through it too): the removal is recorded
-    # as an ``unhook`` op on the tensor, line and all, then the hook is removed.
-    def _watch_removal(self, handle, t, hook_op: int) -> None:
-        remove = getattr(handle, "remove", None)
-        if remove is None or not hasattr(handle, "__dict__") or "remove" in handle.__dict__:
-            return
-        ref = weakref.ref(t)
-
-        def remove_hook(*args, **kwargs):
-            try:
-                t2 = ref()
-                hooks = handle.hooks_dict_ref()
-                if (t2 is not None and self._thread == threading.get_ident()
-                        and hooks is not None and handle.id in hooks):   # (not removed yet)
-                    self._record_unhook(t2, hook_op)
-            except Exception:
-                pass   # never in the way of the snippet's own call
-            return remove(*args, **kwargs)
-
-        try:
-            handle.remove = remove_hook
-        except Exception:
-            pass
-
-    def _record_unhook(self, t, hook_op: int) -> None:
-        frame, opaque = self.where(3)
-        tid = self.ids.get(t)
-        if opaque or tid is None or not self.recording:
-            return
-        op_id = self.n_ops
-        if op_id >= self.max_ops:
-            self._truncate()
-            return
-        self.n_ops = op_id + 1
-        self.emit(P.Op(op_id, next(self.seq), "remove", "torch.utils.hooks.RemovableHandle.remove",
-                       frame.f_lineno if frame is not None else None, _is_grad_enabled(),
-                       [tid], [], None, self.module, _is_inference_mode_enabled(), "unhook",
-                       undoes=hook_op))
 
     def where(self, depth: int = 2):
         """(innermost snippet frame, opaque): the frame as ``snippet_frame`` finds it
@@ -610,7 +568,7 @@ class Recorder(TorchFunctionMode):
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         elif kind == "hook" and op is not None and ins:
-            self._watch_removal(result, ins[0], op)   # NOTE [hook removal]
+            self.unhooks.watch(result, ins[0], op)   # NOTE [hook removal] in hook_removal.py
         return result
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,

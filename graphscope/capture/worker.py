@@ -43,7 +43,7 @@ import time
 from graphscope import protocol as P
 
 _FLUSH_ROWS = 512
-_FLUSH_BYTES = 1 << 16     # of output text
+_FLUSH_BYTES = 1 << 16     # characters of output text
 _FLUSH_INTERVAL = 0.02     # the flusher thread's period (idle snippet)
 _FLUSH_AGE = 0.001         # an emit flushes when the last flush is this old
 _DEFAULT_MEMORY_FRACTION = 0.75
@@ -58,6 +58,7 @@ class EventWriter:
         self._size = 0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._writer = None     # the thread inside flush, writing
         self._closed = False
         self._last_flush = 0.0
         self._parent = os.getppid()
@@ -92,19 +93,27 @@ class EventWriter:
         self.flush()
 
     def flush(self) -> None:
-        if self._fd < 0:
+        if self._fd < 0 or self._writer == threading.get_ident():
+            # (a ``__del__`` that prints, run by the GC while this thread writes:
+            # its row waits for the next flush; writing it now would land in the
+            # middle of a frame, and waiting for the lock would wait for ever)
             return
+        fresh: list = []   # made before the lock (NOTE [no allocation under the lock] in deferred_stats.py)
         # the write lock is held from taking the rows to writing them, so two
         # threads flushing at the same moment cannot swap two batches
         with self._write_lock:
-            with self._lock:
-                rows = self._rows
-                if not rows:
-                    return
-                self._rows = []
-                self._size = 0
-                self._last_flush = time.monotonic()
-            _write_all(self._fd, encode_rows(rows))
+            self._writer = threading.get_ident()
+            try:
+                with self._lock:
+                    rows = self._rows
+                    if not rows:
+                        return
+                    self._rows = fresh
+                    self._size = 0
+                    self._last_flush = time.monotonic()
+                _write_all(self._fd, encode_rows(rows))
+            finally:
+                self._writer = None
 
     def stop_in_child(self) -> None:
         """In a forked child: drop what the parent had not written yet and
@@ -184,19 +193,6 @@ def encode_rows(rows: list) -> bytes:
     except ValueError:   # only the rows marshal does not take go as JSON
         b = _dumps([_marshallable(r) for r in rows], P.MARSHAL_VERSION)
     return P.FRAME_HEAD.pack(P.FRAME_BATCH, len(b)) + b
-
-
-def _fast_encoder():
-    """One message as a frame of its own (NOTE [frames]); the worker writes
-    batches (``encode_rows``), both decode alike."""
-    row = _row_maker()
-    pack = P.FRAME_HEAD.pack
-
-    def encode(msg) -> bytes:
-        b = _dumps(_marshallable(row(msg)), P.MARSHAL_VERSION)
-        return pack(P.FRAME_MAGIC, len(b)) + b
-
-    return encode
 
 
 def read_run(fd: int):

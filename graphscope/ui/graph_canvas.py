@@ -131,6 +131,7 @@ class GraphCanvas(QWidget):
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
         self._painter.sprites = True
         self._painter.values_hidden = bool(getattr(self._frame, "values_hidden", False))
+        self._painter.hooks_off = getattr(self._frame, "hooks_off", None) or frozenset()
         self._selected = self._selected if self._selected in self._geom.nodes else None
         self._invalidate()
         # the hit and edge grids are not needed for the first (fitted) paint of a big
