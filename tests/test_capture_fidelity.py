@@ -120,3 +120,34 @@ def test_anomaly_mode_shows_the_forward_stack_plain_python_shows():
         return text[:text.index("(Triggered internally")]
     assert 'in f\n    return torch.sqrt(x) * 0' in warning(err)
     assert warning(tr.stderr) == warning(err)
+
+
+AT_EXIT = """
+import atexit, threading, time
+import torch
+atexit.register(lambda: print("atexit, last registered, first run"))
+atexit.register(print, "atexit, first registered")
+class Noisy:
+    def __del__(self):
+        print("del", self.k)
+n = Noisy(); n.k = "a global"
+_p = Noisy(); _p.k = "a _private global"
+c = Noisy(); c.k = "in a cycle"; c.me = c
+def late():
+    time.sleep(0.2)
+    print("a thread, after the last line")
+threading.Thread(target=late).start()
+print("the last line")
+"""
+
+
+def test_what_python_prints_after_the_last_line_is_printed_too():
+    """NOTE [the end of a run]: threads joined, atexit functions, then the
+    namespace freed (in the order its names were bound) and cycles collected."""
+    tr = worker_trace(AT_EXIT)
+    out, _ = plain_run(AT_EXIT)
+    assert tr.status == "ok" and tr.stdout == out
+    assert out.splitlines() == [
+        "the last line", "a thread, after the last line", "atexit, first registered",
+        "atexit, last registered, first run", "del a global", "del a _private global",
+        "del in a cycle"]

@@ -136,5 +136,6 @@ def test_a_del_that_prints_while_the_worker_writes_does_not_hang_the_run():
            "print('done')\n")
     tr = run_to_trace(src, "gcdel.py", timeout=60)
     assert tr.status == "ok", tr.error
-    assert tr.stdout.endswith("done\n") and tr.stdout.count("del\n") > 19000
+    # every __del__ ran, those left at the end too (NOTE [the end of a run])
+    assert "done\n" in tr.stdout and tr.stdout.count("del\n") == 20000
     assert len(tr.ops) == 20001

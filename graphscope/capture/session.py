@@ -28,18 +28,22 @@ from graphscope.capture.names import NameTracker
 from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
                                        closed_input, write_to_fds)
 from graphscope.capture.node_owners import node_name
+from graphscope.capture.process_exit import exit_as_python_would
 from graphscope.capture.recorder import Recorder
 
 
 _current = None   # the Recorder of the run going on, for on_fork_in_child
 
 
-def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
+def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     """Run ``run.source`` as ``__main__`` under the recorder; see the module docstring.
 
     ``on_idle``: called with a function that another thread may call every few
     milliseconds to let held-back messages go (NOTE [deferred stats]), and with
-    None when the run is over; the worker's flusher thread calls it."""
+    None when the run is over; the worker's flusher thread calls it.
+    ``at_exit``: then do what ``python FILE`` does after the last line (wait
+    for threads, ``atexit``, free the namespace: NOTE [the end of a run]); only
+    in a process that ends with the run (the worker)."""
     global _current
     t0 = time.perf_counter()
     seq = itertools.count()
@@ -118,6 +122,8 @@ def run_snippet(run: P.Run, emit, on_idle=None) -> P.End:
                 run_static(g, dict(run.static, filename=filename), emit)
             except Exception as e:  # one failing tool must not cost the eager trace
                 emit(P.Output(next(seq), "stderr", f"GraphScope: static capture failed: {e}\n"))
+        if at_exit:
+            exit_as_python_would(g)   # NOTE [the end of a run] in process_exit.py
         _flush(sys.stdout)
         _flush(sys.stderr)
     finally:

@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     writer.start_flusher()
     started = time.perf_counter()
     try:
-        end = run_snippet(run, writer.emit, writer.set_idle)
+        end = run_snippet(run, writer.emit, writer.set_idle, at_exit=True)
     except BaseException as e:  # a bug in the recorder, not in the snippet
         end = P.End(status="error", duration=time.perf_counter() - started,
                     error=P.ErrorInfo(type="InternalError",
