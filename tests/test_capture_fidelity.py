@@ -141,13 +141,62 @@ print("the last line")
 """
 
 
+AFTER_THE_END = [
+    # a pool left open: python's threading shutdown tells its threads to finish
+    """
+from concurrent.futures import ThreadPoolExecutor
+import torch
+ex = ThreadPoolExecutor(2)
+print(ex.submit(lambda: torch.ones(2).sum().item()).result())
+print("last line")
+""",
+    # a __del__ at the end sees the globals still bound (the namespace is freed
+    # by the collector), in python's order
+    """
+import logging, sys, torch
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+log = logging.getLogger("demo")
+class A:
+    def __init__(s, k): s.k = k
+    def __del__(s):
+        log.info("del %s sees earlier=%s torch=%s", s.k, earlier, torch.__name__)
+earlier = 1
+a = A("a"); b = A("b")
+first, second = b, a
+del a, b
+""",
+]
+
+
 def test_what_python_prints_after_the_last_line_is_printed_too():
     """NOTE [the end of a run]: threads joined, atexit functions, then the
-    namespace freed (in the order its names were bound) and cycles collected."""
+    namespace freed and cycles collected, as python does."""
     tr = worker_trace(AT_EXIT)
     out, _ = plain_run(AT_EXIT)
     assert tr.status == "ok" and tr.stdout == out
-    assert out.splitlines() == [
+    assert out.splitlines()[:4] == [
         "the last line", "a thread, after the last line", "atexit, first registered",
-        "atexit, last registered, first run", "del a global", "del a _private global",
-        "del in a cycle"]
+        "atexit, last registered, first run"]
+    assert sorted(out.splitlines()[4:]) == [
+        "del a _private global", "del a global", "del in a cycle"]
+    for source in AFTER_THE_END:
+        tr = worker_trace(source)
+        out, _ = plain_run(source)
+        assert tr.status == "ok" and tr.stdout == out and out, source
+
+
+def test_a_thread_that_never_ends_does_not_hide_how_the_run_ended():
+    """python would hang; the run waits a few seconds, says which thread is
+    still running, and keeps the snippet's own error."""
+    tr = worker_trace("""
+import threading, time, torch
+stop = threading.Event()
+def heartbeat():
+    while not stop.is_set():
+        time.sleep(0.05)
+threading.Thread(target=heartbeat, name="heartbeat").start()
+x = torch.ones(2, 3)
+y = x @ x
+""")
+    assert tr.status == "error" and tr.error.type == "RuntimeError" and tr.error.line == 9
+    assert "heartbeat still ran" in tr.stderr and "python would wait" in tr.stderr

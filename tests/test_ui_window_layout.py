@@ -142,6 +142,15 @@ def test_pass_bands_on_the_timeline(qtbot, window):
                   "with torch.no_grad():\n    x -= 0.1 * x.grad\n")
     assert [b[2] for b in w.timeline_bar.strip.passes()] == [
         "Pass 1", "Pass 2", "Pass 3: no backward"]
+    # a narrow band shows the longest form that fits, never a cut "no …"
+    from PySide6.QtGui import QFontMetricsF
+    from graphscope.ui.timeline_bar import _band_text
+    fm = QFontMetricsF(strip.font())
+    forms = [_band_text("Pass 3: no backward", fm, width) for width in (400, 1, 0)]
+    assert forms[0] == "Pass 3: no backward" and forms[2] == ""
+    widths = [fm.horizontalAdvance(t) for t in ("no backward", "Pass 3", "3")]
+    assert [_band_text("Pass 3: no backward", fm, w + 0.5) for w in widths] == [
+        "no backward", "Pass 3", "3"]
 
 
 def test_issue5_docks_start_hidden_and_open_from_the_view_menu(qtbot, window):

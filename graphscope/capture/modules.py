@@ -14,6 +14,7 @@ still closes its call (its ModuleCall is emitted with the ops made so far).
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 import torch
@@ -70,7 +71,7 @@ class ModuleHooks:
         finally:
             r.recording = True
         stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins,
-                      _call_text(r, frame)])
+                      _call_text(r, frame, module)])
         r.module = path
         return None
 
@@ -98,14 +99,52 @@ class ModuleHooks:
         return None
 
 
-def _call_text(r, frame):
+def _call_text(r, frame, module):
     """The snippet's text of this module call (``self.conv(x)``, ``net(images)``),
     when the snippet's ``frame`` called the module itself: only torch's
-    ``Module.__call__`` between them. A module run by a library the snippet
-    called (``checkpoint(self.block, x)``, ``nn.Sequential``'s own loop) has none."""
-    if frame is None:
+    ``Module.__call__`` between them, and the text's callee is this module
+    (``list(map(m, xs))`` calls ``m`` from C, but is not ``m``'s call). A module
+    run by a library (``checkpoint(self.block, x)``, ``nn.Sequential``'s own
+    loop) has none; nor has one whose forward hooks may replace what it
+    returns (ours run first: the output seen here may not be the call's)."""
+    if frame is None or module._forward_hooks or len(_module._global_forward_hooks) > 1:
         return None
     f = sys._getframe(2)          # _on_pre <- the hook caller in _call_impl
     while f is not None and f is not frame and f.f_code.co_filename == _MODULE_FILE:
         f = f.f_back
-    return r._expr_at(frame, None) if f is frame else None
+    if f is not frame:
+        return None
+    text = r._expr_at(frame, None)
+    if not text:
+        return None
+    callee = _resolve(frame, text.split("(", 1)[0])
+    if callee is module or (isinstance(callee, functools.partial) and callee.func is module):
+        return text
+    return None
+
+
+def _resolve(frame, chain: str):
+    """The object a plain name or attribute chain (``self.conv``) names in
+    ``frame``, read without running any of the snippet's code (no properties,
+    no ``__getattr__`` but a module's own submodules); None if it cannot be."""
+    names = chain.split(".")
+    if not all(n.isidentifier() for n in names):
+        return None
+    first = names[0]
+    missing = object()
+    obj = frame.f_locals.get(first, missing)
+    if obj is missing:
+        obj = frame.f_globals.get(first, missing)
+    if obj is missing:
+        return None
+    for name in names[1:]:
+        d = getattr(obj, "__dict__", None)
+        if not isinstance(d, dict):
+            return None
+        if name in d:
+            obj = d[name]
+        elif isinstance(obj, torch.nn.Module) and name in d.get("_modules", {}):
+            obj = d["_modules"][name]
+        else:
+            return None
+    return obj

@@ -1,39 +1,83 @@
 """What ``python FILE`` does after the snippet's last line, done while output is captured.
 
-NOTE [the end of a run]: after the last line, ``python FILE`` still waits for
-the threads the snippet started (not the daemons), runs the ``atexit``
-functions, then frees ``__main__``'s names (in the order they were bound:
-measured with python 3.11) and collects cycles, so a ``__del__`` runs. Each may print, and the output of a run must be
-``python``'s byte for byte; the worker then leaves with ``os._exit``, which
-does none of it. So the worker's run does it itself, in that order, after the
-final facts are recorded (the snippet's namespace is read by then) and before
-the streams are restored. A thread that never ends keeps the run going until
-its timeout, as ``python`` would hang. Only in the worker: in any other
-process the ``atexit`` functions are the host's.
+NOTE [the end of a run]: after the last line, ``python FILE`` still
+1. shuts threading down (``threading._shutdown``): runs the hooks libraries
+   registered for it (``concurrent.futures`` tells its pool threads to
+   finish), then waits for the threads the snippet started that are not
+   daemons;
+2. runs the ``atexit`` functions, ``__main__`` still alive;
+3. frees ``__main__``: its namespace usually hangs in a cycle (every function
+   the snippet defined refers to it), so the collector finalizes what it
+   holds while every global is still bound; only a module something else
+   keeps alive is cleared as ``_PyModule_ClearDict`` does (names with one
+   leading underscore set to None first, then the rest).
+Each may print, and the output of a run must be ``python``'s byte for byte;
+the worker then leaves with ``os._exit``, which does none of it. So the
+worker's run does it itself, in that order, after the final facts are
+recorded and before the streams are restored (``before_exit``, then the
+session lets go of the module, then ``free_module``). Unlike ``python``, the
+wait for threads is bounded (``THREAD_WAIT``): the run's outcome (its error,
+its exit code) reaches the window only after this, and a thread that never
+ends must not turn a run that raised into a timeout; a thread still running
+then is named on stderr. Nothing done after the last line is recorded (the
+recorder has exited): the trace's final values, ``.grad`` included, are
+those at the last line. Only in the worker: in any other process the
+``atexit`` functions are the host's.
 """
 from __future__ import annotations
 
 import atexit
 import gc
+import sys
 import threading
+import time
+
+THREAD_WAIT = 5.0    # seconds the snippet's threads get after its last line
 
 
-def exit_as_python_would(namespace: dict) -> None:
+def before_exit() -> None:
+    """Steps 1 and 2 (the snippet's module is still alive)."""
     me = threading.current_thread()
-    for t in threading.enumerate():
-        if t is not me and not t.daemon and t.is_alive():
-            try:
-                t.join()
-            except BaseException:   # interrupted: python would stop waiting too
-                break
+    try:
+        threading._SHUTTING_DOWN = True           # as threading._shutdown does
+        for hook in reversed(list(getattr(threading, "_threading_atexits", ()))):
+            hook()
+    except BaseException:
+        pass
+    deadline = time.monotonic() + THREAD_WAIT
+    waiting = [t for t in threading.enumerate() if t is not me and not t.daemon]
+    try:
+        for t in waiting:
+            t.join(max(0.0, deadline - time.monotonic()))
+    except BaseException:   # interrupted: python would stop waiting too
+        pass
+    left = [t.name for t in waiting if t.is_alive()]
+    if left:
+        sys.stderr.write(
+            f"GraphScope: the snippet's thread(s) {', '.join(left[:3])} still ran "
+            f"{THREAD_WAIT:g} s after it ended; python would wait for them. "
+            "The run ends here.\n")
     try:
         atexit._run_exitfuncs()   # (errors are reported on stderr, as at exit)
     except BaseException:
         pass
+
+
+def free_module(module_ref) -> None:
+    """Step 3, once nothing of the session refers to the module (``module_ref``:
+    a weak reference to it)."""
     try:
-        for k in list(namespace):      # in the order they were bound, as python does
-            if k != "__builtins__":
-                namespace[k] = None
+        gc.collect()
+        m = module_ref()
+        if m is None:
+            return
+        d = m.__dict__
+        del m
+        for first in (True, False):
+            for k in list(d):
+                if (k[:1] == "_" and k[1:2] != "_") if first else k != "__builtins__":
+                    d[k] = None
+        del d
         gc.collect()
     except BaseException:
         pass

@@ -405,6 +405,15 @@ class Recorder(TorchFunctionMode):
         self.custom.end()   # a run stopped inside a custom forward (NOTE [custom Functions])
         return super().__exit__(*exc)
 
+    def let_go_of_frames(self) -> None:
+        """Drop the snippet frames (and the error, with its traceback) kept from
+        the run: they hold its namespace, which the end of the run frees
+        (NOTE [the end of a run] in process_exit.py)."""
+        self._last_frame = self._vframe = None
+        self.failed = None
+        self.custom.state = None
+        _trampolines.clear()   # (each runs with its caller's globals: NOTE [warning attribution])
+
     def where(self, depth: int = 2):
         """(innermost snippet frame, opaque): the frame as ``snippet_frame`` finds it
         from ``depth`` frames up, and whether a tracer runs the call (NOTE [static tracers])."""

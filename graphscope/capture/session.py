@@ -15,6 +15,7 @@ import time
 import traceback
 import types
 import warnings
+import weakref
 
 import torch
 
@@ -28,7 +29,7 @@ from graphscope.capture.names import NameTracker
 from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
                                        closed_input, write_to_fds)
 from graphscope.capture.node_owners import node_name
-from graphscope.capture.process_exit import exit_as_python_would
+from graphscope.capture.process_exit import before_exit, free_module
 from graphscope.capture.recorder import Recorder
 
 
@@ -62,11 +63,6 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
         emit(P.Region(region.kind, region.grad_enabled, region.start_line, region.end_line,
                       region.form, region.label))
 
-    module = types.ModuleType("__main__")
-    g = module.__dict__
-    g["__file__"] = filename
-    g["__builtins__"] = _snippet_builtins()
-    g["__cached__"] = None
     _register_source(filename, run.source)
 
     batch = StatsBatch()
@@ -83,6 +79,13 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
              torch.is_grad_enabled(), torch.get_default_dtype())
     status, error, exit_code = "ok", None, None
     gc_state = quiet_gc.quiet()   # NOTE [gc during capture] in quiet_gc.py
+    # made after the freeze: the end of the run frees the namespace through the
+    # collector (NOTE [the end of a run] in process_exit.py)
+    module = types.ModuleType("__main__")
+    g = module.__dict__
+    g["__file__"] = filename
+    g["__builtins__"] = _snippet_builtins()
+    g["__cached__"] = None
     try:
         _current = recorder
         sys.stdout = CapturedStream("stdout", emit, seq, limit)
@@ -122,8 +125,14 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
                 run_static(g, dict(run.static, filename=filename), emit)
             except Exception as e:  # one failing tool must not cost the eager trace
                 emit(P.Output(next(seq), "stderr", f"GraphScope: static capture failed: {e}\n"))
-        if at_exit:
-            exit_as_python_would(g)   # NOTE [the end of a run] in process_exit.py
+        if at_exit:   # NOTE [the end of a run] in process_exit.py
+            before_exit()
+            recorder.let_go_of_frames()   # (they hold the namespace)
+            module_ref = weakref.ref(module)
+            if saved[4] is not None:
+                sys.modules["__main__"] = saved[4]
+            del module, g
+            free_module(module_ref)
         _flush(sys.stdout)
         _flush(sys.stderr)
     finally:

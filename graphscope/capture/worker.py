@@ -312,8 +312,9 @@ def child_exit(end) -> int:
 
 if __name__ == "__main__":
     code = main()
-    # Skip interpreter teardown (torch's is slow, and the snippet's threads or
-    # atexit hooks must not delay or garble the End already sent).
+    # Skip interpreter teardown: torch's is slow, and what python does after the
+    # snippet's last line (its threads, atexit functions, freeing __main__) the
+    # run has done already, while output was captured (NOTE [the end of a run]).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap, QPolygonF
+from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QIcon, QPainter, QPen, QPixmap,
+                           QPolygonF)
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
                                QToolButton, QVBoxLayout, QWidget)
 
@@ -186,7 +187,6 @@ class ScrubStrip(QWidget):
         (the cursor value v is "v steps shown": step i is shown from v = i + 1)."""
         if not self._passes:
             return
-        fm = self.fontMetrics()
         band_h = self._band_height()
         current = self._value - 1
         for k, (a, b, label) in enumerate(self._passes):
@@ -206,11 +206,9 @@ class ScrubStrip(QWidget):
             f = QFont(self.font())
             f.setBold(inside)
             p.setFont(f)
-            text = fm.elidedText(label, Qt.TextElideMode.ElideRight, int(x1 - x0 - 6))
-            if len(text) <= 2:              # too narrow for a word: the pass number
-                text = label.split()[-1] if fm.horizontalAdvance(label.split()[-1]) < x1 - x0 else ""
             p.setPen(self.colors["text"])
-            p.drawText(QRectF(x0, 0, x1 - x0, band_h), Qt.AlignmentFlag.AlignCenter, text)
+            p.drawText(QRectF(x0, 0, x1 - x0, band_h), Qt.AlignmentFlag.AlignCenter,
+                       _band_text(label, QFontMetricsF(f), x1 - x0 - 6))
 
     # -- scrubbing --------------------------------------------------------------
     def _value_at(self, x: float) -> int:
@@ -352,3 +350,14 @@ class TimelineBar(QWidget):
         self.strip.setMinimumHeight(int(26 * f))
         self.strip.setFont(font)
         self.strip.updateGeometry()
+
+
+def _band_text(label: str, fm, width: float) -> str:
+    """The longest of a band's label forms that fits: "Pass 3: no backward",
+    "no backward", "Pass 3", "3" (a cut "Pass 3: no …" would hide the point)."""
+    head, _, tail = label.partition(": ")
+    words = head.split()
+    for text in (label, tail, head, words[-1] if words else ""):
+        if text and fm.horizontalAdvance(text) <= width:
+            return text
+    return ""
