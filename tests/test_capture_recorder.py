@@ -292,8 +292,10 @@ def test_a_module_output_is_labelled_by_the_call_the_snippet_wrote():
                 self.conv = nn.Conv1d(1, 2, 3)
                 self.fc = nn.Linear(4, 2)
                 self.seq = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+                self.rnn = nn.GRU(4, 2, batch_first=True)
             def forward(self, x):
                 h = torch.relu(self.conv(x))
+                self.rnn(x.flatten(1)[None])
                 return self.seq(self.fc(h.flatten(1)))
         net = Net()
         net(torch.randn(1, 1, 4)).sum().backward()
@@ -305,6 +307,7 @@ def test_a_module_output_is_labelled_by_the_call_the_snippet_wrote():
     assert texts["conv"] == "self.conv(x)" and texts["fc"] == "self.fc(h.flatten(1))"
     assert texts["seq"] == "self.seq(self.fc(h.flatten(1)))"
     assert texts["seq.0"] is None and texts["seq.1"] is None     # run by Sequential
+    assert texts["rnn"] == "self.rnn(x.flatten(1)[None])[0]"     # a tuple: its first tensor
     assert [m.expr for m in tr.modules if m.path == ""] == [
         "net(torch.randn(1, 1, 4))", None]                    # Net; the checkpointed block
     labels = {n.label for n in build_graph(tr).nodes.values() if n.kind == "tensor"}

@@ -89,6 +89,11 @@ class ModuleHooks:
             outs = [output]
         elif isinstance(output, (tuple, list)):
             outs = [o for o in output if isinstance(o, Tensor)]
+            if expr is not None:
+                # the label goes on the first tensor: say which element it is
+                # (``self.lstm(h)[0]``, not the whole tuple)
+                first = next((i for i, o in enumerate(output) if isinstance(o, Tensor)), None)
+                expr = f"{expr}[{first}]" if first is not None else None
         r.recording = False
         try:
             out_ids = [r.tensor_id(t, seq) for t in outs]
