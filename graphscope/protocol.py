@@ -218,6 +218,19 @@ class End:
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
+class Outcome:
+    """Worker -> runner: how the snippet's own code ended, sent before the worker
+    does what python does after the last line (NOTE [the end of a run]). The End
+    says the same; if the process is stopped, times out or dies after this, the
+    runner's End keeps it (``runner._after_the_end``). Fields as End's."""
+    T: ClassVar[str] = "outcome"
+    status: str
+    error: Optional[ErrorInfo] = None
+    exit_code: Optional[int] = None
+    duration: Optional[float] = None
+
+
+@dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
 class Ready:
     """Worker is up with torch imported and waits for a Run."""
     T: ClassVar[str] = "ready"
@@ -260,7 +273,7 @@ class StaticResult:
 MESSAGE_TYPES: dict[str, type] = {
     cls.T: cls for cls in (TensorInfo, TensorUpdate, Op, ModuleCall, BackwardCall,
                            BackwardStep, Region, Branch, Output, Truncated, End,
-                           Ready, Run, StaticResult)
+                           Outcome, Ready, Run, StaticResult)
 }
 
 
@@ -270,11 +283,11 @@ MESSAGE_TYPES: dict[str, type] = {
 # writing and parsing them for each of 60,000 messages was a third of the bytes
 # and a good part of the encoding time. ``decode_frames`` reads one back
 # (fields a newer worker appended are ignored). Records holding a
-# nested record (End) stay objects. Both ends use this module, so the order is
+# nested record (End, Outcome) stay objects. Both ends use this module, so the order is
 # always the same; trace files (export) keep named fields.
 ROW_FIELDS: dict[type, tuple] = {
     cls: tuple(f.name for f in dataclasses.fields(cls))
-    for cls in MESSAGE_TYPES.values() if cls is not End
+    for cls in MESSAGE_TYPES.values() if cls is not End and cls is not Outcome
 }
 _ROW_SIZES = {cls.T: (cls, len(names)) for cls, names in ROW_FIELDS.items()}
 # a record's fields as a tuple, in one C call (the worker's encoder, the export)
@@ -409,7 +422,7 @@ def from_dict(d: dict):
         raise ProtocolError(f"unknown message type {t!r}")
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {k: v for k, v in d.items() if k in names}
-    if cls is End and isinstance(kwargs.get("error"), dict):
+    if (cls is End or cls is Outcome) and isinstance(kwargs.get("error"), dict):
         kwargs["error"] = error_from_dict(kwargs["error"])
     try:
         return cls(**kwargs)

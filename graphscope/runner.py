@@ -236,6 +236,7 @@ class _RunSession:
         startup_log: list[str] = []
         fault = bytearray()
         end: Optional[P.End] = None
+        outcome: Optional[P.Outcome] = None
         last_seq = 0
         out_chars = 0
         out_capped = False
@@ -293,6 +294,8 @@ class _RunSession:
                                 deadline = (self._t_run + self.timeout) if self.timeout else float("inf")
                         elif t == "end":
                             end = msg
+                        elif t == "outcome":
+                            outcome = msg   # for an End made here (_after_the_end)
                         else:
                             seq = getattr(msg, "seq", None)
                             if seq is not None and seq > last_seq:
@@ -326,19 +329,45 @@ class _RunSession:
         if end is not None:
             return end
         if self._stop_requested:
-            return P.End(status="stopped", duration=duration,
-                         error=P.ErrorInfo(type="Stopped", message="stopped before the snippet finished"))
-        if self._timed_out:
-            return P.End(status="timeout", duration=duration, error=P.ErrorInfo(
+            end = P.End(status="stopped", duration=duration,
+                        error=P.ErrorInfo(type="Stopped", message="stopped before the snippet finished"))
+        elif self._timed_out:
+            end = P.End(status="timeout", duration=duration, error=P.ErrorInfo(
                 type="Timeout", message=f"the snippet ran longer than {self.timeout:g} s and was stopped"))
-        if self._t_run is None:
+        elif self._t_run is None:
             w.kill(grace=0.5)
             return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
-        w.kill(grace=1.0)  # it closed its pipe: reap it to learn how it died
-        if pending and w.proc.returncode == 0:
-            # a clean exit inside a frame: a length no message had (NOTE [frames])
-            return self._garbled(f"{len(pending):,} bytes of an unfinished frame at the end")
-        return _crash_end(w.proc.returncode, fault.decode("utf-8", "replace"), run.filename, duration)
+        else:
+            w.kill(grace=1.0)  # it closed its pipe: reap it to learn how it died
+            if pending and w.proc.returncode == 0:
+                # a clean exit inside a frame: a length no message had (NOTE [frames])
+                return self._garbled(f"{len(pending):,} bytes of an unfinished frame at the end")
+            end = _crash_end(w.proc.returncode, fault.decode("utf-8", "replace"), run.filename, duration)
+        if outcome is not None:
+            return self._after_the_end(outcome, end, w.proc.returncode, last_seq)
+        return end
+
+    def _after_the_end(self, outcome: P.Outcome, end: P.End, rc, seq: int) -> P.End:
+        """The snippet's own code had ended (``outcome``) when the process was
+        stopped, timed out or died, doing what python does after the last line
+        (NOTE [the end of a run]): the End keeps the snippet's error; a process
+        that left with an exit code (``os._exit`` in an ``atexit`` function) ended
+        as python's would, with that code; anything else is said on stderr."""
+        if end.status == "crash" and isinstance(rc, int) and rc >= 0:
+            if outcome.status == "error":
+                return P.End("error", outcome.error, rc, end.duration)
+            return P.End("ok" if rc == 0 and outcome.status == "ok" else "exit", None, rc,
+                         end.duration)
+        what = {"stopped": "it was stopped",
+                "timeout": f"the time limit ({self.timeout:g} s) stopped it"}.get(
+                    end.status, f"the process died ({end.error.message if end.error else end.status})")
+        self._deliver([P.Output(seq, "stderr",
+                                f"GraphScope: the snippet had ended ({outcome.status}), and {what} "
+                                "while it did what python does after the last line (its threads, "
+                                "atexit functions).\n")])
+        if outcome.status == "error":
+            return P.End("error", outcome.error, outcome.exit_code, end.duration)
+        return end
 
 
 def _exit_text(rc: Optional[int]) -> str:

@@ -139,3 +139,16 @@ def test_a_del_that_prints_while_the_worker_writes_does_not_hang_the_run():
     # every __del__ ran, those left at the end too (NOTE [the end of a run])
     assert "done\n" in tr.stdout and tr.stdout.count("del\n") == 20000
     assert len(tr.ops) == 20001
+
+
+def test_the_snippet_s_outcome_survives_what_happens_after_its_last_line():
+    """NOTE [the end of a run]: an atexit function that leaves with os._exit(4)
+    ends the run as python's would (exit code 4, output kept); one that hangs
+    until the time limit keeps the snippet's own error, and says what happened."""
+    tr = run_to_trace("import atexit, os\natexit.register(os._exit, 4)\nprint('hi')\n",
+                      "ox.py", timeout=60)
+    assert (tr.status, tr.end.exit_code, tr.stdout) == ("exit", 4, "hi\n")
+    tr = run_to_trace("import atexit, time\natexit.register(time.sleep, 60)\n"
+                      "print('hi')\nraise ValueError('mine')\n", "hang.py", timeout=3)
+    assert tr.status == "error" and (tr.error.type, tr.error.message) == ("ValueError", "mine")
+    assert tr.stdout == "hi\n" and "time limit (3 s) stopped it" in tr.stderr

@@ -15,11 +15,13 @@ Each may print, and the output of a run must be ``python``'s byte for byte;
 the worker then leaves with ``os._exit``, which does none of it. So the
 worker's run does it itself, in that order, after the final facts are
 recorded and before the streams are restored (``before_exit``, then the
-session lets go of the module, then ``free_module``). Unlike ``python``, the
-wait for threads is bounded (``THREAD_WAIT``): the run's outcome (its error,
-its exit code) reaches the window only after this, and a thread that never
-ends must not turn a run that raised into a timeout; a thread still running
-then is named on stderr. Nothing done after the last line is recorded (the
+session lets go of the module, then ``free_module``). First it sends the
+snippet's outcome (``protocol.Outcome``: status, error, exit code), so a
+process stopped, timed out or gone after it (``os._exit`` in an ``atexit``
+function) still ends the run with the snippet's error, or with python's exit
+code (``runner._after_the_end``). Unlike ``python``, the wait for threads is
+bounded (``THREAD_WAIT``): a thread still running then is named on stderr,
+and the run ends as the snippet did rather than by its time limit. Nothing done after the last line is recorded (the
 recorder has exited): the trace's final values, ``.grad`` included, are
 those at the last line. Only in the worker: in any other process the
 ``atexit`` functions are the host's.

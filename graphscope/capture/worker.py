@@ -75,7 +75,8 @@ class EventWriter:
         if self._fd < 0:
             return   # a forked child (stop_in_child)
         row = self._row(msg)
-        # Output ending a line is written at once, as a terminal would
+        # Output ending a line is written at once, as a terminal would; so is the
+        # Outcome (what follows it may end the process: NOTE [the end of a run])
         out = type(msg) is P.Output
         with self._lock:
             rows = self._rows
@@ -84,7 +85,7 @@ class EventWriter:
                 self._size += len(msg.text)
             due = (len(rows) >= _FLUSH_ROWS or self._size >= _FLUSH_BYTES
                    or time.monotonic() - self._last_flush >= _FLUSH_AGE
-                   or (out and msg.text.endswith("\n")))
+                   or (out and msg.text.endswith("\n")) or type(msg) is P.Outcome)
         if due:
             self.flush()
 
