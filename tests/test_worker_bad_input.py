@@ -152,3 +152,7 @@ def test_the_snippet_s_outcome_survives_what_happens_after_its_last_line():
                       "print('hi')\nraise ValueError('mine')\n", "hang.py", timeout=3)
     assert tr.status == "error" and (tr.error.type, tr.error.message) == ("ValueError", "mine")
     assert tr.stdout == "hi\n" and "time limit (3 s) stopped it" in tr.stderr
+    # nothing of the snippet's failed: python would hang there, so a timeout it is
+    tr = run_to_trace("import atexit, time\natexit.register(time.sleep, 60)\nprint('hi')\n",
+                      "hang_ok.py", timeout=3)
+    assert tr.status == "timeout" and "after the snippet's last line" in tr.error.message
