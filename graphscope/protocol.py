@@ -217,6 +217,11 @@ class End:
     duration: Optional[float] = None
 
 
+# in the message of a stop or timeout that came after the snippet's own code had
+# ended (runner._after_the_end), which the window explains differently
+AFTER_LAST_LINE = "after the snippet's last line"
+
+
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
 class Outcome:
     """Worker -> runner: how the snippet's own code ended, sent before the worker

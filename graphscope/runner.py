@@ -375,8 +375,8 @@ class _RunSession:
             return P.End("error", outcome.error, outcome.exit_code, end.duration)
         if end.status in ("stopped", "timeout") and end.error is not None:
             return P.End(end.status, P.ErrorInfo(
-                end.error.type, f"{end.error.message} (after the snippet's last line, in "
-                "what python does then: its threads, atexit functions)"), None, end.duration)
+                end.error.type, f"{end.error.message} ({P.AFTER_LAST_LINE}, in what python "
+                "does then: its threads, atexit functions)"), None, end.duration)
         return end
 
 

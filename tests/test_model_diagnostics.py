@@ -136,6 +136,8 @@ def test_leaf_modified_in_place():
 
 @pytest.mark.parametrize("err, kind, needle", [
     (P.ErrorInfo("Timeout", "timed out after 5 s"), "timeout", "loop"),
+    (P.ErrorInfo("Timeout", f"ran longer than 3 s ({P.AFTER_LAST_LINE}, in what python does "
+                 "then)"), "timeout", "thread that never ends"),
     (P.ErrorInfo("Crash", "killed by signal 9 (SIGKILL)"), "crash", "signal 9"),
     (P.ErrorInfo("SyntaxError", "expected ':'", line=3, column=8), "syntax", "line 3, column 8"),
 ])

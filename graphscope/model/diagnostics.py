@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from graphscope import protocol as P
 from graphscope.model.graph import Graph, build_graph, shape_text
 
 
@@ -299,6 +300,14 @@ def _grad_input_unused(ctx: _Context) -> Diagnosis:
 
 
 def _timeout(ctx: _Context) -> Diagnosis:
+    if P.AFTER_LAST_LINE in (ctx.error.message or ""):
+        text = ("The snippet's own code had finished, but what Python does after the last line "
+                "(wait for the threads it started, run its atexit functions) was still going when "
+                "the time limit stopped it. Everything recorded is kept.")
+        fix = ("Look for a thread that never ends (make it a daemon thread, or tell it to stop "
+               "before the last line) or an atexit function that waits: python itself would "
+               "hang here.")
+        return Diagnosis("The run did not end after its last line", text, fix, None, [], "timeout")
     text = ("The snippet ran longer than the time limit and was stopped. Everything recorded up to "
             "that moment is kept and can be stepped through.")
     fix = ("Look for a loop that never ends (a while condition that stays true) or work that is "
