@@ -266,13 +266,7 @@ class _RunSession:
                 w.kill()
                 deadline = float("inf")
             batch: list = []
-            ready = poller.poll(max(0.0, min(0.1, deadline - now)) * 1000)
-            # output written to fd 1/2 (a child process, C code) goes out at once,
-            # the events in batches (NOTE [event batching]): what both pipes hold
-            # now, the fds wrote first, nearly always (a pool's workers print
-            # before the snippet's last line, which came on the event pipe)
-            ready.sort(key=lambda r: r[0] == w.ev_r)
-            for fd, _ev in ready:
+            for fd, _ev in poller.poll(max(0.0, min(0.1, deadline - now)) * 1000):
                 try:
                     data = os.read(fd, _READ_SIZE)
                 except OSError:

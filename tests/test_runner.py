@@ -328,21 +328,3 @@ def test_processes_the_snippet_started_do_not_outlive_it():
     while state() not in ("gone", "Z") and time.monotonic() < deadline:
         time.sleep(0.01)
     assert state() in ("gone", "Z"), f"sleep {pid} still running ({state()})"
-
-
-def test_output_of_a_child_process_keeps_its_place_before_later_prints():
-    """A child's output comes on fd 1 at once, the snippet's own prints on the
-    event pipe in batches: when the reader finds both waiting (here it is held
-    up on purpose), the fd output was written first and is taken first."""
-    src = ("import subprocess, sys\n"
-           "subprocess.run([sys.executable, '-c', 'print(\"child\")'])\n"
-           "print('parent')\n")
-    first = []
-
-    def slow_reader(batch):
-        if not first:
-            first.append(True)
-            time.sleep(1.5)       # the worker writes both meanwhile
-    tr = run_to_trace(src, "child.py", timeout=60, also=slow_reader)
-    assert tr.status == "ok", tr.error
-    assert tr.stdout == "child\nparent\n"
