@@ -368,9 +368,11 @@ class _RunSession:
         if outcome.status == "error":
             return P.End("error", outcome.error, outcome.exit_code, end.duration)
         if end.status in ("stopped", "timeout") and end.error is not None:
+            did = ("stopped" if end.status == "stopped"
+                   else f"ran longer than {self.timeout:g} s and was stopped")
             return P.End(end.status, P.ErrorInfo(
-                end.error.type, f"{end.error.message} ({P.AFTER_LAST_LINE}, in what python "
-                "does then: its threads, atexit functions)"), None, end.duration)
+                end.error.type, f"{did} {P.AFTER_LAST_LINE}, in what python does then "
+                "(its threads, atexit functions)"), None, end.duration)
         return end
 
 

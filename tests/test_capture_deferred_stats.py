@@ -259,3 +259,19 @@ def test_a_message_emitted_while_a_lock_is_held_is_held_not_flushed():
     assert out == []                  # all held ...
     held.flush()
     assert [m.seq for m in out] == [0, 1, 2]   # ... and sent, in order, by the next flush
+
+
+def test_the_outcome_goes_out_after_everything_held_and_is_never_held_itself():
+    """NOTE [the end of a run]: the session flushes what is held, then sends the
+    Outcome straight on: a message held back while another thread flushes
+    would wait a flusher period, and the process may end before that."""
+    out = []
+    batch = StatsBatch()
+    held = HeldEmit(out.append, batch)
+    st = batch.add(torch.randn(100), 100, False)       # a pending statistic ...
+    held(P.Output(1, "stdout", "x"))                    # ... holds what comes after it
+    assert out == [] and st is not None
+    held.flush()
+    held.emit_now(P.Outcome("error", P.ErrorInfo("ValueError", "v"), None, 0.1))
+    assert [type(m).__name__ for m in out] == ["Output", "Outcome"]
+    assert "min" in st                                  # computed before they went

@@ -19,7 +19,7 @@ A dict that is not filled yet must not leave the worker, so ``HeldEmit``
 holds every message back while anything is pending, in order, and lets them
 go after ``compute``: when the batch is full, when a message comes and the
 oldest held one is ``HOLD_MAX`` (20 ms) old, when a line of output is written
-(it flushes the stream as a terminal would) or the run's Outcome, when the run ends, and from the
+(it flushes the stream as a terminal would), when the run ends, and from the
 worker's flusher thread when no message came for one of its periods (20 ms;
 so a ``time.sleep`` does not freeze the live view) or when messages have
 waited ``MAX_WAIT`` periods. Once nothing is pending, what is held goes at
@@ -330,7 +330,6 @@ class HeldEmit:
                 return
             if (batch.full() or not (batch._entries or batch.computing)
                     or (type(msg) is P.Output and msg.text.endswith("\n"))
-                    or type(msg) is P.Outcome
                     or _monotonic() - self._since >= HOLD_MAX):
                 # full; or nothing left to wait for (drain); a finished line of
                 # output; or held long enough: a crash would lose them
@@ -354,6 +353,11 @@ class HeldEmit:
                 self._flushes += 1
             finally:
                 self._flushing = False
+
+    def emit_now(self, msg) -> None:
+        """``msg`` to the writer at once, past anything held (call ``flush`` first
+        to keep the order)."""
+        self._emit(msg)
 
     def flush_if_idle(self) -> None:
         """From the worker's flusher thread, every period (20 ms): flush if no

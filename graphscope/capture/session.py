@@ -126,7 +126,11 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
             except Exception as e:  # one failing tool must not cost the eager trace
                 emit(P.Output(next(seq), "stderr", f"GraphScope: static capture failed: {e}\n"))
         if at_exit:   # NOTE [the end of a run] in process_exit.py
-            emit(P.Outcome(status, error, exit_code, time.perf_counter() - t0))
+            # everything held goes first (waiting for a flush the flusher thread may
+            # be doing), then the Outcome straight to the writer, never held back:
+            # what follows may end the process
+            held.flush()
+            held.emit_now(P.Outcome(status, error, exit_code, time.perf_counter() - t0))
             before_exit()
             recorder.let_go_of_frames()   # (they hold the namespace)
             module_ref = weakref.ref(module)
