@@ -80,11 +80,9 @@ class HookRemovals:
         tid = r.ids.get(t)
         if opaque or tid is None or not r.recording:
             return
-        op_id = r.n_ops
-        if op_id >= r.max_ops:
-            r._truncate()
+        op_id = r.claim_op_id()
+        if op_id is None:
             return
-        r.n_ops = op_id + 1
         r.emit(P.Op(op_id, next(r.seq), "remove", "torch.utils.hooks.RemovableHandle.remove",
                     frame.f_lineno if frame is not None else None, torch.is_grad_enabled(),
                     [tid], [], None, r.module, torch.is_inference_mode_enabled(), "unhook",

@@ -597,11 +597,9 @@ class Recorder(TorchFunctionMode):
             if (self.custom.state is not None or not grad_enabled) and self.custom.skips(
                     sys._getframe(1), ins, kind):
                 return None     # NOTE [custom Functions]
-        op_id = self.n_ops
-        if op_id >= self.max_ops:
-            self._truncate()
+        op_id = self.claim_op_id()
+        if op_id is None:
             return None
-        self.n_ops = op_id + 1
         seq = next(self.seq)
         line = frame.f_lineno if frame is not None else None
         if frame is not None and (line != self._last_line or frame is not self._last_frame):
@@ -828,6 +826,16 @@ class Recorder(TorchFunctionMode):
                              failed=type(e).__name__)
         tid = self.ids.get(ins[0]) if ins else None
         self.failed = (e, op_id, tid)
+
+    def claim_op_id(self):
+        """The next op's id, or None once ``max_ops`` ops are recorded (the
+        trace is then marked truncated)."""
+        op_id = self.n_ops
+        if op_id >= self.max_ops:
+            self._truncate()
+            return None
+        self.n_ops = op_id + 1
+        return op_id
 
     def _truncate(self) -> None:
         if self.recording:

@@ -382,6 +382,16 @@ class ScenePainter:
     # tensors whose hooks are not on at the current step (FrameState.hooks_off)
     hooks_off: frozenset = frozenset()
 
+    def take_frame(self, frame) -> bool:
+        """Take what the nodes' own drawing depends on from timeline ``frame``
+        (None: everything): the quiz's hidden values (a branch node prints the
+        value it read) and the hooks that are off. True if either changed."""
+        hidden = bool(getattr(frame, "values_hidden", False))
+        off = getattr(frame, "hooks_off", None) or frozenset()
+        changed = hidden != self.values_hidden or off != self.hooks_off
+        self.values_hidden, self.hooks_off = hidden, off
+        return changed
+
     def shown_flags(self, node):
         """The node's flags as drawn: before a quiz's Reveal, the error and
         missing-requires_grad marks are left off, since they give the answer away;

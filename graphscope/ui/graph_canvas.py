@@ -130,8 +130,7 @@ class GraphCanvas(QWidget):
         self._geom.row_pitch = float(getattr(layout, "row_pitch", self._geom.row_pitch))
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
         self._painter.sprites = True
-        self._painter.values_hidden = bool(getattr(self._frame, "values_hidden", False))
-        self._painter.hooks_off = getattr(self._frame, "hooks_off", None) or frozenset()
+        self._painter.take_frame(self._frame)
         self._selected = self._selected if self._selected in self._geom.nodes else None
         self._invalidate()
         # the hit and edge grids are not needed for the first (fitted) paint of a big
@@ -189,16 +188,8 @@ class GraphCanvas(QWidget):
     def set_frame(self, frame) -> None:
         """Show the state at a timeline cursor (``FrameState``), or everything (None)."""
         self._frame = frame
-        hidden = bool(getattr(frame, "values_hidden", False))
-        if hidden != self._painter.values_hidden:
-            # branch nodes print the value read in their box (the cached static layer)
-            self._painter.values_hidden = hidden
-            self._invalidate()
-        off = getattr(frame, "hooks_off", None) or frozenset()
-        if off != self._painter.hooks_off:
-            # a hook tag comes or goes with the step (also in the cached layer)
-            self._painter.hooks_off = off
-            self._invalidate()
+        if self._painter.take_frame(frame):
+            self._invalidate()   # (the cached static layer draws them too)
         vs = getattr(frame, "visible_steps", None) if frame is not None else None
         self._limit = NEVER if vs is None else float(vs)
         if self._auto_fit and self._follow and self._geom.nodes:

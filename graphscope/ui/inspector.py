@@ -326,12 +326,11 @@ class Inspector(QWidget):
             rows["retains_grad"] = "True"
         if op is not None:
             rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
-        hooks = [o for o in trace.ops if o.kind == "hook" and o.inputs[:1] == [t.id]
-                 and not o.failed]
+        hooks = _hooks_text(trace, t.id)
         if hooks:
             # a hook may replace the gradient on its way in: what was sent is not
             # what arrives, and nothing else on screen says why
-            rows["hooks"] = _hooks_text(trace, t.id, hooks)
+            rows["hooks"] = hooks
         flags = sorted(getattr(node, "flags", ()) or ())
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
@@ -548,11 +547,20 @@ class Inspector(QWidget):
                 val.hide()
 
 
-def _hooks_text(trace, tid: int, hooks: list) -> str:
+def _hooks_text(trace, tid: int) -> Optional[str]:
     """"registered at line 3 (removed at line 6), line 8: while registered, ...":
-    each hook with the line that removed it, if one did (NOTE [hook removal])."""
-    removed = {o.undoes: o.line for o in trace.ops
-               if o.kind == "unhook" and o.inputs[:1] == [tid]}
+    the hooks the snippet put on tensor ``tid``, each with the line that removed
+    it, if one did (NOTE [hook removal]); None if it put none. One pass over the ops."""
+    hooks, removed = [], {}
+    for o in trace.ops:
+        kind = o.kind
+        if (kind == "hook" or kind == "unhook") and o.inputs[:1] == [tid]:
+            if kind == "unhook":
+                removed[o.undoes] = o.line
+            elif not o.failed:
+                hooks.append(o)
+    if not hooks:
+        return None
     parts = []
     for o in hooks[:4]:
         text = f"line {o.line}" if o.line is not None else "a library call"

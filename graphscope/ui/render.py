@@ -88,8 +88,7 @@ def _plan(geom: SceneGeometry, limit: float, size, scale: float, text_scale: flo
 def paint_graph(p: QPainter, geom: SceneGeometry, painter: ScenePainter, frame, to_device: QTransform,
                 scale: float, w: int, h: int, selected=None, spotlight=False) -> None:
     limit = _limit(frame)
-    # the hook tags as at this step (the canvas sets the same in set_frame)
-    painter.hooks_off = getattr(frame, "hooks_off", None) or frozenset()
+    painter.take_frame(frame)
     p.fillRect(QRectF(0, 0, w, h), qcolor(painter.theme.canvas_bg))
     p.setRenderHint(QPainter.Antialiasing, True)
     p.setRenderHint(QPainter.TextAntialiasing, True)
