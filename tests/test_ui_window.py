@@ -9,7 +9,8 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from graphscope.runner import Runner
-from graphscope.ui.main_window import MainWindow
+from graphscope import protocol as P
+from graphscope.ui.main_window import END_STATUS, MainWindow, end_status
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 
@@ -272,6 +273,29 @@ def test_stop_ends_a_runaway_snippet_and_window_stays_usable(qtbot, window):
     assert "Stopped" in w.status_text()
     end = run_source(qtbot, w, BASIC)
     assert end.status == "ok" and "x" in labels(w)
+
+
+def test_a_stop_after_the_last_line_says_the_snippet_had_ended(qtbot, window):
+    """A stop while python's end-of-run work waits (an atexit function) is not
+    the snippet's loop: the status bar and the console marker say where it came."""
+    w = window
+    w.load_snippet("import atexit, time\natexit.register(time.sleep, 60)\nprint('hi')\n",
+                   "atexit_wait.py")
+    w.set_speed(0)
+    with qtbot.waitSignal(w.run_started, timeout=5000):
+        w.run()
+    qtbot.waitUntil(lambda: "hi" in w.console.text(), timeout=RUN_TIMEOUT)
+    qtbot.wait(500)   # the snippet's outcome follows its last output
+    with qtbot.waitSignal(w.run_finished, timeout=5000) as sig:
+        w.stop()
+    assert sig.args[0].status == "stopped"
+    assert "after the snippet's last line" in w.status_text()
+    assert "[Stopped after the snippet's last line" in w.console.text()
+    # and a timeout there reads as such, not as a snippet that ran too long
+    end = P.End("timeout", P.ErrorInfo("Timeout", f"ran longer than 3 s and was stopped "
+                                                  f"{P.AFTER_LAST_LINE}"), None, 3.0)
+    assert end_status(end).startswith("Stopped after the snippet's last line")
+    assert end_status(P.End("timeout", None, None, 3.0)) == END_STATUS["timeout"]
 
 
 def test_worker_crash_is_reported_then_next_run_works(qtbot, window):

@@ -63,6 +63,20 @@ END_STATUS = {
 }
 
 
+def end_status(end) -> str:
+    """The status-bar words for how a run ended. A stop or timeout that came
+    after the snippet's last line (a thread that never ends, an atexit function
+    that waits) says so: the snippet itself finished, it was not a slow loop."""
+    err = end.error
+    if (end.status in ("timeout", "stopped") and err is not None
+            and P.AFTER_LAST_LINE in (err.message or "")):
+        if end.status == "timeout":
+            return ("Stopped after the snippet's last line: its threads or atexit "
+                    "functions ran too long (timeout)")
+        return "Stopped after the snippet's last line (its threads or atexit functions)"
+    return END_STATUS.get(end.status, end.status)
+
+
 class MainWindow(QMainWindow):
     """GraphScope's window. ``settings``: a QSettings (tests pass one in a temp dir)."""
 
@@ -675,7 +689,7 @@ class MainWindow(QMainWindow):
         n_ops = len(live.trace.ops)
         n_bw = len(live.trace.backward)
         dur = f" in {end.duration:.2f} s" if end.duration else ""
-        text = f"{END_STATUS.get(end.status, end.status)}{dur}: {n_ops} ops, {n_bw} backward steps."
+        text = f"{end_status(end)}{dur}: {n_ops} ops, {n_bw} backward steps."
         if end.status == "crash":
             code = end.exit_code
             how = f" (exit code {code})" if code is not None and code >= 0 else (
@@ -901,7 +915,7 @@ class MainWindow(QMainWindow):
             where = f" (line {e.line})" if e.line else ""
             return f"{e.type}: {e.message}{where}\n"
         if end.status in ("crash", "timeout", "stopped"):
-            return f"[{END_STATUS[end.status]}]\n"
+            return f"[{end_status(end)}]\n"
         return None
 
     # -------------------------------------------------------------- selection
