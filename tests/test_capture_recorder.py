@@ -342,8 +342,43 @@ def test_source_text_is_only_given_to_the_op_that_text_calls():
     adds = [e for n, e in by_line[7] if n == "add"]
     assert adds and all(e is None for e in adds)
     assert ("normalize", "F.normalize(mu + 1, dim=0)") in by_line[8]
-    # a chain split over lines: ".add(1)" has no receiver to show
-    assert [e for n, e in by_line[10] if n == "add"] == [None]
+    # a chain split over lines: ".add(1)" is shown with its receiver
+    assert [e for n, e in by_line[10] if n == "add"] == ["torch.zeros(2).add(1)"]
+
+
+def test_a_call_written_over_several_lines_reads_as_one_line():
+    """Positions span lines: the text is joined the way Python reads it, without
+    comments (a '#' in a string stays), line breaks inside brackets dropped, the
+    last argument's trailing comma gone, but not a one-element tuple's."""
+    tr = capture("""
+        import torch
+        import torch.nn.functional as F
+        logits = torch.randn(4, 3, requires_grad=True)
+        target = torch.tensor([0, 1, 2, 1])
+        loss = F.cross_entropy(
+            logits,   # the scores
+            target,
+        )
+        z = (logits
+             .mul(2)   # twice
+             .add(1))
+        w = torch.where(logits > 0,
+                        logits * 2, logits - 1).sum()
+        s = torch.stack((
+            w,
+        ))
+        u = torch.full((1,), float(len("#a,"
+                                       "b"))) * \
+            2
+    """)
+    got = {(o.name, o.expr) for o in tr.ops}
+    assert {("cross_entropy", "F.cross_entropy(logits, target)"),
+            ("mul", "logits.mul(2)"), ("add", "logits.mul(2).add(1)"),
+            ("where", "torch.where(logits > 0, logits * 2, logits - 1)"),
+            ("sum", "torch.where(logits > 0, logits * 2, logits - 1).sum()"),
+            ("stack", "torch.stack((w,))"),
+            ("full", 'torch.full((1,), float(len("#a," "b")))'),
+            ("mul", 'torch.full((1,), float(len("#a," "b"))) * 2')} <= got
 
 
 def test_a_long_expression_label_keeps_both_ends():
