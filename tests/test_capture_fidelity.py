@@ -68,6 +68,50 @@ def test_torch_machinery_prints_the_same_through_the_worker():
 
 
 
+FAST_PATHS = """\
+import torch, torch.nn as nn
+torch.manual_seed(0)
+enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1).eval()
+with torch.no_grad():
+    out = enc(torch.randn(1, 3, 8), src_key_padding_mask=torch.tensor([[False, False, True]]))
+print(out[0, 2])
+layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+with torch.no_grad():
+    print(layer(torch.randn(1, 3, 8))[0, 0, :3].tolist())
+mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+q = torch.randn(1, 3, 8)
+with torch.no_grad():
+    print(mha(q, q, q)[0][0, 0, :3].tolist())
+nt = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]) * 2
+print(nt.to_padded_tensor(0.0))
+"""
+
+
+def test_the_transformer_modules_take_their_fused_path_as_under_python():
+    """NOTE [fast paths]: in eval mode without grad the modules' fused kernels run
+    as under plain python (a padded position comes out zeros, the last bits
+    match, the nested-tensor warning is printed); the nested tensors they make
+    are recorded (a ragged dimension has no size), not an error in the snippet."""
+    out, err = plain_run(FAST_PATHS, "fast.py")
+    assert "tensor([0., 0., 0., 0., 0., 0., 0., 0.])" in out and "nested" in err
+    tr = worker_trace(FAST_PATHS, "fast.py")
+    assert tr.status == "ok", tr.error
+    assert (tr.stdout, tr.stderr) == (out, err)
+    names = [o.name for o in tr.ops]
+    assert {"_transformer_encoder_layer_fwd", "_native_multi_head_attention",
+            "to_padded_tensor"} <= set(names)
+    mul = tr.ops[names.index("mul")]
+    assert tr.tensors[mul.outputs[0]].shape == [2, None]
+    # in this process: when the run is over, the check is torch's own again
+    import warnings
+    import torch
+    from capture_helpers import capture
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the nested-tensor one, here)
+        assert capture(FAST_PATHS).status == "ok"
+    assert torch.overrides.has_torch_function is torch._C._has_torch_function
+
+
 STREAMS = """\
 import sys
 sys.stdout.reconfigure(encoding="utf-8")

@@ -21,6 +21,7 @@ import torch
 from torch.nn.modules import module as _module
 
 from graphscope import protocol as P
+from graphscope.capture.fast_paths import FastPaths, has_fast_path
 
 Tensor = torch.Tensor
 _MODULE_FILE = _module.Module._call_impl.__code__.co_filename
@@ -32,6 +33,7 @@ class ModuleHooks:
         self.handles = []
         self.stack: list = []         # [module, path, first_op, seq, line, input ids]
         self.paths: dict[int, str] = {}
+        self.fast_paths = FastPaths(recorder, self.stack)   # NOTE [fast paths]
 
     def install(self) -> None:
         self.handles.append(_module.register_module_forward_pre_hook(self._on_pre))
@@ -42,6 +44,7 @@ class ModuleHooks:
         for h in self.handles:
             h.remove()
         self.handles.clear()
+        self.fast_paths.uninstall()
         self.stack.clear()
         self.paths.clear()
         self.r.module = None
@@ -65,13 +68,17 @@ class ModuleHooks:
                 parent = stack[-1][1]
                 path = f"{parent}.{type(module).__name__}" if parent else type(module).__name__
         r.recording = False
+        seq = next(r.seq)
         try:
-            seq = next(r.seq)
             ins = [r.tensor_id(a, seq) for a in args if isinstance(a, Tensor)]
+        except Exception:
+            ins = []   # NOTE [the snippet's call comes first] in recorder.py
         finally:
             r.recording = True
         stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins,
                       _call_text(r, frame, module)])
+        if has_fast_path(module):
+            self.fast_paths.install()
         r.module = path
         return None
 
@@ -99,6 +106,8 @@ class ModuleHooks:
             out_ids = [r.tensor_id(t, seq) for t in outs]
             r.emit(P.ModuleCall(seq, path, type(module).__name__, line, first, r.n_ops - 1,
                                 ins, out_ids, expr))
+        except Exception:
+            pass   # NOTE [the snippet's call comes first] in recorder.py
         finally:
             r.recording = True
         return None

@@ -62,7 +62,7 @@ from graphscope.capture.custom_functions import CustomFunctions
 from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
 from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
-                                             retains_grad, version_of)
+                                             retains_grad, shape_of, version_of)
 from graphscope.capture.tensor_ids import TensorIds
 
 Tensor = torch.Tensor
@@ -570,7 +570,7 @@ class Recorder(TorchFunctionMode):
                 names.map_modules(self.snippet_frame())
                 name = names.param_name(t, tid)
         self.emit(P.TensorInfo(
-            tid, list(t.shape), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
+            tid, shape_of(t), _dtype_name(t.dtype), "cpu" if t.is_cpu else str(t.device),
             rg, leaf, gname,
             name, value, stats, None, None, created_by, isp,
             retains_grad(t) if not leaf else False, version_of(t), seq))
@@ -644,7 +644,10 @@ class Recorder(TorchFunctionMode):
             else:
                 result = _call_from(caller, func, args, kwargs)
         except BaseException as e:
-            self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
+            try:
+                self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
+            except Exception:
+                pass   # NOTE [the snippet's call comes first]: its own error goes on
             raise
         outs = []
         if isinstance(result, Tensor):
@@ -664,8 +667,14 @@ class Recorder(TorchFunctionMode):
                 caller is not None and caller.f_back is frame
                 and getattr(func, "__code__", None) is caller.f_code)):
             expr = self._expr_at(frame, name)
-        op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None, frame,
-                          in_fns, expr=expr)
+        try:
+            op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None,
+                              frame, in_fns, expr=expr)
+        except Exception:
+            # NOTE [the snippet's call comes first]: the call has run; a tensor the
+            # recorder cannot describe costs its op in the trace, never the
+            # snippet its result
+            return result
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
         elif kind == "hook" and op is not None and ins:

@@ -18,6 +18,8 @@ from weakref import ref as _ref
 
 import torch
 
+from graphscope.capture.tensor_facts import shape_of
+
 _float_types = (torch.float16, torch.bfloat16)
 _complex_types = frozenset({torch.complex32, torch.complex64, torch.complex128})
 _dtype_names: dict = {}
@@ -192,7 +194,7 @@ def summary(t, limit: int) -> dict | None:
     if not isinstance(t, torch.Tensor):
         return None
     value, stats = value_of(t, limit)
-    return {"value": value, "stats": stats, "shape": list(t.shape),
+    return {"value": value, "stats": stats, "shape": shape_of(t),
             "dtype": dtype_name(t.dtype)}
 
 
@@ -346,7 +348,7 @@ class SummaryMemo:
             value, stats = e[2], e[3]
         else:
             value, stats = self._value_of(t)
-        s = {"value": value, "stats": stats, "shape": list(t.shape),
+        s = {"value": value, "stats": stats, "shape": shape_of(t),
              "dtype": dtype_name(t.dtype)}
         if len(memo) >= self._MAX:
             memo.clear()
@@ -417,7 +419,7 @@ class SummaryMemo:
                     e = self._memo.get(id(src))
                     if (e is not None and e[0]() is src and e[1] == src._version
                             and e[3] is not None and torch.equal(t, src)):
-                        s = {"value": None, "stats": e[3], "shape": list(t.shape),
+                        s = {"value": None, "stats": e[3], "shape": shape_of(t),
                              "dtype": dtype_name(t.dtype)}
                         memo = self._memo
                         if len(memo) >= self._MAX:

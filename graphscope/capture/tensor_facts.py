@@ -23,6 +23,21 @@ def flatten_tensors(obj, out: list) -> None:
             flatten_tensors(x, out)
 
 
+def shape_of(t) -> list:
+    """``list(t.shape)``; for a nested tensor, whose ragged dimensions have no
+    size (reading ``shape`` raises), None in their place."""
+    try:
+        return list(t.shape)
+    except RuntimeError:
+        out = []
+        for i in range(t.dim()):
+            try:
+                out.append(t.size(i))
+            except RuntimeError:
+                out.append(None)
+        return out
+
+
 def version_of(t) -> int:
     try:
         return t._version
