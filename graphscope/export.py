@@ -156,8 +156,8 @@ def _q(text) -> str:
 def _shape_text(info) -> str:
     if info is None:
         return ""
-    shape = "x".join(str(d) for d in info.shape) if info.shape else "scalar"
-    return f"{shape} {info.dtype}"
+    from graphscope.model.graph import shape_text
+    return f"{shape_text(info.shape)} {info.dtype}"
 
 
 def _tensor_node(tid, info, trace=None) -> str:

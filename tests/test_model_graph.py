@@ -566,3 +566,9 @@ def test_inplace_true_activations_are_in_place_changes():
         assert "grad_fn" in g.nodes[f"o{op.id}"].flags
     assert g.nodes[f"o{drops[1].id}"].detail == "returns its input"
     assert nx.is_directed_acyclic_graph(g.nx)
+
+
+def test_a_ragged_dimension_reads_as_a_question_mark():
+    from graphscope.model.graph import shape_text
+    assert shape_text([2, None, 8]) == "2x?x8" and shape_text([2, None], "\u00d7") == "2\u00d7?"
+    assert shape_text([]) == "scalar" and shape_text(None) == "?"

@@ -112,6 +112,8 @@ def _fits(trace, pairs) -> bool:
 def _numel(shape) -> int:
     n = 1
     for d in shape:
+        if d is None:
+            return -1   # a nested tensor's ragged dimension: matches no count
         n *= int(d)
     return n
 

@@ -180,12 +180,13 @@ class Graph:
         return edge
 
 
-def shape_text(shape) -> str:
+def shape_text(shape, sep: str = "x") -> str:
+    """``3x4``; ``scalar``; ``?`` for a size not known (a nested tensor's ragged dim)."""
     if shape is None:
         return "?"
     if len(shape) == 0:
         return "scalar"
-    return "x".join(str(s) for s in shape)
+    return sep.join("?" if s is None else str(s) for s in shape)
 
 
 def dtype_text(dtype) -> str:

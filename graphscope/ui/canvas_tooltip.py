@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 
+from graphscope.model.graph import shape_text
+
 
 def _tensor_info(node, trace):
     if trace is None or node.tensor is None:
@@ -73,7 +75,7 @@ def tooltip_text(node, trace=None, grad_summary: str | None = None,
         info = _tensor_info(node, trace)
         rows.append(("tensor", node.label or node.id))
         if info is not None:
-            rows += [("shape", "x".join(str(s) for s in info.shape) or "scalar"),
+            rows += [("shape", shape_text(info.shape)),
                      ("dtype", str(info.dtype).removeprefix("torch.")),
                      ("requires_grad", str(bool(info.requires_grad))),
                      ("is_leaf", str(bool(info.is_leaf))),

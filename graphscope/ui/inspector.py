@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap,
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
-from graphscope.model.graph import tensor_label
+from graphscope.model.graph import shape_text, tensor_label
 from graphscope.model.grad_receivers import receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
@@ -306,7 +306,7 @@ class Inspector(QWidget):
     def _show_tensor(self, node, t, trace, frame) -> None:
         name = _tensor_name(trace, t.id)
         self.title_label.setText(name)
-        shape = "\u00d7".join(str(s) for s in t.shape) if t.shape else "scalar"
+        shape = shape_text(t.shape, "\u00d7")
         self.subtitle_label.setText(f"tensor {shape} {t.dtype}")
         rows = {"shape": str(tuple(t.shape)), "dtype": t.dtype, "device": t.device,
                 "requires_grad": str(t.requires_grad), "is_leaf": str(t.is_leaf),
