@@ -24,6 +24,7 @@ def capture(source: str, **run_fields) -> Trace:
 def plain_stdout(source: str) -> str:
     """What ``python -c`` prints for the snippet, as text."""
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True,
+                       stdin=subprocess.DEVNULL,
                        timeout=120, env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
     return r.stdout.decode("utf-8")
 
@@ -38,7 +39,7 @@ def plain_run(source: str, filename: str = "snippet.py") -> tuple[str, str]:
         with open(os.path.join(d, filename), "w", encoding="utf-8") as f:
             f.write(source)
         r = subprocess.run([sys.executable, filename], capture_output=True, timeout=120, cwd=d,
-                           env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
+                           stdin=subprocess.DEVNULL, env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
         # python makes a script's path absolute; the worker names it as given
         strip = lambda b: b.decode("utf-8").replace(d + os.sep, "")  # noqa: E731
         return strip(r.stdout), strip(r.stderr)

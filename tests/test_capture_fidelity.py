@@ -112,6 +112,32 @@ def test_the_transformer_modules_take_their_fused_path_as_under_python():
     assert torch.overrides.has_torch_function is torch._C._has_torch_function
 
 
+BUILTINS = """\
+import builtins
+builtins.DEBUG = True
+print(DEBUG, __builtins__.__name__, type(__builtins__).__name__)
+def shout(*args, **kwargs):
+    builtins._print(*[str(a).upper() for a in args], **kwargs)
+builtins._print, builtins.print = builtins.print, shout
+print("loud")
+builtins.print = builtins._print
+try:
+    input(42)
+except EOFError:
+    print("eof")
+"""
+
+
+def test_the_snippet_s_builtins_are_python_s_builtins_module():
+    """Names the snippet adds to or replaces in ``builtins`` are seen by its own
+    code (it had a copy of the dict); input() writes its prompt, then EOF."""
+    out, err = plain_run(BUILTINS, "b.py")
+    assert out == "True builtins module\nLOUD\n42eof\n", (out, err)
+    tr = worker_trace(BUILTINS, "b.py")
+    assert tr.status == "ok", tr.error
+    assert (tr.stdout, tr.stderr) == (out, err)
+
+
 STREAMS = """\
 import sys
 sys.stdout.reconfigure(encoding="utf-8")

@@ -12,6 +12,7 @@ import codecs
 import io
 import os
 import re
+import sys
 
 from graphscope import protocol as P
 
@@ -288,6 +289,17 @@ INPUT_EOF = ("input() is not available: GraphScope runs the snippet without a ke
              "so stdin is at end of file. Put the value in the code instead.")
 
 
-def closed_input(prompt=""):
-    """Replacement for builtins.input inside the snippet."""
+def closed_input(*args):
+    """``builtins.input`` while the snippet runs: what python's does with stdin at
+    end of file (errors flushed, the prompt written to stdout and flushed, then
+    EOFError), with an explanation for the message."""
+    if len(args) > 1:
+        raise TypeError(f"input expected at most 1 argument, got {len(args)}")
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    if args:
+        sys.stdout.write(str(args[0]))
+        sys.stdout.flush()
     raise EOFError(INPUT_EOF)

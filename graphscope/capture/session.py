@@ -84,7 +84,10 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     module = types.ModuleType("__main__")
     g = module.__dict__
     g["__file__"] = filename
-    g["__builtins__"] = _snippet_builtins()
+    # the builtins module itself, as under python: ``builtins.X = ...`` is seen by
+    # the snippet's own names; only ``input`` is ours for the run (no keyboard)
+    g["__builtins__"] = builtins
+    saved_input = builtins.input
     g["__cached__"] = None
     try:
         _current = recorder
@@ -92,6 +95,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
         sys.stderr = CapturedStream("stderr", emit, seq, limit)
         sys.stderr.snippet_file = filename   # NOTE [anomaly stacks] in output.py
         sys.stdin = ClosedStdin()
+        builtins.input = closed_input
         sys.argv = [filename]
         sys.modules["__main__"] = module
         hooks.install()
@@ -143,6 +147,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     finally:
         _current = None
         (sys.stdout, sys.stderr, sys.stdin, sys.argv, main, grad, dtype) = saved
+        builtins.input = saved_input
         if main is not None:
             sys.modules["__main__"] = main
         torch.set_grad_enabled(grad)
@@ -170,12 +175,6 @@ def on_fork_in_child() -> None:
     if r is not None:
         r.recording = False
     write_to_fds()
-
-
-def _snippet_builtins() -> dict:
-    b = dict(builtins.__dict__)
-    b["input"] = closed_input
-    return b
 
 
 def _register_source(filename: str, source: str) -> None:
