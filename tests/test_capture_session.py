@@ -260,3 +260,31 @@ def test_an_error_raised_from_another_keeps_both_tracebacks_as_python_prints_the
         assert joint in tr.error.traceback and "invalid for input of size 3" in tr.error.traceback
         assert tr.error.traceback == err       # snippet frames only, as the plain run here
         assert tr.error.line == 5
+
+
+def test_an_exception_whose_str_fails_reads_as_python_prints_it():
+    """The snippet's own ``__str__`` raising (or returning a non-str) is the
+    snippet's business: python prints ``<exception str() failed>``, and so does
+    the trace, with the line; not a failure of the recorder."""
+    tr = capture("""
+        class E(Exception):
+            def __str__(self):
+                return 42
+        raise E("x")
+    """)
+    assert (tr.error.type, tr.error.message, tr.error.line) == (
+        "E", "<exception str() failed>", 5)
+    assert tr.error.traceback.endswith("E: <exception str() failed>\n")
+    tr = capture("""
+        import torch
+        class E(Exception):
+            def __str__(self):
+                raise RuntimeError("nope")
+        def hook(g):
+            raise E()
+        x = torch.ones(2, requires_grad=True)
+        x.register_hook(hook)
+        (x * 2).sum().backward()
+    """)
+    assert (tr.error.type, tr.error.message, tr.error.line) == (
+        "E", "<exception str() failed>", 7)     # in the hook, as python's traceback ends

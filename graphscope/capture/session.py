@@ -241,10 +241,18 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     op = tensor = None
     if recorder.failed is not None and recorder.failed[0] is e:
         op, tensor = recorder.failed[1], recorder.failed[2]
-    msg = str(e)
-    if isinstance(e, KeyError) and e.args:
-        msg = repr(e.args[0]) if len(e.args) == 1 else str(e)
-    return P.ErrorInfo(type(e).__name__, msg, line, None, "".join(lines), op, tensor)
+    return P.ErrorInfo(type(e).__name__, _message_of(e), line, None, "".join(lines), op, tensor)
+
+
+def _message_of(e: BaseException) -> str:
+    """The exception's message as python prints it after its class name; the
+    snippet's own ``__str__`` may fail, and python then prints this."""
+    try:
+        if isinstance(e, KeyError) and len(e.args) == 1:
+            return repr(e.args[0])
+        return str(e)
+    except Exception:
+        return "<exception str() failed>"
 
 
 def _traceback_lines(e: BaseException, frames) -> list:
