@@ -93,7 +93,12 @@ def test_syntax_error_line_and_column():
 
 @pytest.mark.parametrize("src,code", [("import sys\nprint('x')\nsys.exit(0)\n", 0),
                                       ("import sys\nsys.exit(3)\n", 3),
-                                      ("raise SystemExit('bye')\n", 1)])
+                                      ("raise SystemExit('bye')\n", 1),
+                                      # the status python's process reports
+                                      ("import sys\nsys.exit(True)\n", 1),
+                                      ("import sys\nsys.exit(256)\n", 0),
+                                      ("import sys\nsys.exit(-1)\n", 255),
+                                      ("import sys\nsys.exit(2 ** 70)\n", 255)])
 def test_sys_exit(src, code):
     tr = capture(src)
     assert tr.status == "exit" and tr.end.exit_code == code

@@ -197,7 +197,11 @@ def _exit_code(e: SystemExit) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
-        return code
+        # the status python's process reports: the code as a C long (-1 when it
+        # does not fit), of which the system keeps the low 8 bits (True is 1,
+        # 256 is 0, -1 is 255)
+        n = int(code)
+        return (n if -2**63 <= n < 2**63 else -1) & 0xFF
     # like the interpreter: a non-int code is printed to stderr and the status is 1
     try:
         print(code, file=sys.stderr)
