@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import codecs
+import dataclasses
 import os
 import re
 import select
@@ -618,7 +619,11 @@ def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[flo
     Uses the shared warm Runner unless ``runner`` is given (or the shared one is
     busy in another thread, in which case a one-off Runner is used). ``also``
     is handed every batch of messages after the trace took it, on the runner's
-    reader thread (the export encodes rows as they come with it)."""
+    reader thread (the export encodes rows as they come with it).
+
+    Arguments that cannot describe a run raise TypeError or ValueError here, in
+    the caller, with what to pass instead."""
+    _check_run_arguments(source, filename, timeout, run_fields)
     trace = Trace(source=source, filename=filename)
     if also is not None:
         def take(batch, _extend=trace.extend):
@@ -628,6 +633,28 @@ def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[flo
         take = trace.extend
     with quiet_gc.quieted():   # the trace's rows pile up (NOTE [gc during capture])
         return _run_into(trace, source, filename, timeout, runner, take, run_fields)
+
+
+def _check_run_arguments(source, filename, timeout, run_fields) -> None:
+    if not isinstance(source, str):
+        hint = " (decode it first: source.decode('utf-8'))" if isinstance(
+            source, (bytes, bytearray)) else ""
+        raise TypeError(f"source must be the snippet's text, a str, not "
+                        f"{type(source).__name__}{hint}")
+    if not isinstance(filename, str) or not filename:
+        raise TypeError(f"filename must be a non-empty str, not {filename!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+            timeout, (int, float)) or not timeout > 0 or timeout != timeout):
+        raise ValueError(f"timeout must be a positive number of seconds or None, "
+                         f"not {timeout!r}")
+    fields = [f.name for f in dataclasses.fields(P.Run) if f.name not in ("source", "filename")]
+    for key, value in run_fields.items():
+        if key not in fields:
+            allowed = ", ".join(fields)
+            raise TypeError(f"unknown run setting {key!r} (known: {allowed})")
+        if key.startswith("max_") or key == "value_limit":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be a whole number >= 0, not {value!r}")
 
 
 def _run_into(trace, source, filename, timeout, runner, take, run_fields) -> Trace:

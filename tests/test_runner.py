@@ -1,5 +1,6 @@
 """Runner and worker processes: normal runs, streaming, stop, interrupt,
 timeout, crashes, start failures, and no leaked processes (real workers)."""
+import re
 import threading
 import time
 
@@ -331,3 +332,20 @@ def test_processes_the_snippet_started_do_not_outlive_it():
     while state() not in ("gone", "Z") and time.monotonic() < deadline:
         time.sleep(0.01)
     assert state() in ("gone", "Z"), f"sleep {pid} still running ({state()})"
+
+
+@pytest.mark.parametrize("args,kwargs,error,words", [
+    ((b"print(1)",), {}, TypeError, "decode it first"),
+    ((None,), {}, TypeError, "a str, not NoneType"),
+    (("print(1)",), {"filename": None}, TypeError, "filename"),
+    (("print(1)",), {"timeout": "x"}, ValueError, "timeout"),
+    (("print(1)",), {"timeout": -1}, ValueError, "timeout"),
+    (("print(1)",), {"max_opz": 3}, TypeError, "unknown run setting 'max_opz'"),
+    (("print(1)",), {"max_ops": -3}, ValueError, "max_ops"),
+])
+def test_the_api_says_which_argument_cannot_describe_a_run(args, kwargs, error, words):
+    """Bytes ran nothing and said "ok"; None or a bad timeout came back as an
+    InternalError with GraphScope's traceback: now a clear error in the caller,
+    before any worker is asked."""
+    with pytest.raises(error, match=re.escape(words)):
+        graphscope.trace(*args, **kwargs)
