@@ -270,6 +270,39 @@ def test_a_gradient_is_never_paired_with_an_input_of_another_shape():
     assert [(t, label, s["value"]) for t, label, s in got] == [(mul.inputs[0], None, [3.0, 3.0])]
 
 
+def test_a_write_through_a_view_sends_the_base_its_gradient_on_the_base_s_edge():
+    """NOTE [writes through a view]: ``v[0, 0] = 100`` with v a view of y of as
+    many elements: CopySlices sends y's history the whole gradient, never through
+    the view's node (a ViewBackward0 that does not run). The picture draws the y
+    before the write going into the op, the gradient on that edge, "sent to y"."""
+    from graphscope.model.grad_receivers import receivers
+    tr = trace_of("""
+        import torch
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 1
+        v = y.view(2, 2)
+        v[0, 0] = 100.0
+        y.sum().backward()
+    """)
+    assert [b.grad_fn for b in tr.backward] == [
+        "SumBackward0", "CopySlices", "MulBackward0", "AccumulateGrad"]   # no ViewBackward0
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    setitem = next(o for o in tr.ops if o.kind == "inplace")
+    y = tr.tensor_by_name("y").id
+    step = next(b for b in tr.backward if b.grad_fn == "CopySlices")
+    assert step.op == setitem.id
+    assert [(t, label) for t, label, _ in receivers(tr, step, setitem)] == [(y, None)]
+    y_before = g.in_src[(setitem.id, y)]
+    assert g.nodes[y_before].tensor == y and (y_before, f"o{setitem.id}") in {
+        (e.src, e.dst) for e in g.edges}
+    i = next(s.index for s in tl.steps if s.kind == "backward" and s.backward == step.id)
+    grads = tl.state(i).edge_grads
+    assert (y_before, f"o{setitem.id}") in grads and "0., 1., 1., 1." in grads[
+        (y_before, f"o{setitem.id}")]
+    assert (g.in_src[(setitem.id, tr.tensor_by_name("v").id)], f"o{setitem.id}") not in grads
+
+
 def test_gradients_of_a_multi_output_node_go_to_the_chunk_used():
     # one SplitBackward0 for every chunk: the Node's tensor is the first chunk,
     # so pairing must go by the op's inputs, not by the Node the gradient went to

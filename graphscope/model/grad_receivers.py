@@ -46,6 +46,12 @@ def receivers(trace, ev, op, node_tensor: Optional[dict] = None) -> list:
         # slots, so only the Nodes the gradients went to can say where they went
         return _by_next(trace, ev, real, node_tensor) or [
             (None, f"input {i}", g) for i, g in enumerate(grads) if g is not None]
+    if ev.grad_fn == "CopySlices":
+        # an in-place write through a view: its first slot is the base's history
+        # (NOTE [writes through a view] in graph.py), whatever the view's size
+        got = _by_next(trace, ev, real, node_tensor)
+        if got:
+            return got
     if len(grads) == len(op.inputs):
         pairs = [(t, g) for t, g in zip(op.inputs, grads) if g is not None]
         if _fits(trace, pairs):

@@ -483,6 +483,9 @@ class GraphBuilder:
         for tid in op.inputs:
             src = self._input_node(tid, op, step, d)
             in_nodes.append((tid, src))
+        if op.kind == "inplace" and op.grad_fn == "CopySlices":
+            for tid in self._bases_written(op, outputs):
+                in_nodes.append((tid, self._input_node(tid, op, step, d)))
         detail = "returns its input" if handed_back else (op.grad_fn or "no grad")
         onode = Node(id=f"o{op.id}", kind="op", label=op.name,
                      detail=detail, op=op.id, line=op.line, step=step,
@@ -542,6 +545,17 @@ class GraphBuilder:
             for tid in [root, *self._views.get(root, ())]:
                 if tid not in drawn and tid in self.graph.tensor_node:
                     self._stale[tid] = op.id
+
+    def _bases_written(self, op: P.Op, changed: list) -> list:
+        """NOTE [writes through a view]: ``v[0, 0] = 100`` with ``v = y.view(2, 2)``
+        changes y, and autograd records it on y: its ``CopySlices`` takes y's
+        history as its first input and sends y's whole gradient there, never
+        through the view's node. So the base a view input belongs to goes into
+        the op too, an edge from the y before the change, and the backward
+        step's gradient is drawn on it (not on the view's edge, which would
+        have the learner walk back through a ``ViewBackward0`` that never runs)."""
+        roots = {self._view_root.get(t) for t in op.inputs}
+        return [t for t in changed if t in roots and t not in op.inputs]
 
     def _redraw_stale(self, tid: int, step: int, d: GraphDelta) -> None:
         """A new version node for stale ``tid`` (NOTE [views after an in-place change])."""
