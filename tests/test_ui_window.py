@@ -310,6 +310,18 @@ def test_worker_crash_is_reported_then_next_run_works(qtbot, window):
     assert not w.banner.isVisible()
 
 
+def test_a_crash_is_said_even_while_a_quiz_hides_the_output(qtbot, window):
+    """A review saw "The run is over: 0 ops recorded" and "ran" for a run whose
+    worker had died: a crash or timeout is no quiz's answer, so it is not hidden."""
+    w = window
+    w.set_output_hidden(True)
+    end = run_source(qtbot, w, "import os\nos._exit(3)\n")
+    assert end.status == "crash"
+    assert "crashed" in w.status_text() and "crashed" in w.run_label.text()
+    run_source(qtbot, w, "print('forty-two')\n")
+    assert "hidden until Reveal" in w.status_text() and "forty-two" not in w.console.text()
+
+
 def test_live_playback_follows_the_stream(qtbot, window):
     w = window
     w.load_snippet(BASIC, "snippet.py")

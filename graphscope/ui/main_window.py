@@ -722,7 +722,8 @@ class MainWindow(QMainWindow):
         if self._end_text is None:
             return
         text, error, label = self._end_text
-        if self.output_hidden and end.status != "stopped":
+        # a crash or timeout is never the answer a quiz hides: it is said as it is
+        if self.output_hidden and end.status not in ("stopped", "crash", "timeout"):
             self.set_status(f"The run is over: {len(self.live.trace.ops)} ops recorded. "
                             "What it printed, its values and any error stay hidden until Reveal.")
             self.run_label.setText("\u2714 ran")
