@@ -78,15 +78,25 @@ def test_inplace_modification_of_a_saved_tensor_names_the_line():
         import torch
         a = torch.tensor([1.0, 2.0], requires_grad=True)
         b = a.exp()
-        b.mul_(2)
+        b.mul_(2)       # changes b in place
         b.sum().backward()
     """)
     assert d.kind == "inplace_saved"
-    assert "b.mul_(2)" in d.text and d.line == 4
+    assert "`b.mul_(2)` (line 4)" in d.text and d.line == 4      # the code, not its comment
+    # the fix names the snippet's own tensor and call, not a generic y
+    assert d.fix.startswith("Use the out-of-place form (b = b.mul(2) instead of b.mul_(2))")
+    assert "b = b.clone() before b.mul_(2)" in d.fix
     assert "exp (line 3) saved b" in d.text
     exp = next(o for o in tr.ops if o.name == "exp")
     mul = next(o for o in tr.ops if o.name == "mul_")
     assert d.node_ids == [f"o{exp.id}", f"o{mul.id}"]
+
+
+def test_the_out_of_place_form_of_what_the_snippet_wrote():
+    from graphscope.model.diagnostics import _out_of_place
+    assert _out_of_place("b *= 2", "b") == "b = b * 2"
+    assert _out_of_place("h.relu_()", "h") == "h = h.relu()"
+    assert _out_of_place("b[0] = 1", "b") is None and _out_of_place("c.mul_(2)", "b") is None
 
 
 def test_integer_tensor_requiring_grad():

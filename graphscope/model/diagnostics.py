@@ -13,7 +13,9 @@ grad-disabled regions, and each data-dependent branch with the way it went.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -66,8 +68,20 @@ class _Context:
         return self.graph.tensor_node.get(tid) if tid is not None else None
 
     def line_text(self, line) -> str:
+        """The code on snippet line ``line``, without its comment (quoted in an
+        explanation: ``b.mul_(2)``, not ``b.mul_(2)      # changes b ...``)."""
         lines = self.trace.source.splitlines()
-        return lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
+        if not (line and 0 < line <= len(lines)):
+            return ""
+        text = lines[line - 1]
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type == tokenize.COMMENT:
+                    text = text[:tok.start[1]]
+                    break
+        except (tokenize.TokenError, SyntaxError):
+            pass   # a line of a statement over several lines: as written
+        return text.strip()
 
     def failing_call(self):
         """The backward call that raised: the last one (the error ends the run)."""
@@ -208,6 +222,19 @@ def _ops_behind(trace, root) -> set:
     return out
 
 
+def _out_of_place(written: str, name: str):
+    """The out-of-place form of an in-place change as the snippet wrote it:
+    ``b.mul_(2)`` -> ``b = b.mul(2)``, ``b *= 2`` -> ``b = b * 2``; None for
+    anything else (``b[0] = 1``)."""
+    m = re.fullmatch(r"([\w.]+)\.(\w+)_\((.*)\)", written)
+    if m and m.group(1) == name:
+        return f"{name} = {name}.{m.group(2)}({m.group(3)})"
+    m = re.fullmatch(r"([\w.]+)\s*(\*\*|//|[-+*/@%])=\s*(.+)", written)
+    if m and m.group(1) == name:
+        return f"{name} = {name} {m.group(2)} {m.group(3)}"
+    return None
+
+
 def _inplace_saved(ctx: _Context) -> Diagnosis:
     msg = ctx.error.message
     m = re.search(r"output (\d+) of (\w+), is at version (\d+); expected version (\d+)", msg)
@@ -241,6 +268,12 @@ def _inplace_saved(ctx: _Context) -> Diagnosis:
                 "the value backward() needs is gone.")
     fix = ("Use the out-of-place form (y = y * 2 instead of y *= 2 or y.mul_(2)), or work on a copy "
            "(y = y.clone()) before changing it.")
+    if m and changer is not None and what:
+        written = changer.expr or ctx.line_text(changer.line)
+        instead = _out_of_place(written, what)
+        if instead:
+            fix = (f"Use the out-of-place form ({instead} instead of {written}), or change a "
+                   f"copy: {what} = {what}.clone() before {written}.")
     return Diagnosis("A saved tensor was modified in place", text, fix, line,
                      [n for n in nodes if n in ctx.graph.nodes], "inplace_saved")
 
