@@ -347,3 +347,25 @@ def test_gradients_pair_with_a_tensor_whose_shape_changed_in_place():
     step = next(b for b in tr.backward if b.op == mul3.id)
     got = receivers(tr, step, mul3, node_tensors(tr))
     assert [t for t, _, _ in got] == [tr.tensor_by_name("y").id]
+
+
+def test_before_and_after_of_a_grad_are_told_only_at_the_step_that_changed_it():
+    """A review saw ".grad: 4.0 -> 6.0" at the ``w.grad.zero_()`` line, a change
+    made two steps before: a leaf's .grad counts as changed at an accumulation or
+    a change by the program, and at no other step."""
+    tr = trace_of("""
+        import torch
+        w = torch.tensor(1.0, requires_grad=True)
+        (2 * w).backward()
+        (2 * w).backward()
+        w.grad.zero_()
+    """)
+    tl = Timeline(tr, build_graph(tr))
+    w = tr.tensor_by_name("w").id
+    changed = [(s.kind, (tr.op_by_id(s.op).name if s.kind == "op" else None))
+               for s in tl.steps if w in tl.state(s.index).grad_changed]
+    assert changed == [("backward", None), ("backward", None), ("op", "zero_")]
+    read = next(s.index for s in tl.steps if s.kind == "op" and tr.op_by_id(s.op).kind == "grad_read")
+    st = tl.state(read)
+    assert w not in st.grad_changed and _val(st.leaf_grads[w][1]) == 4.0
+    assert _val(tl.state(len(tl) - 1).leaf_grads[w][1]) == 0.0

@@ -627,3 +627,20 @@ def test_the_stale_caption_names_the_tensor_an_out_op_changed(qtbot, window):
         """))
     w.select_node(node_by_label(w, "v").id)
     assert w.inspector.value_caption.text().endswith("(it shares memory with big)")
+
+
+def test_the_grad_box_and_inspector_tell_a_change_only_at_its_step(qtbot, window):
+    """The inspector's ".grad at this step" read "before 4.0, after 6.0" at the
+    w.grad.zero_() line, two steps after that accumulation."""
+    w = window
+    run_source(qtbot, w, "import torch\nw = torch.tensor(1.0, requires_grad=True)\n"
+                         "(2 * w).backward()\n(2 * w).backward()\nw.grad.zero_()\n")
+    tr = w.live.trace
+    wid = tr.tensor_by_name("w").id
+    read = next(s.index for s in w.live.timeline.steps
+                if s.kind == "op" and tr.op_by_id(s.op).kind == "grad_read")
+    w.set_cursor(read)
+    w.select_node(w.live.graph.tensor_node[wid])
+    assert w.inspector.grad_text.toPlainText() == "4.0"
+    w.set_cursor(read + 1)          # zero_
+    assert w.inspector.grad_text.toPlainText().split() == ["before:", "4.0", "after:", "0.0"]

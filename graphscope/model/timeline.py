@@ -49,7 +49,7 @@ class FrameState:
     line: Optional[int]
     highlight: set
     edge_grads: dict               # (src, dst) -> gradient text, at a backward step
-    leaf_grads: dict               # tensor id -> (before Summary, after Summary), latest accumulation
+    leaf_grads: dict               # tensor id -> (before Summary, after Summary), latest change
     grad_of: dict                  # tensor id -> Summary of the gradient it has received so far
     stdout_upto: int               # characters of stdout printed by then
     stderr_upto: int = 0
@@ -67,6 +67,9 @@ class FrameState:
     # registered, or removed: NOTE [hook removal] in capture/recorder.py): their
     # nodes leave the "hook" tag off
     hooks_off: frozenset = frozenset()
+    # leaves whose .grad changed at this very step (accumulated into, zeroed, set):
+    # only they read "before -> after"; the others show the value they have
+    grad_changed: frozenset = frozenset()
 
 
 class Timeline:
@@ -387,7 +390,9 @@ class Timeline:
             grad_of=dict(grad), stdout_upto=self._out_stdout[k], stderr_upto=self._out_stderr[k],
             outputs_upto=k, retained_grads=retained, accumulated=accumulated,
             backward_call=call, error=err, freed_at=self._freed_at,
-            hooks_off=self._hooks_off(c))
+            hooks_off=self._hooks_off(c),
+            grad_changed=frozenset(key for which, key, _o, _n in self._deltas[c] if which == 1)
+            if c >= 0 else frozenset())
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

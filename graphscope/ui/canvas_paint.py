@@ -801,6 +801,7 @@ class ScenePainter:
         # .grad of leaves: the one accumulated at this step gets the big before -> after box;
         # the others a quiet line under their node, only when there is room to read it
         current = getattr(frame, "accumulated", None) if frame is not None else None
+        changed = getattr(frame, "grad_changed", None) or frozenset()
         quiet = []
         for tid, pair in leaf_grads.items():
             nid = tid if isinstance(tid, str) else f"t{tid}"
@@ -811,7 +812,10 @@ class ScenePainter:
                              else (None, pair))
             dr = to_device.mapRect(_rect(ng))
             if current is None or tid == current or len(leaf_grads) == 1:
-                text = f".grad: {_short(before)} → {_short(after)}"
+                # "before -> after" at the step that changed it; at any other the
+                # value it has (an old change read as if made at this step)
+                text = (f".grad: {_short(before)} → {_short(after)}" if tid in changed
+                        else f".grad: {_short(after)}")
                 cands = [QPointF(dr.center().x(), dr.bottom() + 8),
                          QPointF(dr.center().x(), dr.top() - 8),
                          QPointF(dr.right() + 8, dr.center().y()),

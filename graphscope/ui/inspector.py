@@ -419,8 +419,10 @@ class Inspector(QWidget):
         leaf = (getattr(frame, "leaf_grads", None) or {}).get(t.id)
         if leaf is not None:
             before, after = leaf
-            b = format_summary(before, 300) if before else "None"
             a = format_summary(after, VALUE_CHARS) if after else "None"
+            if t.id not in (getattr(frame, "grad_changed", None) or ()):
+                return a   # changed at an earlier step: what it is now
+            b = format_summary(before, 300) if before else "None"
             return f"before: {b}\nafter:  {a}"
         g = (getattr(frame, "grad_of", None) or {}).get(t.id)
         if g is not None:
