@@ -310,6 +310,34 @@ def test_small_graph_is_fitted_larger_than_one_to_one(canvas, traces):
         assert view.contains(canvas.node_view_rect(nid)), nid
 
 
+def test_following_a_node_near_the_graph_s_edge_leaves_no_empty_half(canvas):
+    """Centred on a node at the left end of a row, the view showed empty canvas on
+    its left while the graph ran off its right: the pan keeps to the graph."""
+    tr = synthetic_trace(3000)
+    graph = build_graph(tr)
+    canvas.set_animated(False)          # each pan lands at once
+    canvas.set_graph(graph, LayeredLayout(graph))
+    tl = Timeline(tr, graph)
+    view = QRectF(canvas.rect())
+    checked = 0
+    for i in range(len(tl) // 2, len(tl) // 2 + 400):
+        frame = tl.state(i)
+        canvas.set_frame(frame)
+        current = [n for n in frame.highlight if n in graph.nodes]
+        if not canvas.following() or not current:
+            continue
+        shown = [canvas.node_view_rect(n) for n, node in graph.nodes.items() if node.step <= i]
+        left = min(r.left() for r in shown)
+        if canvas.node_view_rect(current[0]).left() > left + 1:
+            continue          # not the leftmost node: centring leaves nothing empty
+        # the graph reaches the view's left edge (a margin for region labels)...
+        assert left <= view.left() + 60
+        # ... and the step is in view
+        assert any(view.intersects(canvas.node_view_rect(n)) for n in current)
+        checked += 1
+    assert checked >= 3
+
+
 def test_long_chain_is_followed_at_a_readable_zoom_and_fit_shows_all(canvas, qtbot):
     tr = synthetic_trace(3000)
     graph = build_graph(tr)

@@ -356,6 +356,12 @@ class GraphCanvas(QWidget):
         r = QRectF(ngs[0].rect)
         for ng in ngs[1:]:
             r = r.united(ng.rect)
+        s = self.readable_scale()
+        if r.width() * s > self.width() * 0.9 or r.height() * s > self.height() * 0.9:
+            # an op at the end of a row and its output at the start of the next:
+            # centred on both, the view showed neither; the output is what is new
+            tensors = [ng for ng in ngs if ng.node.kind == "tensor"] or ngs
+            r = QRectF(tensors[-1].rect)
         return r
 
     def _auto_view(self, animate: bool) -> bool:
@@ -379,7 +385,7 @@ class GraphCanvas(QWidget):
             if dr.left() >= mx and dr.right() <= w - mx and dr.top() >= my and dr.bottom() <= h - my:
                 return True
         c = target.center()
-        tx, ty = w / 2 - c.x() * s, h / 2 - c.y() * s
+        tx, ty = self._within_graph(s, w / 2 - c.x() * s, h / 2 - c.y() * s)
         self._following_now = True
         if animate and self._animated and self.isVisible() and abs(s - self._scale) < 1e-9:
             self._pan_from, self._pan_to = (self._tx, self._ty), (tx, ty)
@@ -389,6 +395,25 @@ class GraphCanvas(QWidget):
             self._pan_anim.stop()
             self._set_view(s, tx, ty)
         return True
+
+    def _within_graph(self, s: float, tx: float, ty: float) -> tuple[float, float]:
+        """The pan ``(tx, ty)`` at zoom ``s`` moved so the view shows no empty canvas
+        beyond the graph's edge where the graph is wider (or taller) than the
+        view: centred on a node near the graph's left edge, the left half of the
+        view was empty while the graph ran off its right. The current node stays
+        in view: it is inside the graph."""
+        r = self._fit_rect()[0]
+        if r.isNull():
+            return tx, ty
+        w, h = max(self.width(), 1), max(self.height(), 1)
+
+        def clamp(t, lo_edge, hi_edge, size):
+            span = (hi_edge - lo_edge) * s
+            if span <= size:
+                return size / 2 - (lo_edge + hi_edge) / 2 * s   # narrower: centred
+            return min(-lo_edge * s, max(size - hi_edge * s, t))
+
+        return clamp(tx, r.left(), r.right(), w), clamp(ty, r.top(), r.bottom(), h)
 
     def _on_pan_step(self, value) -> None:
         if self._pan_from is None:
