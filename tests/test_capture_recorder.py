@@ -390,3 +390,26 @@ def test_a_long_expression_label_keeps_both_ends():
     # cut between tokens where that keeps most of each end; no dot beside the cut
     assert expr_label("torch.stack([a, b, c]).sum(dim=0).mean()") == "torch\u2026mean()"
     assert expr_label("F.relu(self.conv(x))") == "F.relu(self.conv(x))"   # fits whole
+
+
+def test_a_grad_the_snippet_reads_is_labelled_by_its_text():
+    """``w.grad`` was drawn as t3 (a review): the snippet's own read names it; an
+    optimizer's reads inside torch have no text of the snippet's."""
+    from graphscope.model.graph import build_graph
+    tr = capture("""
+        import torch
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        (w ** 2).sum().backward()
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+        lin = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        lin(w).sum().backward()
+        opt.step()
+        print(lin.weight.grad.shape)
+    """)
+    reads = [(o.line, o.expr) for o in tr.ops if o.kind == "grad_read"]
+    assert (6, "w.grad") in reads and (11, "lin.weight.grad") in reads
+    assert all(e is None for line, e in reads if line == 10)     # inside opt.step()
+    labels = {n.label for n in build_graph(tr).nodes.values() if n.kind == "tensor"}
+    assert "w.grad" in labels and "0.1 * w.grad" in labels

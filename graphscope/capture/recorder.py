@@ -830,7 +830,10 @@ class Recorder(TorchFunctionMode):
                 i -= 2
                 op = _OPNAMES[raw[i]]
             call = op in _CALL_OPS
-            if call or op in _OPERATOR_OPS:
+            # ``w.grad``: a read of an attribute the mode sees (the tensor it hands
+            # out would be t7 on the canvas, not w.grad)
+            attr = op == "LOAD_ATTR" and name is not None
+            if call or attr or op in _OPERATOR_OPS:
                 pos = _POSITIONS.get(code)
                 if pos is None:
                     if len(_POSITIONS) > 4096:
@@ -839,8 +842,10 @@ class Recorder(TorchFunctionMode):
                 l0, l1, c0, c1 = pos[frame.f_lasti // 2]
                 if l0 is not None and l1 is not None and c0 is not None and c1 is not None:
                     text = source_span(self.filename, l0, l1, c0, c1, self._method_starts)
-                    if text is not None and (not call if name is None
-                                             else call and name + "(" not in text):
+                    if text is not None and (
+                            not text.endswith("." + name) if attr
+                            else not call if name is None
+                            else call and name + "(" not in text):
                         text = None
         except Exception:
             text = None
@@ -963,8 +968,13 @@ class Recorder(TorchFunctionMode):
         if opaque:   # NOTE [static tracers]
             return result
         outs = [result] if isinstance(result, Tensor) else []
-        self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t], outs,
-                     None, None, frame)
+        # the snippet's own ``w.grad`` names what it hands out (not an optimizer's read)
+        expr = self._expr_at(frame, "grad") if frame is not None and caller is frame else None
+        try:
+            self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t],
+                         outs, None, None, frame, expr=expr)
+        except Exception:
+            pass   # NOTE [the snippet's call comes first]
         return result
 
     def _grad_write(self, func, args, kwargs):

@@ -411,7 +411,13 @@ class GraphBuilder:
         """An unnamed tensor shown by the snippet's text that made it (``y ** 2``,
         not ``t3``: a lecture hall cannot tell t3 from t17), or of the module
         call that returned it (``self.conv(x)``)."""
-        return (made_by_text(self.ops.get(node.op) if node.op is not None else None, tid)
+        op_id = node.op
+        if op_id is None:
+            # drawn first as an input: the op that made it draws no node of its own
+            # (``w.grad``, a read) but still has its text, as tensor_label finds it
+            info = self.tensors.get(tid)
+            op_id = info.created_by if info is not None else None
+        return (made_by_text(self.ops.get(op_id) if op_id is not None else None, tid)
                 or expr_label(self._module_texts.get(tid)))
 
     def _on_module(self, msg: P.ModuleCall) -> GraphDelta:
