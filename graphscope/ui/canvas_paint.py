@@ -300,6 +300,13 @@ class ScenePainter:
         """Scene box of the region boxes and their labels drawn at ``limit`` (a
         label wider than its box reaches past the nodes: fitting must show it)."""
         out = QRectF()
+        for box, label in self._region_boxes(limit):
+            out = out.united(box).united(label)
+        return out
+
+    def _region_boxes(self, limit) -> list:
+        """(box, label rect) in scene coordinates of every region drawn at ``limit``."""
+        out = []
         fm = QFontMetricsF(self._region_font())
         for reg, cluster, _ in self._region_clusters():
             members = [ng for ng in cluster if ng.step <= limit]
@@ -307,8 +314,8 @@ class ScenePainter:
                 continue
             box, label_h = self._region_box(_union(members), "full")
             text = getattr(reg, "label", "") or getattr(reg, "kind", "")
-            out = out.united(box).united(self._region_label_rect(
-                box, fm.horizontalAdvance(text) + 4, label_h, limit))
+            out.append((box, self._region_label_rect(
+                box, fm.horizontalAdvance(text) + 4, label_h, limit)))
         return out
 
     def _region_box(self, r: QRectF, lod) -> tuple:
@@ -877,6 +884,10 @@ class ScenePainter:
         f = font(max(9.0, min(18.0, 11.0 * sc * min(self.text_scale, 1.5))), True)
         fm = QFontMetricsF(f)
         p.setFont(f)
+        # a pill never covers a region's label ("tor[freed]grad()"): the washed
+        # node and the legend still say it
+        labels = ([to_device.mapRect(r) for _, r in self._region_boxes(limit)]
+                  if self.regions and lod == "full" else [])
         for ng in self.geom.nodes_in(inv.mapRect(device_rect), limit):
             at = freed.get(ng.id)
             if at is None or at > cursor or ng.node.kind != "op":
@@ -889,6 +900,8 @@ class ScenePainter:
                 text = "freed"
                 w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
                 pill = QRectF(dr.center().x() - w / 2, dr.bottom() + 3, w, h)
+                if any(pill.intersects(r) for r in labels):
+                    continue
                 p.setBrush(qcolor(t.canvas_bg))
                 p.setPen(QPen(qcolor(t.node_detail), 1.2, Qt.DashLine))
                 p.drawRoundedRect(pill, h / 2, h / 2)
