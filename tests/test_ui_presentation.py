@@ -171,6 +171,29 @@ def test_lesson_walks_with_keys(window, folder, qtbot):
     assert c.scenario.id == "two" and c.quiz.title_label.text() == "Scenario two"
 
 
+def test_a_scenario_asks_before_it_replaces_unsaved_edits(window, folder, qtbot):
+    """Opening a scenario (the browser, N/P in a lesson) replaced an edited snippet
+    without a word, as New and Open never did: it asks the same question now."""
+    c = install_classroom(window, args(lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    asked = []
+    window.ask_unsaved = lambda *a: asked.append(a) or "cancel"
+    window.editor.insertPlainText("# my own work\n")
+    assert window.editor.document().isModified()
+    assert c.open_scenario(c.walker.scenarios[1]) is False
+    assert "# my own work" in window.editor.toPlainText() and c.scenario.id == "two"
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_N)               # the next scenario in the lesson
+    assert "# my own work" in window.editor.toPlainText() and c.scenario.id == "two"
+    assert c.lesson_bar.progress_label.text() == "1 / 3"  # the lesson stays put
+    assert len(asked) == 2
+    window.ask_unsaved = lambda *a: asked.append(a) or "discard"
+    qtbot.keyClick(window.canvas, Qt.Key_N)
+    assert c.scenario.id == "one" and "# my own work" not in window.editor.toPlainText()
+    assert len(asked) == 3                                # asked once, not twice
+    assert c.lesson_bar.progress_label.text() == "2 / 3"
+
+
 def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, tmp_path):
     c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
     window.set_speed(0)

@@ -205,6 +205,8 @@ class Classroom(QObject):
                 self.window.set_status(f"No scenario with id '{scenario}'.", error=True)
                 return False
             scenario = found
+        if not self.window.confirm_replace():
+            return False   # the user keeps the snippet they were editing
         self.scenario = scenario
         self.window.load_snippet(scenario.snippet, scenario.snippet_filename)
         self.quiz.set_scenario(scenario)
@@ -276,8 +278,11 @@ class Classroom(QObject):
         self.walker.previous()
 
     def _on_lesson_moved(self, scenario):
+        if not self.open_scenario(scenario):
+            # kept the edited snippet: the lesson stays where it was
+            if self.scenario in self.walker.scenarios:
+                self.walker.index = self.walker.scenarios.index(self.scenario)
         self.lesson_bar.refresh()
-        self.open_scenario(scenario)
 
     # -- quiz ------------------------------------------------------------------
     def _on_reveal(self, scenario):

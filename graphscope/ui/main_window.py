@@ -471,7 +471,7 @@ class MainWindow(QMainWindow):
         if problem:
             self.show_message("Cannot open file", problem)
             return False
-        if not self._maybe_save():
+        if not self.confirm_replace():
             return False
         self.load_snippet(text.replace("\r\n", "\n"), p.name, path=p.resolve())
         self._add_recent(p.resolve())
@@ -486,7 +486,7 @@ class MainWindow(QMainWindow):
             self.open_file(path)
 
     def new_file(self) -> None:
-        if self._maybe_save():
+        if self.confirm_replace():
             self.load_snippet(NEW_SNIPPET, "untitled.py")
 
     def save(self) -> bool:
@@ -535,15 +535,20 @@ class MainWindow(QMainWindow):
             act = self.recent_menu.addAction(f)
             act.triggered.connect(lambda _=False, f=f: self.open_file(f))
 
-    def _maybe_save(self) -> bool:
-        """True when it is fine to replace the editor's text."""
+    def confirm_replace(self) -> bool:
+        """True when it is fine to replace the editor's text (a file, a scenario, a
+        new snippet): unsaved changes are saved or given up as the user says,
+        and asked about once (given up, the text no longer counts as changed)."""
         if not self.editor.document().isModified():
             return True
         answer = self.ask_unsaved("Unsaved changes",
                                   f"{self.display_name} has changes that are not saved. Save them?")
         if answer == "save":
             return self.save()
-        return answer == "discard"
+        if answer == "discard":
+            self.editor.document().setModified(False)
+            return True
+        return False
 
     def _ask_unsaved_dialog(self, title: str, text: str) -> str:
         b = QMessageBox.question(self, title, text,
@@ -572,7 +577,7 @@ class MainWindow(QMainWindow):
                 return
 
     def closeEvent(self, event) -> None:
-        if not self._maybe_save():
+        if not self.confirm_replace():
             event.ignore()
             return
         self._play_timer.stop()
