@@ -15,6 +15,16 @@ from PySide6.QtWidgets import QPlainTextEdit
 from graphscope.ui.editor import BASE_POINT_SIZE, monospace_font
 
 
+# NOTE [console lines]: Qt lays a paragraph out again on every insert into it and
+# breaks a long one slowly: a progress bar of 10,000 one-dot prints froze the
+# window for 15 s, a 400,000-character line for 11 s. So the chunks of one
+# stream that come together go in as one insert, and a line is shown up to
+# LINE_CHARS characters, then marked as cut (the run's output keeps it whole:
+# the export, the clipboard).
+LINE_CHARS = 20_000
+CUT_MARK = " \u2026 [the rest of this line is not shown: over {:,} characters]"
+
+
 class Console(QPlainTextEdit):
     """Read-only view of protocol.Output chunks; stderr in its own colour."""
 
@@ -26,6 +36,7 @@ class Console(QPlainTextEdit):
         self._outputs: Sequence = ()
         self._shown = 0              # how many chunks of _outputs are on screen
         self._note: Optional[str] = None
+        self._col = 0                # characters of the last line shown, cut ones too
         self._hidden_note: Optional[str] = None   # shown instead of the output (a quiz)
         self._stdout_fmt = QTextCharFormat()
         self._stderr_fmt = QTextCharFormat()
@@ -51,9 +62,7 @@ class Console(QPlainTextEdit):
         n = len(outputs) if count is None else max(0, min(count, len(outputs)))
         same_prefix = outputs is self._outputs and n >= self._shown and note == self._note
         if same_prefix and self._hidden_note is None:
-            cur = self._end_cursor()
-            for o in outputs[self._shown:n]:
-                cur.insertText(o.text, self._fmt(o))
+            self._insert(self._end_cursor(), outputs[self._shown:n])
             self._shown = n
             return
         self._outputs, self._shown, self._note = outputs, n, note
@@ -83,14 +92,57 @@ class Console(QPlainTextEdit):
         cur.movePosition(QTextCursor.MoveOperation.End)
         return cur
 
+    def _insert(self, cur: QTextCursor, chunks) -> None:
+        """``chunks`` at ``cur``: one insert per run of one stream (NOTE [console lines])."""
+        run: list = []
+        fmt = None
+        cur.beginEditBlock()
+        try:
+            for o in chunks:
+                f = self._fmt(o)
+                if f is not fmt and run:
+                    cur.insertText(self._clip("".join(run)), fmt)
+                    run = []
+                fmt = f
+                run.append(o.text)
+            if run:
+                cur.insertText(self._clip("".join(run)), fmt)
+        finally:
+            cur.endEditBlock()
+
+    def _clip(self, text: str) -> str:
+        """``text`` as shown: each line up to LINE_CHARS characters, then the mark."""
+        last_nl = text.rfind("\n")
+        if last_nl < 0 and self._col + len(text) <= LINE_CHARS:
+            self._col += len(text)
+            return text
+        if last_nl >= 0 and self._col + text.find("\n") <= LINE_CHARS and max(
+                map(len, text.split("\n"))) <= LINE_CHARS:
+            self._col = len(text) - last_nl - 1
+            return text
+        out = []
+        for i, line in enumerate(text.split("\n")):
+            if i:
+                out.append("\n")
+                self._col = 0
+            room = LINE_CHARS - self._col
+            if len(line) <= room:
+                out.append(line)
+            elif room >= 0:
+                out.append(line[:room] + CUT_MARK.format(LINE_CHARS))
+            self._col += len(line)
+            if self._col > LINE_CHARS:
+                self._col = LINE_CHARS + 1   # cut: nothing more of this line is shown
+        return "".join(out)
+
     def _rebuild(self) -> None:
         self.clear()
+        self._col = 0
         cur = self._end_cursor()
         if self._hidden_note is not None:
             cur.insertText(self._hidden_note, self._note_fmt)
             return
-        for o in self._outputs[:self._shown]:
-            cur.insertText(o.text, self._fmt(o))
+        self._insert(cur, self._outputs[:self._shown])
         if self._note:
             if self._shown and not self._outputs[self._shown - 1].text.endswith("\n"):
                 cur.insertText("\n")

@@ -1,0 +1,63 @@
+"""The console: output as printed, un-printed when stepping back, and lines Qt
+cannot lay out quickly (NOTE [console lines]) shown cut, never freezing the window."""
+import pytest
+
+from graphscope import protocol as P
+from graphscope.ui.console import CUT_MARK, LINE_CHARS, Console
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+
+@pytest.fixture
+def console(qtbot):
+    c = Console()
+    qtbot.addWidget(c)
+    c.resize(800, 300)
+    c.show()
+    return c
+
+
+def out(*pairs):
+    return [P.Output(i, stream, text) for i, (stream, text) in enumerate(pairs)]
+
+
+def test_chunks_show_as_printed_and_step_back_unprints(console):
+    outs = out(("stdout", "a"), ("stdout", "b\n"), ("stderr", "oops\n"), ("stdout", "c"))
+    console.show_outputs(outs, 2)
+    assert console.text() == "ab\n"
+    console.show_outputs(outs, 4)              # forward: appended
+    assert console.text() == "ab\noops\nc"
+    console.show_outputs(outs, 1)              # back: rebuilt
+    assert console.text() == "a"
+    console.show_outputs(outs, None, note="[Stopped]")
+    assert console.text() == "ab\noops\nc\n[Stopped]"
+
+
+def test_a_line_too_long_to_lay_out_is_cut_with_a_mark(console):
+    mark = CUT_MARK.format(LINE_CHARS)
+    outs = out(("stdout", "y" * (LINE_CHARS + 5) + "\nnext\n"))
+    console.show_outputs(outs)
+    assert console.text() == "y" * LINE_CHARS + mark + "\nnext\n"
+    # the same line printed in pieces: cut once, at the same place
+    pieces = out(*[("stdout", "y" * 7000)] * 3, ("stdout", "z\nnext\n"))
+    for k in range(1, 5):
+        console.show_outputs(pieces, k)
+    assert console.text() == "y" * LINE_CHARS + mark + "\nnext\n"
+    console.show_outputs(pieces, 3)            # back, rebuilt: the same cut
+    assert console.text() == "y" * LINE_CHARS + mark
+
+
+def test_ten_thousand_progress_dots_do_not_freeze_the_window(console, qtbot):
+    """One insert per chunk laid the growing line out again each time: 10,000
+    one-dot prints took the window 15 s (a review). Not a timed assertion: the
+    dots must go in as few inserts as there are runs of one stream."""
+    inserts = []
+    real = console._clip
+
+    def counting(text):
+        inserts.append(len(text))
+        return real(text)
+    console._clip = counting
+    dots = out(*[("stdout", ".")] * 10_000, ("stderr", "done\n"))
+    console.show_outputs(dots)
+    assert inserts == [10_000, 5] and console.text() == "." * 10_000 + "done\n"
