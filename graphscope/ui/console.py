@@ -19,8 +19,8 @@ from graphscope.ui.editor import BASE_POINT_SIZE, monospace_font
 # breaks a long one slowly: a progress bar of 10,000 one-dot prints froze the
 # window for 15 s, a 400,000-character line for 11 s. So the chunks of one
 # stream that come together go in as one insert, and a line is shown up to
-# LINE_CHARS characters, then marked as cut (the run's output keeps it whole:
-# the export, the clipboard).
+# LINE_CHARS characters, then marked as cut (the trace keeps it whole: the
+# export has it).
 LINE_CHARS = 20_000
 CUT_MARK = " \u2026 [the rest of this line is not shown: over {:,} characters]"
 
