@@ -644,3 +644,27 @@ def test_the_grad_box_and_inspector_tell_a_change_only_at_its_step(qtbot, window
     assert w.inspector.grad_text.toPlainText() == "4.0"
     w.set_cursor(read + 1)          # zero_
     assert w.inspector.grad_text.toPlainText().split() == ["before:", "4.0", "after:", "0.0"]
+
+
+def test_clicking_a_stepping_control_hands_the_keys_to_stepping(qtbot, window):
+    """The controls take no focus, so after a click in the editor it stayed
+    there: Left moved the text cursor and Space typed a space into the snippet."""
+    from PySide6.QtWidgets import QApplication
+    w = window
+    run_source(qtbot, w, BASIC)
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=3000)
+    w.editor.setFocus()
+    text = w.editor.toPlainText()
+    qtbot.mouseClick(w.timeline_bar.back_button, Qt.MouseButton.LeftButton)
+    assert QApplication.focusWidget() is w.canvas
+    c = w.cursor()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Left)
+    assert w.cursor() == c - 1
+    w.editor.setFocus()
+    qtbot.mouseClick(w.toolbar.widgetForAction(w.forward_action), Qt.MouseButton.LeftButton)
+    assert QApplication.focusWidget() is w.canvas and w.cursor() == c
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Space)
+    assert w.is_playing() or w.cursor() != c          # Space plays (or has stepped)
+    w.set_playing(False)
+    assert w.editor.toPlainText() == text and not w.editor.document().isModified()

@@ -157,6 +157,7 @@ class MainWindow(QMainWindow):
         tb.play_toggled.connect(self.set_playing)
         tb.cursor_requested.connect(self._on_bar_cursor)
         tb.speed_changed.connect(self.set_speed)
+        tb.used.connect(self._keys_to_stepping)
         tb.set_speed(self.speed)
         self.inspector = Inspector(self)
         self.console = Console(self)
@@ -282,7 +283,9 @@ class MainWindow(QMainWindow):
                   self.last_action):
             tb.addAction(a)
             # the timeline bar under the canvas labels these; here icons keep the bar short
-            tb.widgetForAction(a).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            button = tb.widgetForAction(a)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            button.clicked.connect(self._keys_to_stepping)
         tb.addSeparator()
         tb.addAction(self.fit_action)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
@@ -736,6 +739,12 @@ class MainWindow(QMainWindow):
         self.set_status(text, error=error)
         self.run_label.setText(label)
         self._show_end_problem(end)
+
+    def _keys_to_stepping(self, *_) -> None:
+        """A stepping control was clicked: the stepping keys work from now on (the
+        graph takes the keyboard; the controls take none themselves, so it
+        stayed in the editor, where Space typed a space instead of playing)."""
+        self.canvas.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def fit_when_done(self) -> None:
         self.canvas.fit()

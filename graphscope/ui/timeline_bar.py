@@ -240,6 +240,10 @@ class TimelineBar(QWidget):
     last_requested = Signal()
     cursor_requested = Signal(int)
     speed_changed = Signal(float)      # steps per second, 0 = instant
+    # a control was used with the mouse: the window hands the keyboard to the
+    # stepping keys (the controls take no focus, so it stayed in the editor,
+    # where Space typed a space instead of playing)
+    used = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -250,6 +254,7 @@ class TimelineBar(QWidget):
         outer.setSpacing(2)
         self.strip = ScrubStrip(self)
         self.strip.scrubbed.connect(self.cursor_requested)
+        self.strip.scrubbed.connect(lambda _v: self.used.emit())
         outer.addWidget(self.strip)
         lay = QHBoxLayout()
         lay.setSpacing(6)
@@ -262,6 +267,7 @@ class TimelineBar(QWidget):
             b.setAutoRaise(False)
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(signal)
+            b.clicked.connect(self.used)
             lay.addWidget(b)
             return b
 
