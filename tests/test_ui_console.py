@@ -61,3 +61,4 @@ def test_ten_thousand_progress_dots_do_not_freeze_the_window(console, qtbot):
     dots = out(*[("stdout", ".")] * 10_000, ("stderr", "done\n"))
     console.show_outputs(dots)
     assert inserts == [10_000, 5] and console.text() == "." * 10_000 + "done\n"
+

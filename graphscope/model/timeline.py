@@ -139,7 +139,8 @@ class Timeline:
             self._out_stderr.append(err)
             self._out_n += 1
         # a handful of tensors at most; looked up here so state() stays O(changes)
-        self._retaining = [tid for tid, info in tr.tensors.items() if info.retains_grad]
+        self._retaining = [tid for tid in tr._retaining
+                           if (info := tr.tensors.get(tid)) is not None and info.retains_grad]
         old = self._cursor
         if follow or self._cursor >= len(self.steps):
             self._cursor = len(self.steps) - 1

@@ -56,6 +56,10 @@ class Trace:
     _geometry: dict = field(default_factory=dict, repr=False, compare=False)   # id -> Op.alias entry
     # tensor id -> the snippet's text of the module call that returned it (note_module_text)
     _module_texts: dict = field(default_factory=dict, repr=False, compare=False)
+    # ids of the tensors that retain their grad (retain_grad), kept as messages come:
+    # the timeline asks each time it takes in a batch, and a scan of every tensor
+    # there made a long run's live view slower with each batch
+    _retaining: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- building -----------------------------------------------------------
     def apply(self, msg) -> None:
@@ -77,8 +81,12 @@ class Trace:
                 self._moved(msg)
         elif t == "tensor":
             self.tensors[msg.id] = msg
+            if msg.retains_grad:
+                self._retaining[msg.id] = True
         elif t == "tensor_update":
             old = self.tensors.get(msg.id)
+            if msg.fields.get("retains_grad"):
+                self._retaining[msg.id] = True
             if old is not None:
                 known = {f.name for f in dataclasses.fields(P.TensorInfo)}
                 self.tensors[msg.id] = dataclasses.replace(

@@ -49,8 +49,10 @@ class LiveRun:
         self.timeline.refresh()
         return delta
 
-    def step_kinds(self) -> list[str]:
-        return [s.kind for s in self.timeline.steps]
+    def step_kinds(self, start: int = 0) -> list[str]:
+        """The kinds of the timeline's steps from ``start`` on."""
+        steps = self.timeline.steps
+        return [steps[i].kind for i in range(start, len(steps))]
 
     def pass_bands(self) -> list[tuple[int, int, str]]:
         """The run's passes (model/passes.py) as timeline step ranges

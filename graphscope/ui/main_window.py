@@ -648,7 +648,11 @@ class MainWindow(QMainWindow):
         self._show_delta(delta)
         if delta.regions_changed or any(m.T == "region" for m in msgs):
             self.editor.set_regions(live.trace.regions)
-        self.timeline_bar.set_steps(live.step_kinds())
+        have = self.timeline_bar.step_count()
+        if have <= len(live.timeline):
+            self.timeline_bar.add_steps(live.step_kinds(have))
+        else:
+            self.timeline_bar.set_steps(live.step_kinds())
         self._start_following()
         self._show_cursor()
 

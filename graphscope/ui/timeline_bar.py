@@ -114,15 +114,24 @@ class ScrubStrip(QWidget):
         return list(self._passes)
 
     def set_kinds(self, kinds: Sequence[str]) -> None:
-        self._kinds = list(kinds)
-        segs: list[tuple[int, int, str]] = []
-        for i, k in enumerate(self._kinds):
+        self._kinds = []
+        self._segments = []
+        self.add_kinds(kinds)
+
+    def add_kinds(self, kinds: Sequence[str]) -> None:
+        """Steps that came after those the strip has: their segments only (a long
+        run streams in hundreds of batches; all steps each time made every batch
+        slower than the one before)."""
+        segs = self._segments
+        i = len(self._kinds)
+        for k in kinds:
             k = "backward" if k.startswith("backward") else "op"
-            if segs and segs[-1][2] == k:
+            if segs and segs[-1][2] == k and segs[-1][1] == i:
                 segs[-1] = (segs[-1][0], i + 1, k)
             else:
                 segs.append((i, i + 1, k))
-        self._segments = segs
+            i += 1
+        self._kinds.extend(kinds)
         self._available = len(self._kinds)
         self.update()
 
@@ -318,6 +327,14 @@ class TimelineBar(QWidget):
         if len(kinds) < self.strip.maximum() or not kinds:
             self.strip.set_passes([])    # a new run: the old passes no longer apply
         self.strip.set_kinds(kinds)
+
+    def step_count(self) -> int:
+        return self.strip.maximum()
+
+    def add_steps(self, kinds: Sequence[str]) -> None:
+        """The steps after the ``step_count()`` the bar has (a run streaming in)."""
+        if kinds:
+            self.strip.add_kinds(kinds)
 
     def set_passes(self, passes: Sequence[tuple[int, int, str]]) -> None:
         """Name the run's passes on the scrub strip: ``[(first_step, last_step, label)]``."""
