@@ -668,3 +668,21 @@ def test_clicking_a_stepping_control_hands_the_keys_to_stepping(qtbot, window):
     assert w.is_playing() or w.cursor() != c          # Space plays (or has stepped)
     w.set_playing(False)
     assert w.editor.toPlainText() == text and not w.editor.document().isModified()
+
+
+def test_stop_also_ends_the_playback_at_the_last_step(qtbot, window):
+    """Playing a runaway loop at lecture speed went on after Stop, step by step
+    through thousands of ops; the banner that says it was stopped waited at the end."""
+    w = window
+    w.load_snippet("import torch\nx = torch.ones(2, requires_grad=True)\nwhile True:\n"
+                   "    x = x * 1.0001\n", "loop.py")
+    w.set_speed(2)                                   # steps per second: a lecture
+    with qtbot.waitSignal(w.run_started, timeout=5000):
+        w.run()
+    qtbot.waitUntil(lambda: w.live is not None and len(w.live.timeline) > 200,
+                    timeout=RUN_TIMEOUT)
+    assert w.is_playing()
+    with qtbot.waitSignal(w.run_finished, timeout=5000):
+        w.stop()
+    assert not w.is_playing()
+    assert w.cursor() == len(w.live.timeline) - 1

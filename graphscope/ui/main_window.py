@@ -692,8 +692,12 @@ class MainWindow(QMainWindow):
         self.canvas.animate_to(live.layout.tidy(aspect=self._tidy_aspect))
         self.editor.set_regions(live.trace.regions)
         self.timeline_bar.set_steps(live.step_kinds())
-        if self.speed == 0 or not self._play_timer.isActive():
-            if self.speed == 0 or self._following:
+        # a run the user stopped ends its playback too, at the last step, where the
+        # banner says what was stopped (playing on through a runaway loop's
+        # 50,000 steps at lecture speed would take hours to get there)
+        stopped = end.status == "stopped"
+        if self.speed == 0 or not self._play_timer.isActive() or stopped:
+            if self.speed == 0 or self._following or stopped:
                 live.timeline.last()
             self._following = False
             self._play_timer.stop()
