@@ -686,3 +686,28 @@ def test_stop_also_ends_the_playback_at_the_last_step(qtbot, window):
         w.stop()
     assert not w.is_playing()
     assert w.cursor() == len(w.live.timeline) - 1
+
+
+def test_marks_leave_the_editor_while_its_text_is_not_what_ran(qtbot, window):
+    """NOTE [edited after a run]: after two lines were added at the top, the step
+    marker sat on 'import torch' and a node jumped to the wrong line."""
+    w = window
+    run_source(qtbot, w, BASIC)
+    w.set_cursor(step_of_op(w, "mul"))
+    assert w.editor.marker_line() == 4
+    cur = w.editor.textCursor()
+    cur.movePosition(cur.MoveOperation.Start)
+    w.editor.setTextCursor(cur)
+    w.editor.insertPlainText("# one\n# two\n")
+    assert w.editor.marker_line() is None and "edited after this run" in w.status_text()
+    w.set_cursor(step_of_op(w, "sum"))                 # stepping puts none back
+    assert w.editor.marker_line() is None
+    line_before = w.editor.textCursor().blockNumber()
+    w.select_node(node_by_label(w, "y").id)            # no jump to a line of another text
+    assert w.editor.textCursor().blockNumber() == line_before
+    w.editor.undo()                                    # the text that ran: marks again
+    assert w.editor.toPlainText() == BASIC
+    assert w.editor.marker_line() == 6
+    run_source(qtbot, w, BASIC)
+    w.set_cursor(step_of_op(w, "mul"))
+    assert w.editor.marker_line() == 4

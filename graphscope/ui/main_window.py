@@ -126,6 +126,12 @@ class MainWindow(QMainWindow):
         self.editor.setPlainText(NEW_SNIPPET)
         self.editor.document().setModified(False)
         self.editor.document().modificationChanged.connect(self._update_title)
+        # NOTE [edited after a run]: the graph, its lines and the marks in the
+        # editor are the last run's; once the text differs from what ran, the
+        # marks would point at the wrong lines, so they go until the next run
+        self._run_source: Optional[str] = None
+        self._edited = False
+        self.editor.textChanged.connect(self._on_text_changed)
         # each pass's graph, static capture and rebuild cost (issue 5): View menu docks
         from graphscope.ui.passes_view import install_passes_views
         install_passes_views(self)
@@ -601,6 +607,7 @@ class MainWindow(QMainWindow):
         self._reset_run_view()
         source = self.editor.toPlainText()
         filename = str(self.path) if self.path else self.display_name
+        self._run_source, self._edited = source, False
         self.live = LiveRun(source, filename)
         self.canvas.set_graph(self.live.graph, self.live.layout, self.live.trace)
         self._following = True
@@ -612,6 +619,31 @@ class MainWindow(QMainWindow):
         self._update_run_actions()
         self.run_started.emit()
         self.canvas.setFocus()
+
+    def _on_text_changed(self) -> None:
+        """NOTE [edited after a run]: marks off while the text differs from what ran
+        (back on when an undo brings it back)."""
+        live = self.live
+        edited = live is not None and self._run_source is not None and \
+            self.editor.toPlainText() != self._run_source
+        if edited == self._edited:
+            return
+        self._edited = edited
+        if edited:
+            self.editor.set_marker_line(None)
+            self.editor.set_error_line(None)
+            self.editor.set_regions([])
+            self.set_status("The snippet was edited after this run: the graph is the last "
+                            "run's, so its marks in the editor are off. Press F5 to run it again.")
+        else:
+            self.editor.set_regions(live.trace.regions)
+            end = live.trace.end
+            if end is not None and end.status == "error" and end.error is not None \
+                    and not self.output_hidden:
+                self.editor.set_error_line(end.error.line)
+            self._show_cursor()
+            if self._end_text is not None:
+                self._show_end(end)
 
     def stop(self) -> None:
         if self.controller.is_running():
@@ -646,7 +678,7 @@ class MainWindow(QMainWindow):
             return
         delta = live.apply(msgs, follow=self.speed == 0)
         self._show_delta(delta)
-        if delta.regions_changed or any(m.T == "region" for m in msgs):
+        if (delta.regions_changed or any(m.T == "region" for m in msgs)) and not self._edited:
             self.editor.set_regions(live.trace.regions)
         have = self.timeline_bar.step_count()
         if have <= len(live.timeline):
@@ -690,7 +722,8 @@ class MainWindow(QMainWindow):
         # for the canvas's own shape
         self._tidy_aspect = self.canvas.view_aspect()
         self.canvas.animate_to(live.layout.tidy(aspect=self._tidy_aspect))
-        self.editor.set_regions(live.trace.regions)
+        if not self._edited:
+            self.editor.set_regions(live.trace.regions)
         self.timeline_bar.set_steps(live.step_kinds())
         # a run the user stopped ends its playback too, at the last step, where the
         # banner says what was stopped (playing on through a runaway loop's
@@ -780,7 +813,7 @@ class MainWindow(QMainWindow):
         if err.type in PYTHON_ERRORS:
             caption = "Python says:"
         self.banner.show_diagnosis(diag, err, caption)
-        self.editor.set_error_line(err.line)
+        self.editor.set_error_line(None if self._edited else err.line)
         self._banner_ready = True
         ids = [i for i in (getattr(diag, "node_ids", None) or []) if i in live.graph.nodes]
         if ids:
@@ -903,7 +936,7 @@ class MainWindow(QMainWindow):
             # live building: the view grows with the graph (unless the user zoomed);
             # once the run is over the view stays put while stepping
             self._fit_if_auto()
-        self.editor.set_marker_line(frame.line)
+        self.editor.set_marker_line(None if self._edited else frame.line)
         cur = frame.current
         self.console.show_outputs(live.trace.outputs, frame.outputs_upto, self._console_note())
         phase = ""
@@ -993,15 +1026,15 @@ class MainWindow(QMainWindow):
         node = live.graph.nodes[node_id]
         self.canvas.select(node_id)
         self.inspector.show_node(node, live.trace, self._frame(), "Selected", live.graph)
-        if node.line:
+        if node.line and not self._edited:
             self.editor.go_to_line(node.line)
 
     def selected_node(self) -> Optional[str]:
         return self._selected
 
     def _on_line_clicked(self, line: int) -> None:
-        if self.live is None:
-            return
+        if self.live is None or self._edited:
+            return   # (NOTE [edited after a run]: line numbers of another text)
         ids = self.live.graph.nodes_of_line(line)
         if not ids:
             return
