@@ -71,8 +71,9 @@ class ModuleHooks:
         seq = next(r.seq)
         try:
             ins = [r.tensor_id(a, seq) for a in args if isinstance(a, Tensor)]
-        except Exception:
-            ins = []   # NOTE [the snippet's call comes first] in recorder.py
+        except Exception as bad:
+            ins = []
+            r.could_not_record(bad)   # NOTE [the snippet's call comes first] in recorder.py
         finally:
             r.recording = True
         stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins,
@@ -106,8 +107,8 @@ class ModuleHooks:
             out_ids = [r.tensor_id(t, seq) for t in outs]
             r.emit(P.ModuleCall(seq, path, type(module).__name__, line, first, r.n_ops - 1,
                                 ins, out_ids, expr))
-        except Exception:
-            pass   # NOTE [the snippet's call comes first] in recorder.py
+        except Exception as bad:
+            r.could_not_record(bad)   # NOTE [the snippet's call comes first] in recorder.py
         finally:
             r.recording = True
         return None

@@ -406,6 +406,8 @@ class Recorder(TorchFunctionMode):
         # value summaries, shared; stats deferred to the batch (NOTE [deferred stats])
         self.memo = summaries.SummaryMemo(run.value_limit, summaries.HIST_TIME, stats_batch)
         self.n_ops = 0
+        self.n_unrecorded = 0          # NOTE [the snippet's call comes first]
+        self.unrecorded_why = None
         self.recording = True
         self._thread = None           # the thread the run is in, while it is
         self.unhooks = HookRemovals(self)   # NOTE [hook removal] in hook_removal.py
@@ -646,8 +648,8 @@ class Recorder(TorchFunctionMode):
         except BaseException as e:
             try:
                 self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
-            except Exception:
-                pass   # NOTE [the snippet's call comes first]: its own error goes on
+            except Exception as bad:
+                self.could_not_record(bad)   # its own error goes on
             raise
         outs = []
         if isinstance(result, Tensor):
@@ -670,10 +672,8 @@ class Recorder(TorchFunctionMode):
         try:
             op = self._record(name, qualname, kind, grad_enabled, ins, outs, before, None,
                               frame, in_fns, expr=expr)
-        except Exception:
-            # NOTE [the snippet's call comes first]: the call has run; a tensor the
-            # recorder cannot describe costs its op in the trace, never the
-            # snippet its result
+        except Exception as bad:
+            self.could_not_record(bad)
             return result
         if kind == "retain_grad" and op is not None and ins:
             self.emit(P.TensorUpdate(self.ids.get(ins[0]), {"retains_grad": True}))
@@ -934,6 +934,28 @@ class Recorder(TorchFunctionMode):
         tid = self.ids.get(ins[0]) if ins else None
         self.failed = (e, op_id, tid)
 
+    # NOTE [the snippet's call comes first]: the call has run (or raised its own
+    # error); a tensor the recorder cannot describe, or a failure of its own,
+    # costs that op in the trace, never the snippet its result. The run ends with
+    # a note of how many calls went unrecorded and why (``unrecorded_note``), so a
+    # picture with holes says so, and a GraphScope bug is not taken for the
+    # snippet's.
+    def could_not_record(self, e: BaseException) -> None:
+        self.n_unrecorded += 1
+        if self.unrecorded_why is None:
+            self.unrecorded_why = f"{type(e).__name__}: {e}"
+
+    def unrecorded_note(self):
+        """A Truncated("unrecorded") for the end of the run, or None."""
+        if not self.n_unrecorded:
+            return None
+        n = self.n_unrecorded
+        return P.Truncated("unrecorded", n,
+                           f"GraphScope could not record {n:,} call{'s' if n != 1 else ''} "
+                           f"of the snippet (the first: {self.unrecorded_why}); the snippet "
+                           "ran as written, the graph leaves them out. This is GraphScope's "
+                           "fault, not the snippet's.")
+
     def claim_op_id(self):
         """The next op's id, or None once ``max_ops`` ops are recorded (the
         trace is then marked truncated)."""
@@ -973,8 +995,8 @@ class Recorder(TorchFunctionMode):
         try:
             self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t],
                          outs, None, None, frame, expr=expr)
-        except Exception:
-            pass   # NOTE [the snippet's call comes first]
+        except Exception as bad:
+            self.could_not_record(bad)
         return result
 
     def _grad_write(self, func, args, kwargs):

@@ -117,6 +117,9 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
         finally:
             hooks.remove()
             recorder.backward.remove_all()
+            note = recorder.unrecorded_note()
+            if note is not None:
+                emit(note)
         try:
             _finish(recorder, g)
         except Exception:

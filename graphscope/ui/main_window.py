@@ -753,7 +753,9 @@ class MainWindow(QMainWindow):
                 text = (f"{err.type}{where} after {n_ops} ops and {n_bw} backward steps "
                         "(explained at the last step, above the graph).")
         if live.trace.truncated and live.trace.truncation is not None:
-            text += f" Recording was cut short: {live.trace.truncation.message}"
+            cut = live.trace.truncation
+            text += (f" {cut.message}" if cut.reason == "unrecorded"
+                     else f" Recording was cut short: {cut.message}")
         label = {"ok": "\u2714 finished", "exit": "\u2714 exited",
                  "error": "\u2716 exception", "crash": "\u2716 crashed",
                  "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
