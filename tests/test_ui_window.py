@@ -711,3 +711,20 @@ def test_marks_leave_the_editor_while_its_text_is_not_what_ran(qtbot, window):
     run_source(qtbot, w, BASIC)
     w.set_cursor(step_of_op(w, "mul"))
     assert w.editor.marker_line() == 4
+
+
+def test_small_things_a_review_saw(qtbot, window, tmp_path):
+    """sys.exit(3) read as a plain "exited"; a snippet opened after a stopped run
+    still read "stopped"; every failed Open stacked one more message box."""
+    from PySide6.QtWidgets import QMessageBox
+    w = window
+    end = run_source(qtbot, w, "import sys\nsys.exit(3)\n")
+    assert end.status == "exit" and "exit code 3" in w.status_text()
+    assert w.run_label.text().endswith("exited (3)")
+    w.load_snippet("print(1)\n", "other.py")
+    assert w.run_label.text() == ""
+    for name in ("a.py", "b.py", "c.py"):
+        w.open_file(tmp_path / name)                  # none of them exists
+    boxes = [b for b in w.findChildren(QMessageBox) if b.isVisible()]
+    assert len(boxes) == 1 and "c.py" in boxes[0].text()
+    boxes[0].close()

@@ -74,6 +74,8 @@ def end_status(end) -> str:
             return ("Stopped after the snippet's last line: its threads or atexit "
                     "functions ran too long (timeout)")
         return "Stopped after the snippet's last line (its threads or atexit functions)"
+    if end.status == "exit" and end.exit_code:
+        return f"Finished (sys.exit, exit code {end.exit_code})"
     return END_STATUS.get(end.status, end.status)
 
 
@@ -456,6 +458,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         self._fit_editor_width()
         self.set_status(f"Opened {name}. Press F5 to run it.")
+        self.run_label.setText("")   # how the last run ended is not this snippet's
         if run:
             self.run()
 
@@ -570,8 +573,17 @@ class MainWindow(QMainWindow):
         """A non-blocking message box plus the status line."""
         self.last_message = (title, text)
         self.set_status(text, error=True)
+        box = getattr(self, "_message_box", None)
+        if box is not None and box.isVisible():
+            # one box at a time: a second failed Open says its own message in it
+            # (they piled up, one over another)
+            box.setWindowTitle(title)
+            box.setText(text)
+            return
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.destroyed.connect(lambda *_: setattr(self, "_message_box", None))
+        self._message_box = box
         box.open()
 
     def dragEnterEvent(self, event) -> None:
@@ -756,7 +768,8 @@ class MainWindow(QMainWindow):
             cut = live.trace.truncation
             text += (f" {cut.message}" if cut.reason == "unrecorded"
                      else f" Recording was cut short: {cut.message}")
-        label = {"ok": "\u2714 finished", "exit": "\u2714 exited",
+        label = {"ok": "\u2714 finished",
+                 "exit": f"\u2714 exited ({end.exit_code})" if end.exit_code else "\u2714 exited",
                  "error": "\u2716 exception", "crash": "\u2716 crashed",
                  "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
         self._end_text = (text, end.status not in ("ok", "exit"), label)
