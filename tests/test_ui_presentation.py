@@ -217,6 +217,8 @@ def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, t
     assert window.cursor() == 2
     qtbot.keyClick(window.canvas, Qt.Key_PageUp)
     assert window.cursor() == 1
+    qtbot.keyClick(window.canvas, Qt.Key_Space)       # a slide show's next: one step
+    assert window.cursor() == 2 and not window.is_playing()
     # export for slides
     png, svg, wpng = tmp_path / "g.png", tmp_path / "g.svg", tmp_path / "w.png"
     c.export("graph", png)

@@ -307,6 +307,9 @@ class Classroom(QObject):
         b.setShortcuts([QKeySequence("2")] if presenting else [QKeySequence("B"), QKeySequence("2")])
         self.blank_action.setShortcuts([QKeySequence("B"), QKeySequence(".")] if presenting
                                        else [QKeySequence(".")])
+        # Space steps forward while presenting, as a slide show's does (and as
+        # presentation.handle_key says); the window's play/pause took it first
+        self.window.play_action.setShortcuts([] if presenting else [QKeySequence("Space")])
 
     def _on_presentation_changed(self, on: bool):
         w = self.window
