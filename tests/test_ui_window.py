@@ -728,3 +728,17 @@ def test_small_things_a_review_saw(qtbot, window, tmp_path):
     boxes = [b for b in w.findChildren(QMessageBox) if b.isVisible()]
     assert len(boxes) == 1 and "c.py" in boxes[0].text()
     boxes[0].close()
+
+
+def test_the_gradients_box_shows_every_line(qtbot, window):
+    """"gradient of (y * 3).sum() arrives:" just fit by width alone, wrapped in
+    the box, and the box's last line hid behind a scroll bar (a review)."""
+    w = window
+    run_source(qtbot, w, "import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                         "y = x * 2\n(y * 3).sum().backward()\n")
+    i = next(s.index for s in w.live.timeline.steps if s.kind == "backward")
+    w.set_cursor(i)                                # SumBackward0 runs
+    qtbot.wait(50)
+    box = w.inspector.grad_text
+    assert "arrives" in box.toPlainText() and "sent to" in box.toPlainText()
+    assert not box.verticalScrollBar().isVisible()

@@ -12,8 +12,9 @@ import math
 from typing import Any, Optional
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap, QPolygonF
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
+from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap, QPolygonF,
+                           QTextLayout, QTextOption)
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
@@ -102,6 +103,8 @@ class Inspector(QWidget):
         self.grad_text.setReadOnly(True)
         for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text):
             lay.addWidget(w)
+        for w in (self.value_text, self.grad_text):
+            w.installEventFilter(self)   # refitted when its width changes (_fit_height)
         self.plot = pg.PlotWidget(body)
         self.plot.setMinimumHeight(140)
         self.plot.setMaximumHeight(200)
@@ -203,6 +206,11 @@ class Inspector(QWidget):
         """The key/value rows shown (tests read this)."""
         return dict(self._rows)
 
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.value_text or obj is self.grad_text:
+            _refit_on_resize(obj, event)
+        return super().eventFilter(obj, event)
+
     def clear_node(self) -> None:
         self._last = None
         self.caption_label.setText("")
@@ -296,7 +304,7 @@ class Inspector(QWidget):
         if grads:
             self.grad_caption.setText("Gradients at this backward step")
             self.grad_text.setPlainText(grads)
-            _fit_height(self.grad_text, 10)
+            _fit_height(self.grad_text, 16)
             self.grad_caption.show()
             self.grad_text.show()
         else:
@@ -575,13 +583,46 @@ def _hooks_text(trace, tid: int) -> Optional[str]:
             + ": while registered, a hook runs on each gradient that reaches it")
 
 
+def _refit_on_resize(edit: QPlainTextEdit, event) -> None:
+    """A text box fitted before the panel was laid out (or resized since) wraps
+    at another width: fit it again at its new one."""
+    if event.type() == QEvent.Type.Resize and event.size().width() != event.oldSize().width():
+        lines = edit.property("fit_lines")
+        if lines:
+            _fit_height(edit, int(lines))
+
+
 def _fit_height(edit: QPlainTextEdit, max_lines: int) -> None:
-    """A read-only text box as tall as its text (up to ``max_lines``), no taller."""
+    """A read-only text box as tall as its text (up to ``max_lines``), no taller.
+    Lines are counted as Qt wraps them, at word boundaries (counted by width
+    alone, "gradient of (y * 3).sum() arrives:" was one line short, and the
+    box showed its last line behind a scroll bar)."""
     fm = edit.fontMetrics()
-    width = max(1, edit.viewport().width() or 260)
+    # at the width left when the scroll bar shows: counted without it, a line that
+    # just fits wrapped once the box was too short, which brought the bar
+    sb = edit.verticalScrollBar()
+    bar = 0 if sb.isVisible() else sb.sizeHint().width()
+    width = max(1.0, float(edit.viewport().width() or 260) - bar
+                - 2 * edit.document().documentMargin())
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
     lines = 0
     for line in edit.toPlainText().split("\n"):
-        lines += max(1, -(-fm.horizontalAdvance(line) // width))
+        layout = QTextLayout(line, edit.font())
+        layout.setTextOption(option)
+        layout.beginLayout()
+        n = 0
+        while n <= max_lines:
+            row = layout.createLine()
+            if not row.isValid():
+                break
+            row.setLineWidth(width)
+            n += 1
+        layout.endLayout()
+        lines += max(1, n)
+        if lines >= max_lines:
+            break
+    edit.setProperty("fit_lines", max_lines)
     lines = max(1, min(lines, max_lines))
     edit.setFixedHeight(int(lines * fm.lineSpacing() + 2 * edit.frameWidth()
                             + edit.document().documentMargin() * 2 + 4))
