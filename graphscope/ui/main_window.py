@@ -363,7 +363,9 @@ class MainWindow(QMainWindow):
         long lines wrap (set_presentation) rather than being cut off."""
         # the window's width, not the splitter's: before the first layout the
         # splitter still has Qt's default size and would squeeze the editor
-        total = max(self.width(), 800)
+        # (a window narrower than 800 is shared as it is: counted as 800, the
+        # splitter took the excess from the editor, 70 px wide at the minimum size)
+        total = self.width() if self.width() >= 300 else 800
         fm = self.editor.fontMetrics()
         longest = max((fm.horizontalAdvance(l) for l in self.editor.toPlainText().splitlines()),
                       default=0)
