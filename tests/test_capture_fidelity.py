@@ -109,6 +109,9 @@ def test_the_transformer_modules_take_their_fused_path_as_under_python():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # (the nested-tensor one, here)
         assert capture(FAST_PATHS).status == "ok"
+        # and after the op limit stopped the recording (a long run's last eval)
+        cut = capture(FAST_PATHS, max_ops=3)
+        assert cut.truncated and cut.stdout == out
     assert torch.overrides.has_torch_function is torch._C._has_torch_function
 
 
@@ -125,6 +128,9 @@ try:
     input(42)
 except EOFError:
     print("eof")
+import io, sys
+sys.stdin = io.StringIO("7\\n")
+print(int(input("n? ")) * 2)
 """
 
 
@@ -132,7 +138,7 @@ def test_the_snippet_s_builtins_are_python_s_builtins_module():
     """Names the snippet adds to or replaces in ``builtins`` are seen by its own
     code (it had a copy of the dict); input() writes its prompt, then EOF."""
     out, err = plain_run(BUILTINS, "b.py")
-    assert out == "True builtins module\nLOUD\n42eof\n", (out, err)
+    assert out == "True builtins module\nLOUD\n42eof\nn? 14\n", (out, err)
     tr = worker_trace(BUILTINS, "b.py")
     assert tr.status == "ok", tr.error
     assert (tr.stdout, tr.stderr) == (out, err)

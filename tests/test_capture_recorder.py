@@ -370,6 +370,12 @@ def test_a_call_written_over_several_lines_reads_as_one_line():
         u = torch.full((1,), float(len("#a,"
                                        "b"))) * \
             2
+        r = torch.relu(
+            u,
+        )
+        q = (u *
+           u
+         + u)
     """)
     got = {(o.name, o.expr) for o in tr.ops}
     assert {("cross_entropy", "F.cross_entropy(logits, target)"),
@@ -378,7 +384,9 @@ def test_a_call_written_over_several_lines_reads_as_one_line():
             ("sum", "torch.where(logits > 0, logits * 2, logits - 1).sum()"),
             ("stack", "torch.stack((w,))"),
             ("full", 'torch.full((1,), float(len("#a," "b")))'),
-            ("mul", 'torch.full((1,), float(len("#a," "b"))) * 2')} <= got
+            ("mul", 'torch.full((1,), float(len("#a," "b"))) * 2'),
+            ("relu", "torch.relu(u)"),                   # a call's trailing comma goes
+            ("add", "u * u + u")} <= got                 # lines that dedent unevenly
 
 
 def test_a_long_expression_label_keeps_both_ends():

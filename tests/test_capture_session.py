@@ -321,3 +321,14 @@ def test_a_failure_of_the_recorder_costs_the_op_never_the_snippet(monkeypatch):
     assert tr.truncated and tr.truncation.reason == "unrecorded" and tr.truncation.limit == 2
     assert "RuntimeError: a bug of ours" in tr.truncation.message
     assert "GraphScope's fault" in tr.truncation.message
+
+
+def test_a_limit_and_unrecorded_calls_are_both_said():
+    from graphscope import protocol as P
+    from graphscope.model.trace import Trace
+    tr = Trace()
+    tr.apply(P.Truncated("ops", 10, "Recording stopped after 10 ops (the limit)."))
+    tr.apply(P.Truncated("unrecorded", 2, "GraphScope could not record 2 calls."))
+    assert tr.truncation.reason == "ops" and tr.truncation.limit == 10
+    assert tr.truncation.message == ("Recording stopped after 10 ops (the limit). "
+                                     "GraphScope could not record 2 calls.")

@@ -62,3 +62,12 @@ def test_ten_thousand_progress_dots_do_not_freeze_the_window(console, qtbot):
     console.show_outputs(dots)
     assert inserts == [10_000, 5] and console.text() == "." * 10_000 + "done\n"
 
+
+
+def test_a_progress_bar_redrawn_with_carriage_returns_is_never_cut(console):
+    """Qt starts a new line at \\r too: 3,000 redraws of "\\rstep i/3000" are
+    short lines, not one long one to cut (a review)."""
+    outs = out(*[("stdout", f"\rstep {i:05d}/3000 loss 0.25") for i in range(3000)],
+               ("stdout", "\ndone\n"))
+    console.show_outputs(outs)
+    assert "not shown" not in console.text() and console.text().endswith("done\n")

@@ -711,6 +711,9 @@ def test_marks_leave_the_editor_while_its_text_is_not_what_ran(qtbot, window):
     run_source(qtbot, w, BASIC)
     w.set_cursor(step_of_op(w, "mul"))
     assert w.editor.marker_line() == 4
+    w.editor.insertPlainText("# more\n")
+    w.new_file()                          # an edited run's text replaced: no error (a review)
+    assert w.live is None and "# more" not in w.editor.toPlainText()
 
 
 def test_small_things_a_review_saw(qtbot, window, tmp_path):

@@ -11,8 +11,9 @@ different numbers (the last bits, and for a ``src_key_padding_mask`` a padded
 position that is zeros under python and not zeros here) and lost a warning.
 
 So while such a module's ``forward`` runs on the recording thread (the
-innermost module being called, as ``modules.ModuleHooks`` tracks it), the
-check answers as if the recorder's mode were not on the stack: a tensor
+innermost module being called, as ``modules.ModuleHooks`` tracks it; or any
+time after the op limit stopped the recording), the check answers as if the
+recorder's mode were not on the stack: a tensor
 subclass or another mode still makes it true. The fused kernels are torch
 calls the mode sees, so they are recorded as ops like any other. The check
 is replaced on ``torch.overrides`` (the only name these modules call it by;
@@ -51,7 +52,11 @@ class FastPaths:
 
         @functools.wraps(original)
         def has_torch_function(*args, **kwargs):
-            if (stack and has_fast_path(stack[-1][0]) and r._thread == threading.get_ident()
+            # inside such a module's forward; or anywhere once recording stopped
+            # (the op limit): the mode is then only in the way, and the module
+            # stack is no longer kept
+            if ((not r.recording or (stack and has_fast_path(stack[-1][0])))
+                    and r._thread == threading.get_ident()
                     and _overrides._get_current_function_mode() is r):
                 with _overrides._pop_mode_temporarily():
                     return original(*args, **kwargs)

@@ -51,6 +51,8 @@ class ModuleHooks:
 
     def _on_pre(self, module, args):
         r = self.r
+        if has_fast_path(module):
+            self.fast_paths.install()   # (also once the op limit stopped the recording)
         if not r.recording:
             return None
         frame, opaque = r.where(2)
@@ -78,8 +80,6 @@ class ModuleHooks:
             r.recording = True
         stack.append([module, path, r.n_ops, seq, frame.f_lineno if frame else None, ins,
                       _call_text(r, frame, module)])
-        if has_fast_path(module):
-            self.fast_paths.install()
         r.module = path
         return None
 

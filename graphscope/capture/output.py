@@ -8,6 +8,7 @@ together) output is dropped and one Truncated(reason="output") is sent.
 """
 from __future__ import annotations
 
+import builtins
 import codecs
 import io
 import os
@@ -289,10 +290,16 @@ INPUT_EOF = ("input() is not available: GraphScope runs the snippet without a ke
              "so stdin is at end of file. Put the value in the code instead.")
 
 
+_python_input = builtins.input
+
+
 def closed_input(*args):
     """``builtins.input`` while the snippet runs: what python's does with stdin at
     end of file (errors flushed, the prompt written to stdout and flushed, then
-    EOFError), with an explanation for the message."""
+    EOFError), with an explanation for the message. A snippet that put its own
+    ``sys.stdin`` in place (``io.StringIO("7\\n")``) reads from it, as under python."""
+    if not isinstance(sys.stdin, ClosedStdin):
+        return _python_input(*args)
     if len(args) > 1:
         raise TypeError(f"input expected at most 1 argument, got {len(args)}")
     try:

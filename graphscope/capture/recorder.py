@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import dis
+import io
 import itertools
 import linecache
 import sys
@@ -265,15 +266,17 @@ def source_span(filename: str, l0: int, l1: int, c0: int, c1: int, starts=None):
         return " ".join(lines[0][c0:c1].decode("utf-8", "replace").split()) or None
     lines[0], lines[-1] = lines[0][c0:], lines[-1][:c1]
     rows = b"".join(lines).decode("utf-8", "replace").splitlines()
-    # Python's own reading of the text tells a comment from a '#' in a string
+    # Python's own reading of the text tells a comment from a '#' in a string;
+    # read inside brackets, as the expression stands in its statement (alone, a
+    # continuation line that dedents unevenly reads as an indentation error)
     try:
-        toks = list(tokenize.generate_tokens(iter(r + "\n" for r in rows).__next__))
-    except (tokenize.TokenError, SyntaxError, StopIteration):
+        toks = list(tokenize.generate_tokens(io.StringIO("(" + "\n".join(rows) + ")\n").readline))
+    except (tokenize.TokenError, SyntaxError):
         return None
     cut = {}
     for t in toks:
         if t.type == tokenize.COMMENT:
-            cut[t.start[0]] = t.start[1]
+            cut[t.start[0]] = t.start[1] - (1 if t.start[0] == 1 else 0)
         elif t.type == tokenize.STRING and t.start[0] != t.end[0]:
             return None   # a string over several lines: no one-line form
     pieces = []
@@ -296,15 +299,18 @@ def source_span(filename: str, l0: int, l1: int, c0: int, c1: int, starts=None):
 
 
 def _not_a_one_tuple(text: str) -> bool:
-    """Whether the trailing comma of ``text`` can go: another comma stands at
-    the same depth since the bracket it is in opened (``(a,)`` keeps it)."""
+    """Whether the trailing comma of ``text`` can go: it is in a call's brackets
+    (``f(x,)``), a list's or a dict's, or another comma stands beside it; only a
+    one-element tuple, ``(a,)``, keeps it."""
     depth = 0
-    for ch in reversed(text[:-1]):
+    for i in range(len(text) - 2, -1, -1):
+        ch = text[i]
         if ch in ")]}":
             depth += 1
         elif ch in "([{":
             if depth == 0:
-                return ch != "("
+                before = text[:i].rstrip()[-1:]
+                return ch != "(" or before.isalnum() or before in ("_", ")", "]")
             depth -= 1
         elif ch == "," and depth == 0:
             return True

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from graphscope import protocol as P
+from graphscope.model.summary import shape_text  # noqa: F401 (re-exported)
 from graphscope.model.trace import note_module_text
 
 # A tensor used by more consumers than this (an RNN's weights over 500 steps,
@@ -178,15 +179,6 @@ class Graph:
         self.succs[edge.src].append(edge.dst)
         self.preds[edge.dst].append(edge.src)
         return edge
-
-
-def shape_text(shape, sep: str = "x") -> str:
-    """``3x4``; ``scalar``; ``?`` for a size not known (a nested tensor's ragged dim)."""
-    if shape is None:
-        return "?"
-    if len(shape) == 0:
-        return "scalar"
-    return sep.join("?" if s is None else str(s) for s in shape)
 
 
 def dtype_text(dtype) -> str:

@@ -35,7 +35,7 @@ def format_summary(summary, max_chars: int = 40) -> str:
         return text if len(text) <= max_chars else text[: max(1, max_chars - 1)] + "…"
     note = summary.get("note") if isinstance(summary, dict) else None
     if shape is not None:
-        text = f"({_shape(shape)} {dtype})".replace(" )", ")")
+        text = f"({shape_text(shape)} {dtype})".replace(" )", ")")
         return f"{text} {note}" if note else text
     return note or "?"
 
@@ -50,7 +50,7 @@ def format_values(value, dtype: str = "") -> str:
 
 def format_stats(stats: dict, shape=None) -> str:
     mean, std = stats.get("mean"), stats.get("std")
-    where = f" ({_shape(shape)})" if shape is not None and len(shape) else ""
+    where = f" ({shape_text(shape)})" if shape is not None and len(shape) else ""
     if mean is None:
         n = stats.get("numel")
         return f"empty{where}" if n == 0 else f"?{where}"
@@ -86,10 +86,13 @@ def _shape_of(v):
     return shape
 
 
-def _shape(shape) -> str:
-    if not shape:
+def shape_text(shape, sep: str = "x") -> str:
+    """``3x4``; ``scalar``; ``?`` for a size not known (a nested tensor's ragged dim)."""
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
         return "scalar"
-    return "x".join(str(s) for s in shape)
+    return sep.join("?" if s is None else str(s) for s in shape)
 
 
 def _is_float_dtype(dtype: str, sample) -> bool:

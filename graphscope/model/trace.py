@@ -106,6 +106,11 @@ class Trace:
             self.outputs.append(msg)
         elif t == "truncated":
             self.truncated = True
+            old = self.truncation
+            # a limit reached and calls GraphScope failed to record: both are said
+            if old is not None and (msg.reason == "unrecorded") != (old.reason == "unrecorded"):
+                first, second = (old, msg) if msg.reason == "unrecorded" else (msg, old)
+                msg = dataclasses.replace(first, message=f"{first.message} {second.message}")
             self.truncation = msg
         elif t == "end":
             self.end = msg

@@ -7,6 +7,7 @@ captured output is capped by the runner).
 """
 from __future__ import annotations
 
+import re
 from typing import Optional, Sequence
 
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
@@ -22,6 +23,7 @@ from graphscope.ui.editor import BASE_POINT_SIZE, monospace_font
 # LINE_CHARS characters, then marked as cut (the trace keeps it whole: the
 # export has it).
 LINE_CHARS = 20_000
+_LINE_BREAKS = re.compile(r"(\r\n|\r|\n)")
 CUT_MARK = " \u2026 [the rest of this line is not shown: over {:,} characters]"
 
 
@@ -111,26 +113,25 @@ class Console(QPlainTextEdit):
             cur.endEditBlock()
 
     def _clip(self, text: str) -> str:
-        """``text`` as shown: each line up to LINE_CHARS characters, then the mark."""
-        last_nl = text.rfind("\n")
-        if last_nl < 0 and self._col + len(text) <= LINE_CHARS:
-            self._col += len(text)
-            return text
-        if last_nl >= 0 and self._col + text.find("\n") <= LINE_CHARS and max(
-                map(len, text.split("\n"))) <= LINE_CHARS:
-            self._col = len(text) - last_nl - 1
+        """``text`` as shown: each line up to LINE_CHARS characters, then the mark.
+        A line ends at ``\\n`` or ``\\r`` (Qt starts a new one at either: a
+        progress bar redrawn with ``\\r`` is many short lines, not one long one)."""
+        if self._col + len(text) <= LINE_CHARS:   # no line can be too long
+            cut = max(text.rfind("\n"), text.rfind("\r"))
+            self._col = self._col + len(text) if cut < 0 else len(text) - cut - 1
             return text
         out = []
-        for i, line in enumerate(text.split("\n")):
-            if i:
-                out.append("\n")
+        for piece in _LINE_BREAKS.split(text):
+            if piece in ("\n", "\r", "\r\n"):
+                out.append(piece)
                 self._col = 0
+                continue
             room = LINE_CHARS - self._col
-            if len(line) <= room:
-                out.append(line)
+            if len(piece) <= room:
+                out.append(piece)
             elif room >= 0:
-                out.append(line[:room] + CUT_MARK.format(LINE_CHARS))
-            self._col += len(line)
+                out.append(piece[:room] + CUT_MARK.format(LINE_CHARS))
+            self._col += len(piece)
             if self._col > LINE_CHARS:
                 self._col = LINE_CHARS + 1   # cut: nothing more of this line is shown
         return "".join(out)

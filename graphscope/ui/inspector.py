@@ -316,7 +316,9 @@ class Inspector(QWidget):
         self.title_label.setText(name)
         shape = shape_text(t.shape, "\u00d7")
         self.subtitle_label.setText(f"tensor {shape} {t.dtype}")
-        rows = {"shape": str(tuple(t.shape)), "dtype": t.dtype, "device": t.device,
+        rows = {"shape": "(" + ", ".join("?" if d is None else str(d) for d in t.shape or ())
+                          + ("," if len(t.shape or ()) == 1 else "") + ")",
+                "dtype": t.dtype, "device": t.device,
                 "requires_grad": str(t.requires_grad), "is_leaf": str(t.is_leaf),
                 "grad_fn": t.grad_fn or "None"}
         # the node's own op: a later in-place change makes a newer node (t~1) and

@@ -152,7 +152,8 @@ class MainWindow(QMainWindow):
         self.canvas.resized.connect(self._retidy_timer.start)
         self.canvas.node_clicked.connect(self._on_canvas_clicked)
         self.banner = ErrorBanner(self)
-        self.banner.line_requested.connect(self.editor.go_to_line)
+        self.banner.line_requested.connect(
+            lambda line: None if self._edited else self.editor.go_to_line(line))
         self.banner.closed.connect(self._on_banner_closed)
         self._banner_ready = False       # the run ended with something to explain
         self._banner_dismissed = False
@@ -638,8 +639,10 @@ class MainWindow(QMainWindow):
         """NOTE [edited after a run]: marks off while the text differs from what ran
         (back on when an undo brings it back)."""
         live = self.live
-        edited = live is not None and self._run_source is not None and \
-            self.editor.toPlainText() != self._run_source
+        if live is None:
+            self._edited = False   # no run to be out of step with
+            return
+        edited = self._run_source is not None and self.editor.toPlainText() != self._run_source
         if edited == self._edited:
             return
         self._edited = edited
@@ -658,6 +661,8 @@ class MainWindow(QMainWindow):
             self._show_cursor()
             if self._end_text is not None:
                 self._show_end(end)
+            elif self.is_running():
+                self.set_status("Running…")
 
     def stop(self) -> None:
         if self.controller.is_running():
@@ -672,6 +677,7 @@ class MainWindow(QMainWindow):
         self.timeline_bar.set_playing(False)
         self._following = False
         self.live = None
+        self._edited = False
         self._end_text = None
         self._selected = None
         self.banner.hide()
@@ -742,7 +748,8 @@ class MainWindow(QMainWindow):
         # a run the user stopped ends its playback too, at the last step, where the
         # banner says what was stopped (playing on through a runaway loop's
         # 50,000 steps at lecture speed would take hours to get there)
-        stopped = end.status == "stopped"
+        # (a user who paused somewhere keeps the step they are on)
+        stopped = end.status == "stopped" and (self._following or self._play_timer.isActive())
         if self.speed == 0 or not self._play_timer.isActive() or stopped:
             if self.speed == 0 or self._following or stopped:
                 live.timeline.last()
@@ -1066,7 +1073,7 @@ class MainWindow(QMainWindow):
                                  self._frame(), f"Made by line {line}", self.live.graph)
 
     def _on_problem_activated(self, line, node_ids: list) -> None:
-        if line:
+        if line and not self._edited:   # (NOTE [edited after a run])
             self.editor.go_to_line(line)
         if node_ids and self.live and node_ids[0] in self.live.graph.nodes:
             self.select_node(node_ids[0])
