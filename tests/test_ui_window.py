@@ -745,3 +745,6 @@ def test_the_gradients_box_shows_every_line(qtbot, window):
     box = w.inspector.grad_text
     assert "arrives" in box.toPlainText() and "sent to" in box.toPlainText()
     assert not box.verticalScrollBar().isVisible()
+    w.set_text_scale(1.6)                          # a projector's text size: fitted again
+    qtbot.wait(50)
+    assert not box.verticalScrollBar().isVisible()

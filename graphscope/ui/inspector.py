@@ -586,9 +586,11 @@ def _hooks_text(trace, tid: int) -> Optional[str]:
 
 
 def _refit_on_resize(edit: QPlainTextEdit, event) -> None:
-    """A text box fitted before the panel was laid out (or resized since) wraps
-    at another width: fit it again at its new one."""
-    if event.type() == QEvent.Type.Resize and event.size().width() != event.oldSize().width():
+    """A text box fitted before the panel was laid out (or resized since, or given
+    another font: presentation mode's text size) wraps otherwise: fit it again."""
+    kind = event.type()
+    if kind == QEvent.Type.FontChange or (
+            kind == QEvent.Type.Resize and event.size().width() != event.oldSize().width()):
         lines = edit.property("fit_lines")
         if lines:
             _fit_height(edit, int(lines))
@@ -626,7 +628,9 @@ def _fit_height(edit: QPlainTextEdit, max_lines: int) -> None:
             break
     edit.setProperty("fit_lines", max_lines)
     lines = max(1, min(lines, max_lines))
-    edit.setFixedHeight(int(lines * fm.lineSpacing() + 2 * edit.frameWidth()
+    # (half a line to spare: the plain text edit shows a scroll bar when the last
+    # line does not fit to the pixel, which a bigger font's rounding can cost)
+    edit.setFixedHeight(int((lines + 0.5) * fm.lineSpacing() + 2 * edit.frameWidth()
                             + edit.document().documentMargin() * 2 + 4))
 
 
