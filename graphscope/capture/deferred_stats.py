@@ -18,7 +18,8 @@ accumulated in double and rounded to the tensor's own precision.
 A dict that is not filled yet must not leave the worker, so ``HeldEmit``
 holds every message back while anything is pending, in order, and lets them
 go after ``compute``: when the batch is full, when a message comes and the
-oldest held one is ``HOLD_MAX`` (20 ms) old, when a line of output is written
+oldest held one is ``HOLD_MAX`` (20 ms) old (the clock is read at every 16th
+message), when a line of output is written
 (it flushes the stream as a terminal would), when the run ends, and from the
 worker's flusher thread when no message came for one of its periods (20 ms;
 so a ``time.sleep`` does not freeze the live view) or when messages have
@@ -319,8 +320,8 @@ class HeldEmit:
         batch = self.batch
         # _entries before computing: StatsBatch.compute sets computing before it
         # empties _entries, so one of the two always shows a compute under way
-        if batch._entries or batch.computing or self._flushing or self._held:
-            held = self._held
+        held = self._held
+        if held or batch._entries or batch.computing or self._flushing:
             if not held:
                 self._since = _monotonic()
             held.append(msg)
@@ -328,11 +329,16 @@ class HeldEmit:
                 # a flush is under way, maybe on this very thread (a __del__ that
                 # prints, run by the GC inside it): it, or the next one, takes this
                 return
-            if (batch.full() or not (batch._entries or batch.computing)
-                    or (type(msg) is P.Output and msg.text.endswith("\n"))
-                    or _monotonic() - self._since >= HOLD_MAX):
-                # full; or nothing left to wait for (drain); a finished line of
-                # output; or held long enough: a crash would lose them
+            entries = batch._entries
+            if (len(entries) >= BATCH_COUNT or batch._elements >= BATCH_ELEMENTS
+                    or not (entries or batch.computing)
+                    or (type(msg) is P.Output and msg.text.endswith("\n"))):
+                # full; or nothing left to wait for (drain); a finished line of output
+                self.flush()
+            elif not self._n & 15 and _monotonic() - self._since >= HOLD_MAX:
+                # held long enough: a crash would lose them (the clock is read every
+                # 16th message, a few microseconds apart on this path; a slow
+                # snippet's messages go with the flusher thread's next look)
                 self.flush()
         else:
             self._emit(msg)
