@@ -259,8 +259,9 @@ def test_a_gradient_is_never_paired_with_an_input_of_another_shape():
     step = next(b for b in tr.backward if b.op == mul_.id)
     assert step.grad_fn == "AsStridedBackward0" and step.grad_inputs[0]["shape"] == [3]
     got = receivers(tr, step, mul_, node_tensors(tr))
-    # to y: CopySlices is y's node since v.mul_ changed y through its view
-    assert [(t, label) for t, label, _ in got] == [(tr.tensor_by_name("y").id, None)]
+    # to y: CopySlices is y's node since v.mul_ changed y through its view; a node
+    # of mul_ itself, so no input's edge carries it (NOTE [writes through a view])
+    assert [(t, label) for t, label, _ in got] == [(None, "y, through CopySlices")]
     i = next(s.index for s in tl.steps if s.kind == "backward" and s.backward == step.id)
     assert not any(dst == f"o{mul_.id}" for (_, dst) in tl.state(i).edge_grads)
     # the ordinary case is unchanged: w = v * 3 sends v a 2-element gradient
@@ -301,6 +302,34 @@ def test_a_write_through_a_view_sends_the_base_its_gradient_on_the_base_s_edge()
     assert (y_before, f"o{setitem.id}") in grads and "0., 1., 1., 1." in grads[
         (y_before, f"o{setitem.id}")]
     assert (g.in_src[(setitem.id, tr.tensor_by_name("v").id)], f"o{setitem.id}") not in grads
+
+
+def test_an_in_place_op_on_a_view_draws_its_base_s_step_too():
+    """``v.mul_(x)`` changes y through v: the base's CopySlices is mul_'s node
+    for y, its step receives y's gradient on the y mul_ left and sends y's
+    history and x theirs, on their edges (it had no op, and x's gradient was
+    drawn nowhere: a review)."""
+    tr = trace_of("""
+        import torch
+        x = torch.tensor(2.0, requires_grad=True)
+        b = torch.ones(4, requires_grad=True)
+        y = b * 1
+        v = y[:2]
+        v.mul_(x)
+        y.sum().backward()
+    """)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    mul_ = next(o for o in tr.ops if o.name == "mul_")
+    x, y = tr.tensor_by_name("x").id, tr.tensor_by_name("y").id
+    step = next(b for b in tr.backward if b.grad_fn == "CopySlices")
+    assert (step.op, step.tensor) == (mul_.id, y)
+    i = next(s.index for s in tl.steps if s.kind == "backward" and s.backward == step.id)
+    grads = tl.state(i).edge_grads
+    o = f"o{mul_.id}"
+    assert grads[(g.in_src[(mul_.id, y)], o)] == "[2., 2., 1., 1.]"     # y's history
+    assert grads[(g.in_src[(mul_.id, x)], o)] == "2.0"                  # x
+    assert grads[(o, g.out_node[(mul_.id, y)])] == "[1., 1., 1., 1.]"   # arriving
 
 
 def test_gradients_of_a_multi_output_node_go_to_the_chunk_used():

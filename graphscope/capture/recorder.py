@@ -754,6 +754,16 @@ class Recorder(TorchFunctionMode):
                     tag(g, op_id, out_ids[0])   # NOTE [node ids] in backward.py
                     if first._base is not None:   # a view: torch may remake its node
                         self._node_owner[out_ids[0]] = op_id
+                    if kind == "inplace" and ins:
+                        # ``v.mul_(x)`` on a view changes its base too: the base's new
+                        # node (CopySlices) is this op's for the base, not a node
+                        # inside it (its step sends the base's history and x their
+                        # gradients: NOTE [writes through a view] in model/graph.py)
+                        base = ins[0]._base
+                        bg = grad_fn_of(base) if base is not None else None
+                        btid = self.ids.get(base) if bg is not None else None
+                        if btid is not None and bg is not g:
+                            tag(bg, op_id, btid, only_new=True)
                     try:
                         if may_have_inner(g, in_fns):
                             subgraph = inner_nodes(g, op_id, in_fns)

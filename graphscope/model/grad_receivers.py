@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from graphscope.model.graph import tensor_label
+
 
 def node_tensors(trace) -> dict:
     """Autograd Node id -> the tensor its first step belongs to."""
@@ -82,9 +84,19 @@ def _by_next(trace, ev, real, node_tensor) -> list:
     steps = _first_steps(trace, nxt)
     out = []
     for n, g in zip(nxt, real):
+        to = steps.get(n)
+        if to is not None and ev.op is not None and to.op == ev.op:
+            # a hop between two nodes of one op (``v.mul_(x)``: the view's new
+            # node hands the base's gradient to the base's CopySlices): no input
+            # of the op receives it, so no edge carries it; the words name the
+            # tensor that node stands for
+            info = trace.tensors.get(to.tensor) if to.tensor is not None else None
+            who = f"{tensor_label(trace, info)}, through {to.grad_fn}" if info else None
+            out.append((None, who or _node_label(trace, to), g))
+            continue
         tid = node_tensor.get(n)
         if tid is None:
-            tid = _base_of_copyslices(trace, steps.get(n))
+            tid = _base_of_copyslices(trace, to)
         if tid is not None and _fits(trace, [(tid, g)]):
             out.append((tid, None, g))
         else:

@@ -481,8 +481,8 @@ class GraphBuilder:
         for tid in op.inputs:
             src = self._input_node(tid, op, step, d)
             in_nodes.append((tid, src))
-        if op.kind == "inplace" and op.grad_fn == "CopySlices":
-            for tid in self._bases_written(op, outputs):
+        if op.kind == "inplace":
+            for tid in self._bases_written(op, changed_tensors(op)):
                 in_nodes.append((tid, self._input_node(tid, op, step, d)))
         detail = "returns its input" if handed_back else (op.grad_fn or "no grad")
         onode = Node(id=f"o{op.id}", kind="op", label=op.name,
@@ -546,7 +546,7 @@ class GraphBuilder:
 
     def _bases_written(self, op: P.Op, changed: list) -> list:
         """NOTE [writes through a view]: ``v[0, 0] = 100`` with ``v = y.view(2, 2)``
-        changes y, and autograd records it on y: its ``CopySlices`` takes y's
+        (or ``v.mul_(x)``) changes y, and autograd records it on y: its ``CopySlices`` takes y's
         history as its first input and sends y's whole gradient there, never
         through the view's node. So the base a view input belongs to goes into
         the op too, an edge from the y before the change, and the backward
@@ -572,6 +572,10 @@ class GraphBuilder:
         nid = self._output_node_id(tid)
         node = self._new_tensor_node(nid, tid, step, op, {"view"} if root != tid else ())
         g.tensor_node[tid] = nid
+        if root == tid:
+            # the base as the op left it: where the op's steps for it (CopySlices)
+            # receive their gradient (NOTE [writes through a view])
+            g.out_node.setdefault((op_id, tid), nid)
         self.uses[tid] = 0
         d.nodes.append(node)
         d.edges.append(g._add_edge(Edge(src, nid, "data", step)))

@@ -424,9 +424,12 @@ class Timeline:
             text = format_summary(s)
             out[key] = out[key] + " + " + text if key in out else text
 
+        outs = op.outputs
+        if ev.tensor is not None and ev.tensor not in outs and (op.id, ev.tensor) in g.out_node:
+            outs = [ev.tensor]   # the step of a base the op changed through a view
         for k, s in enumerate(ev.grad_outputs):
-            if s is not None and k < len(op.outputs):
-                dst = g.out_node.get((op.id, op.outputs[k]))
+            if s is not None and k < len(outs):
+                dst = g.out_node.get((op.id, outs[k]))
                 if dst:
                     put((onode, dst), s)
         for tid, s in self._grad_targets(ev, op):

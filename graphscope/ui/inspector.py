@@ -455,7 +455,10 @@ class Inspector(QWidget):
         if step is None or step.op != op.id:
             return None
         lines = [f"{step.grad_fn} runs:"]
-        outs = [_tensor_name(trace, t) for t in op.outputs]
+        arriving = op.outputs
+        if step.tensor is not None and step.tensor not in arriving and op.kind == "inplace":
+            arriving = [step.tensor]   # the base the op changed through a view (CopySlices)
+        outs = [_tensor_name(trace, t) for t in arriving]
         for i, g in enumerate(step.grad_outputs or []):
             who = outs[i] if i < len(outs) else f"output {i}"
             lines.append(f"gradient of {who} arrives:\n  {format_summary(g, 300) if g else 'None'}")
