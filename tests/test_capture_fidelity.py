@@ -276,3 +276,17 @@ y = x @ x
 """)
     assert tr.status == "error" and tr.error.type == "RuntimeError" and tr.error.line == 9
     assert "heartbeat still ran" in tr.stderr and "python would wait" in tr.stderr
+
+
+def test_an_atexit_callback_that_raises_is_reported_without_graphscope_frames():
+    """python reports it on stderr ("Exception ignored in atexit callback"),
+    with no frame of its own; ours (process_exit.py) were in the report."""
+    src = ("import atexit, sys\natexit.register(sys.exit, 4)\n"
+           "def g():\n    raise ValueError('x')\natexit.register(g)\nprint('hi')\n")
+    out, err = plain_run(src, "ae.py")
+    tr = worker_trace(src, "ae.py")
+    assert (tr.status, tr.stdout) == ("ok", out)
+    assert "graphscope" not in tr.stderr and "process_exit" not in tr.stderr
+    assert tr.stderr.count("Exception ignored in atexit callback") == 2 == err.count(
+        "Exception ignored in atexit callback")
+    assert "SystemExit: 4" in tr.stderr and 'File "ae.py", line 4, in g' in tr.stderr

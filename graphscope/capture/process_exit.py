@@ -29,10 +29,13 @@ those at the last line. Only in the worker: in any other process the
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
+import os
 import sys
 import threading
 import time
+import types
 
 THREAD_WAIT = 5.0    # seconds the snippet's threads get after its last line
 
@@ -59,10 +62,41 @@ def before_exit() -> None:
             f"GraphScope: the snippet's thread(s) {', '.join(left[:3])} still ran "
             f"{THREAD_WAIT:g} s after it ended; python would wait for them. "
             "The run ends here.\n")
+    # errors are reported on stderr, as at exit; python has no frame of its own
+    # there, so ours leave the report (the traceback of a built-in callback that
+    # raised, ``atexit.register(sys.exit, 4)``, named process_exit.py)
+    hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_without_our_frames, hook)
     try:
-        atexit._run_exitfuncs()   # (errors are reported on stderr, as at exit)
+        atexit._run_exitfuncs()
     except BaseException:
         pass
+    finally:
+        if isinstance(sys.unraisablehook, functools.partial) and \
+                sys.unraisablehook.func is _without_our_frames:
+            sys.unraisablehook = hook   # (unless an atexit function set its own)
+
+
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _without_our_frames(hook, unraisable) -> None:
+    """``hook(unraisable)`` with GraphScope's frames left out of its traceback."""
+    kept = []
+    tb = unraisable.exc_traceback
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_OWN_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    new = None
+    for t in reversed(kept):
+        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    try:
+        unraisable = type(unraisable)((unraisable.exc_type, unraisable.exc_value, new,
+                                       unraisable.err_msg, unraisable.object))
+    except Exception:
+        pass
+    hook(unraisable)
 
 
 def free_module(module_ref) -> None:
