@@ -398,3 +398,21 @@ def test_before_and_after_of_a_grad_are_told_only_at_the_step_that_changed_it():
     st = tl.state(read)
     assert w not in st.grad_changed and _val(st.leaf_grads[w][1]) == 4.0
     assert _val(tl.state(len(tl) - 1).leaf_grads[w][1]) == 0.0
+
+
+def test_a_grad_put_back_is_not_a_change():
+    """``w.grad += 1`` under no_grad: the add_ changes it, then Python stores the
+    same tensor back into w.grad; that store showed "before [3, 5], after [3, 5]"."""
+    tr = trace_of("""
+        import torch
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        (w ** 2).sum().backward()
+        with torch.no_grad():
+            w.grad += 1
+    """)
+    tl = Timeline(tr, build_graph(tr))
+    w = tr.tensor_by_name("w").id
+    changed = [tr.op_by_id(s.op).name if s.kind == "op" else s.kind
+               for s in tl.steps if w in tl.state(s.index).grad_changed]
+    assert changed == ["backward", "add_"]
+    assert _val(tl.state(len(tl) - 1).leaf_grads[w][1]) == [3.0, 5.0]

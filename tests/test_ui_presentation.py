@@ -194,6 +194,29 @@ def test_a_scenario_asks_before_it_replaces_unsaved_edits(window, folder, qtbot)
     assert c.lesson_bar.progress_label.text() == "2 / 3"
 
 
+def test_cancel_leaves_the_lesson_where_it_was(window, folder, qtbot):
+    """With a scenario from outside the lesson open and edited, N then Cancel
+    moved the lesson on anyway; a cancelled lesson open installed the lesson."""
+    (folder / "four.toml").write_text(SCENARIO.format(id="four", title="Not in the lesson"))
+    c = install_classroom(window, args(scenarios=str(folder)))
+    window.show()
+    window.ask_unsaved = lambda *a: "cancel"
+    window.editor.insertPlainText("# mine\n")
+    assert c.open_lesson(str(folder / "lessons" / "l.toml")) == []
+    assert "# mine" in window.editor.toPlainText() and c.walker.scenarios == []
+    window.ask_unsaved = lambda *a: "discard"
+    c.open_lesson(str(folder / "lessons" / "l.toml"))
+    assert c.scenario.id == "two" and c.lesson_bar.progress_label.text() == "1 / 3"
+    assert c.open_scenario("four")                       # from the browser, outside it
+    window.editor.insertPlainText("# mine\n")
+    window.ask_unsaved = lambda *a: "cancel"
+    focus(qtbot, window)
+    for _ in range(2):
+        qtbot.keyClick(window.canvas, Qt.Key_N)
+    assert c.lesson_bar.progress_label.text() == "1 / 3" and c.walker.index == 0
+    assert "# mine" in window.editor.toPlainText()
+
+
 def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, tmp_path):
     c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
     window.set_speed(0)

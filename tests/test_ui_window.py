@@ -748,3 +748,26 @@ def test_the_gradients_box_shows_every_line(qtbot, window):
     w.set_text_scale(1.6)                          # a projector's text size: fitted again
     qtbot.wait(50)
     assert not box.verticalScrollBar().isVisible()
+
+
+def test_undo_back_to_the_text_that_ran_restores_the_marks_only(qtbot, window):
+    """Undo showed the closed error banner again and moved the selection to the
+    diagnosis node; an edit during a run left the end's line numbers unexplained."""
+    w = window
+    run_source(qtbot, w, NO_GRAD_DEBUG)
+    assert w.banner.isVisible()
+    w.banner._on_close()                              # the user closes it (x)
+    x = node_by_label(w, "x").id
+    w.select_node(x)
+    w.editor.insertPlainText("#")
+    w.editor.undo()
+    assert not w.banner.isVisible() and w.selected_node() == x
+    assert w.editor.error_line() == 6
+    # edited while it runs: the end says its lines are the old text's
+    w.load_snippet("import time\ntime.sleep(1.5)\nraise ValueError('late')\n", "late.py")
+    with qtbot.waitSignal(w.run_started, timeout=5000):
+        w.run()
+    w.editor.insertPlainText("# new first line\n")
+    qtbot.waitUntil(lambda: not w.is_running(), timeout=RUN_TIMEOUT)
+    assert "ValueError" in w.status_text() and "edited since this run" in w.status_text()
+    assert w.editor.error_line() is None

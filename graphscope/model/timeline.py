@@ -235,6 +235,10 @@ class Timeline:
             if not op.inputs:
                 return ()
             leaf = op.inputs[0]
+            if len(op.inputs) > 1 and owner.get(op.inputs[1]) == leaf:
+                # its own .grad put back (``w.grad += 1`` stores the changed
+                # tensor again): the change was the in-place op's, nothing here
+                return ()
             for g in [g for g, who in owner.items() if who == leaf]:
                 del owner[g]   # no longer its .grad
             if len(op.inputs) > 1:          # w.grad = g

@@ -258,6 +258,8 @@ class Classroom(QObject):
 
     def open_lesson(self, path) -> list:
         title, found, problems = resolve_lesson(path, self.browser.scenarios, self.browser.folders)
+        if found and not self.window.confirm_replace():
+            return problems   # kept the edited snippet: no lesson over it
         self.walker.title = title
         self.walker.scenarios = found
         self.walker.index = 0
@@ -271,17 +273,21 @@ class Classroom(QObject):
             self.window.set_status(f"The lesson {path} has no scenario that loads.", error=True)
         return problems
 
+    # The edited snippet is asked about before the lesson moves: on Cancel it
+    # stays where it was (moved first, a scenario from outside the lesson left
+    # nothing to move it back to)
     def next_scenario(self):
-        self.walker.next()
+        if self.window.confirm_replace():
+            self.walker.next()
 
     def previous_scenario(self):
-        self.walker.previous()
+        if self.window.confirm_replace():
+            self.walker.previous()
 
     def _on_lesson_moved(self, scenario):
-        if not self.open_scenario(scenario):
-            # kept the edited snippet: the lesson stays where it was
-            if self.scenario in self.walker.scenarios:
-                self.walker.index = self.walker.scenarios.index(self.scenario)
+        if not self.open_scenario(scenario) and self.scenario in self.walker.scenarios:
+            # (asked again and declined: a save that failed) the lesson stays put
+            self.walker.index = self.walker.scenarios.index(self.scenario)
         self.lesson_bar.refresh()
 
     # -- quiz ------------------------------------------------------------------

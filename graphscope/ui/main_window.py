@@ -659,8 +659,9 @@ class MainWindow(QMainWindow):
                     and not self.output_hidden:
                 self.editor.set_error_line(end.error.line)
             self._show_cursor()
+            # the marks only: the banner and the selection stay as the user left them
             if self._end_text is not None:
-                self._show_end(end)
+                self._end_status_line(end)
             elif self.is_running():
                 self.set_status("Running…")
 
@@ -792,18 +793,26 @@ class MainWindow(QMainWindow):
     def _show_end(self, end: P.End) -> None:
         """Status line, run label, banner and error marks for how the run ended;
         while output is hidden only that it ended (NOTE [hidden output])."""
+        if self._end_status_line(end):
+            self._show_end_problem(end)
+
+    def _end_status_line(self, end: P.End) -> bool:
+        """The status line and run label for how the run ended; True when its
+        problem may be shown too (not while a quiz hides the output)."""
         if self._end_text is None:
-            return
+            return False
         text, error, label = self._end_text
         # a crash or timeout is never the answer a quiz hides: it is said as it is
         if self.output_hidden and end.status not in ("stopped", "crash", "timeout"):
             self.set_status(f"The run is over: {len(self.live.trace.ops)} ops recorded. "
                             "What it printed, its values and any error stay hidden until Reveal.")
             self.run_label.setText("\u2714 ran")
-            return
+            return False
+        if self._edited:   # NOTE [edited after a run]: its line numbers are the old text's
+            text += " The snippet was edited since this run: press F5 to run it again."
         self.set_status(text, error=error)
         self.run_label.setText(label)
-        self._show_end_problem(end)
+        return True
 
     def _keys_to_stepping(self, *_) -> None:
         """A stepping control was clicked: the stepping keys work from now on (the
