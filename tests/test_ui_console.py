@@ -71,3 +71,18 @@ def test_a_progress_bar_redrawn_with_carriage_returns_is_never_cut(console):
                ("stdout", "\ndone\n"))
     console.show_outputs(outs)
     assert "not shown" not in console.text() and console.text().endswith("done\n")
+    # and as a terminal shows it: one line, the last redraw
+    assert console.text() == "step 02999/3000 loss 0.25\ndone\n"
+    console.show_outputs(outs, 1500)                  # stepped back: the redraw then
+    assert console.text() == "step 01499/3000 loss 0.25"
+
+
+def test_a_carriage_return_replaces_the_line_only_when_something_follows(console):
+    outs = out(("stdout", "50%\r"), ("stdout", "\n"), ("stdout", "a\r\nb"),
+               ("stdout", "\rc"))
+    console.show_outputs(outs, 1)
+    assert console.text() == "50%"                    # nothing after it yet: kept
+    console.show_outputs(outs, 2)
+    assert console.text() == "50%\n"                  # a newline keeps the line
+    console.show_outputs(outs, 4)
+    assert console.text() == "50%\na\nc"              # \r\n is a newline; b replaced

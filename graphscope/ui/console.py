@@ -21,7 +21,8 @@ from graphscope.ui.editor import BASE_POINT_SIZE, monospace_font
 # window for 15 s, a 400,000-character line for 11 s. So the chunks of one
 # stream that come together go in as one insert, and a line is shown up to
 # LINE_CHARS characters, then marked as cut (the trace keeps it whole: the
-# export has it).
+# export has it). A carriage return goes back to the start of its line, as in
+# a terminal, so a progress bar redrawn with \r stays one line (_write).
 LINE_CHARS = 20_000
 _LINE_BREAKS = re.compile(r"(\r\n|\r|\n)")
 CUT_MARK = " \u2026 [the rest of this line is not shown: over {:,} characters]"
@@ -39,6 +40,7 @@ class Console(QPlainTextEdit):
         self._shown = 0              # how many chunks of _outputs are on screen
         self._note: Optional[str] = None
         self._col = 0                # characters of the last line shown, cut ones too
+        self._cr = False             # a carriage return came last: the line is replaced
         self._hidden_note: Optional[str] = None   # shown instead of the output (a quiz)
         self._stdout_fmt = QTextCharFormat()
         self._stderr_fmt = QTextCharFormat()
@@ -103,14 +105,32 @@ class Console(QPlainTextEdit):
             for o in chunks:
                 f = self._fmt(o)
                 if f is not fmt and run:
-                    cur.insertText(self._clip("".join(run)), fmt)
+                    self._write(cur, "".join(run), fmt)
                     run = []
                 fmt = f
                 run.append(o.text)
             if run:
-                cur.insertText(self._clip("".join(run)), fmt)
+                self._write(cur, "".join(run), fmt)
         finally:
             cur.endEditBlock()
+
+    def _write(self, cur: QTextCursor, text: str, fmt) -> None:
+        """``text`` at ``cur`` as a terminal shows it: a carriage return goes back to
+        the start of the line, which what comes next replaces (a progress bar
+        redrawn 2,000 times is one line, not 2,000); ``\\r\\n`` is a newline."""
+        text = self._clip(text).replace("\r\n", "\n")
+        for i, part in enumerate(text.split("\r")):
+            if i:
+                self._cr = True
+            if not part:
+                continue
+            if self._cr:
+                self._cr = False
+                if not part.startswith("\n"):
+                    cur.movePosition(QTextCursor.MoveOperation.StartOfBlock,
+                                     QTextCursor.MoveMode.KeepAnchor)
+                    cur.removeSelectedText()
+            cur.insertText(part, fmt)
 
     def _clip(self, text: str) -> str:
         """``text`` as shown: each line up to LINE_CHARS characters, then the mark.
@@ -139,6 +159,7 @@ class Console(QPlainTextEdit):
     def _rebuild(self) -> None:
         self.clear()
         self._col = 0
+        self._cr = False
         cur = self._end_cursor()
         if self._hidden_note is not None:
             cur.insertText(self._hidden_note, self._note_fmt)
