@@ -290,3 +290,15 @@ def test_an_atexit_callback_that_raises_is_reported_without_graphscope_frames():
     assert tr.stderr.count("Exception ignored in atexit callback") == 2 == err.count(
         "Exception ignored in atexit callback")
     assert "SystemExit: 4" in tr.stderr and 'File "ae.py", line 4, in g' in tr.stderr
+
+
+def test_a_saved_snippet_has_the_loader_python_gives_its_main(tmp_path):
+    """``__loader__`` was None; ``python FILE`` gives a SourceFileLoader."""
+    import graphscope
+    path = tmp_path / "loaded.py"
+    src = "print(type(__loader__).__name__, __loader__.name, __loader__.path == __file__)\n"
+    path.write_text(src)
+    out, _ = plain_run(src, "loaded.py")
+    assert out == "SourceFileLoader __main__ True\n"
+    assert graphscope.trace(src, str(path), timeout=120).stdout == out
+    assert graphscope.trace("print(__loader__)\n", timeout=120).stdout == "None\n"   # not saved

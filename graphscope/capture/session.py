@@ -8,8 +8,10 @@ before it returns.
 from __future__ import annotations
 
 import builtins
+import importlib.machinery
 import itertools
 import linecache
+import os
 import sys
 import time
 import traceback
@@ -89,6 +91,9 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     g["__builtins__"] = builtins
     saved_input = builtins.input
     g["__cached__"] = None
+    if os.path.isfile(filename):
+        # what ``python FILE`` gives ``__main__`` (None for a snippet not saved)
+        g["__loader__"] = importlib.machinery.SourceFileLoader("__main__", filename)
     try:
         _current = recorder
         sys.stdout = CapturedStream("stdout", emit, seq, limit)
