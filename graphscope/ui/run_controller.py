@@ -20,6 +20,9 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from graphscope import protocol as P
 
 MAX_BATCH = 600      # messages handed to the window per turn of the event loop
+BACKLOG_BATCH = 3000 # ... when it is far behind (after a Stop, or a run faster than
+                     # drawing): each slice costs the window a fixed amount too, and
+                     # 50,000 ops drained in 3.2 s this way against 4.9 s in 600s
 
 
 class RunController(QObject):
@@ -116,8 +119,9 @@ class RunController(QObject):
         # arriving at once is handed over in slices, and input and painting get
         # their turn in between (the window stays responsive while it streams in).
         with self._lock:
-            msgs = self._buffer[:MAX_BATCH]
-            del self._buffer[:MAX_BATCH]
+            n = BACKLOG_BATCH if len(self._buffer) > 4 * MAX_BATCH else MAX_BATCH
+            msgs = self._buffer[:n]
+            del self._buffer[:n]
             more = bool(self._buffer)
         if more:
             QTimer.singleShot(0, self._drain)
