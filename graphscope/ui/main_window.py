@@ -746,10 +746,10 @@ class MainWindow(QMainWindow):
         if not self._edited:
             self.editor.set_regions(live.trace.regions)
         self.timeline_bar.set_steps(live.step_kinds())
-        # a run the user stopped ends its playback too, at the last step, where the
-        # banner says what was stopped (playing on through a runaway loop's
-        # 50,000 steps at lecture speed would take hours to get there)
-        # (a user who paused somewhere keeps the step they are on)
+        # a run the user stopped while it played ends its playback too, at the last
+        # step, where the banner says what was stopped (playing on through a
+        # runaway loop's 50,000 steps at lecture speed would take hours to get
+        # there); a user who had paused somewhere keeps the step they are on
         stopped = end.status == "stopped" and (self._following or self._play_timer.isActive())
         if self.speed == 0 or not self._play_timer.isActive() or stopped:
             if self.speed == 0 or self._following or stopped:
