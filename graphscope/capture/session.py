@@ -78,7 +78,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     limit = OutputLimit(run.max_output, emit)
 
     saved = (sys.stdout, sys.stderr, sys.stdin, sys.argv, sys.modules.get("__main__"),
-             torch.is_grad_enabled(), torch.get_default_dtype())
+             torch.is_grad_enabled(), torch.get_default_dtype(), builtins.input)
     status, error, exit_code = "ok", None, None
     gc_state = quiet_gc.quiet()   # NOTE [gc during capture] in quiet_gc.py
     # made after the freeze: the end of the run frees the namespace through the
@@ -89,7 +89,6 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     # the builtins module itself, as under python: ``builtins.X = ...`` is seen by
     # the snippet's own names; only ``input`` is ours for the run (no keyboard)
     g["__builtins__"] = builtins
-    saved_input = builtins.input
     g["__cached__"] = None
     if os.path.isfile(filename):
         # what ``python FILE`` gives ``__main__`` (None for a snippet not saved)
@@ -154,8 +153,8 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
         _flush(sys.stderr)
     finally:
         _current = None
-        (sys.stdout, sys.stderr, sys.stdin, sys.argv, main, grad, dtype) = saved
-        builtins.input = saved_input
+        (sys.stdout, sys.stderr, sys.stdin, sys.argv, main, grad, dtype,
+         builtins.input) = saved
         if main is not None:
             sys.modules["__main__"] = main
         torch.set_grad_enabled(grad)

@@ -34,6 +34,15 @@ def node_tensors(trace) -> dict:
     return out
 
 
+def arriving_tensors(op, ev) -> list:
+    """The tensors the gradients arriving at step ``ev`` (``grad_outputs``) are for:
+    the op's outputs, or, for the step of a base an in-place op changed through a
+    view (its CopySlices, NOTE [writes through a view] in graph.py), that base."""
+    if ev.tensor is not None and op.kind == "inplace" and ev.tensor not in op.outputs:
+        return [ev.tensor]
+    return op.outputs
+
+
 def receivers(trace, ev, op, node_tensor: Optional[dict] = None) -> list:
     """``(tensor id or None, label or None, gradient summary)`` for each
     gradient step ``ev`` (of ``op``'s Node) sent on; a label names the

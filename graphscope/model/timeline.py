@@ -22,7 +22,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from graphscope.model.grad_receivers import receivers
+from graphscope.model.grad_receivers import arriving_tensors, receivers
 from graphscope.model.graph import Graph, build_graph, gc_paused
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
@@ -428,9 +428,7 @@ class Timeline:
             text = format_summary(s)
             out[key] = out[key] + " + " + text if key in out else text
 
-        outs = op.outputs
-        if ev.tensor is not None and ev.tensor not in outs and (op.id, ev.tensor) in g.out_node:
-            outs = [ev.tensor]   # the step of a base the op changed through a view
+        outs = arriving_tensors(op, ev)
         for k, s in enumerate(ev.grad_outputs):
             if s is not None and k < len(outs):
                 dst = g.out_node.get((op.id, outs[k]))

@@ -134,8 +134,8 @@ class Console(QPlainTextEdit):
 
     def _clip(self, text: str) -> str:
         """``text`` as shown: each line up to LINE_CHARS characters, then the mark.
-        A line ends at ``\\n`` or ``\\r`` (Qt starts a new one at either: a
-        progress bar redrawn with ``\\r`` is many short lines, not one long one)."""
+        A line ends at ``\\n`` or ``\\r`` (after a carriage return ``_write``
+        starts the line again: a progress bar redrawn with it is never long)."""
         if self._col + len(text) <= LINE_CHARS:   # no line can be too long
             cut = max(text.rfind("\n"), text.rfind("\r"))
             self._col = self._col + len(text) if cut < 0 else len(text) - cut - 1

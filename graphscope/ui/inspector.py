@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScr
                                QSizePolicy, QVBoxLayout, QWidget)
 
 from graphscope.model.graph import shape_text, tensor_label
-from graphscope.model.grad_receivers import receivers
+from graphscope.model.grad_receivers import arriving_tensors, receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
 from graphscope.ui.editor import monospace_font
@@ -455,10 +455,7 @@ class Inspector(QWidget):
         if step is None or step.op != op.id:
             return None
         lines = [f"{step.grad_fn} runs:"]
-        arriving = op.outputs
-        if step.tensor is not None and step.tensor not in arriving and op.kind == "inplace":
-            arriving = [step.tensor]   # the base the op changed through a view (CopySlices)
-        outs = [_tensor_name(trace, t) for t in arriving]
+        outs = [_tensor_name(trace, t) for t in arriving_tensors(op, step)]
         for i, g in enumerate(step.grad_outputs or []):
             who = outs[i] if i < len(outs) else f"output {i}"
             lines.append(f"gradient of {who} arrives:\n  {format_summary(g, 300) if g else 'None'}")
