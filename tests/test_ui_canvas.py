@@ -296,6 +296,35 @@ def test_theme_text_scale_and_spotlight_repaint(canvas, traces):
     assert close(img.pixelColor(2, 2), dim, 6)
 
 
+def test_the_spotlight_leaves_the_selected_node_and_the_marks_undimmed(canvas, traces):
+    """Presentation's spotlight dims all but the current step, except what the
+    banner and the teacher point at: the node marked '?' (the culprit of the
+    error) was the faintest thing on screen."""
+    tr = traces["no_grad"]
+    graph, layout, tl = scene(tr)
+    canvas.set_graph(graph, layout, tr)
+    frame = tl.state(len(tl) - 1)
+    canvas.set_frame(frame)
+    canvas.fit()
+    flagged = next(n for n in graph.nodes.values() if "missing_requires_grad" in n.flags)
+    others = [n for n in graph.nodes.values() if n.id != flagged.id and not n.flags
+              and n.id not in frame.highlight]
+    assert others
+    chosen = others[0]
+
+    def pixel(node_id):
+        img = canvas.grab().toImage()
+        r = canvas.node_view_rect(node_id)
+        return img.pixelColor(int(r.left() + 6), int(r.center().y()))
+
+    before = {n: pixel(n) for n in (flagged.id, chosen.id)}
+    canvas.set_spotlight(True)
+    assert close(pixel(flagged.id), before[flagged.id], 3)        # the mark: as it was
+    assert not close(pixel(chosen.id), before[chosen.id], 3)      # the rest: dimmed
+    canvas.select(chosen.id)
+    assert close(pixel(chosen.id), before[chosen.id], 3)          # selected: lit again
+
+
 # -- view, sizes and edges for a lecture hall --------------------------------------------
 def test_small_graph_is_fitted_larger_than_one_to_one(canvas, traces):
     graph, layout, tl = scene(traces["mul"])

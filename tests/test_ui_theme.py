@@ -43,6 +43,25 @@ def test_text_is_readable_on_every_fill(name):
     assert contrast(t.text, t.window_bg) >= minimum
 
 
+def _veiled(colour, veil):
+    """``colour`` under the spotlight's veil (``#RRGGBBAA``, source-over)."""
+    a = int(veil[7:9], 16) / 255
+    c, v = colour.lstrip("#")[:6], veil.lstrip("#")[:6]
+    return "#" + "".join("%02x" % round(int(c[i:i + 2], 16) * (1 - a) + int(v[i:i + 2], 16) * a)
+                         for i in (0, 2, 4))
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_names_outside_the_spotlight_stay_readable(name):
+    """The spotlight dims the rest of the graph, not out of reach: a node's name
+    under the veil keeps 4.5:1 (at a 50% veil it read at 2.4:1 from a hall)."""
+    t = get_theme(name)
+    veil = t.spotlight_dim
+    assert len(veil) == 9 and int(veil[7:9], 16) >= 0x30     # it still dims
+    for fill in (t.tracked_fill, t.untracked_fill, t.op_fill):
+        assert contrast(_veiled(t.node_text, veil), _veiled(fill, veil)) >= 4.5, fill
+
+
 def test_scale_grows_fonts_and_names_are_forgiving():
     small, big = stylesheet(get_theme("light"), 1.0), stylesheet(get_theme("light"), 2.0)
     pt = lambda css: float(re.search(r"font-size: ([\d.]+)pt", css).group(1))

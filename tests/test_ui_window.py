@@ -6,7 +6,7 @@ importing torch); each test gets its own window.
 import textwrap
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QRectF, QSettings, Qt
 
 from graphscope.runner import Runner
 from graphscope import protocol as P
@@ -771,3 +771,21 @@ def test_undo_back_to_the_text_that_ran_restores_the_marks_only(qtbot, window):
     qtbot.waitUntil(lambda: not w.is_running(), timeout=RUN_TIMEOUT)
     assert "ValueError" in w.status_text() and "edited since this run" in w.status_text()
     assert w.editor.error_line() is None
+
+
+def test_a_run_ends_on_a_view_whose_labels_can_be_read(qtbot, window):
+    """At the end of a run a small graph is fitted; a big one, whose labels fitted
+    were too small to draw (a sheet of blank pills on a projector), stays on the
+    last step at a readable zoom. Fit still shows everything on demand."""
+    run_source(qtbot, window, BASIC)
+    canvas = window.canvas
+    assert not canvas.following() and canvas.view_scale() >= canvas.readable_scale()
+    run_source(qtbot, window, "import torch\nx = torch.ones(3, requires_grad=True)\ny = x\n"
+                              "for i in range(60):\n    y = y * 1.01\ny.sum().backward()\n")
+    assert canvas.fit_scale() < canvas.readable_scale()
+    assert canvas.following() and canvas.view_scale() >= canvas.readable_scale() * 0.98
+    last = window.live.timeline.state(len(window.live.timeline) - 1)
+    current = [n for n in last.highlight if n in window.live.graph.nodes]
+    assert current and QRectF(canvas.rect()).intersects(canvas.node_view_rect(current[0]))
+    window.fit_action.trigger()
+    assert not canvas.following() and canvas.view_scale() < canvas.readable_scale()

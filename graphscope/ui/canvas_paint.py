@@ -385,6 +385,8 @@ class ScenePainter:
     HIDDEN_DETAIL = "hidden (R)"
     # marks that answer a quiz ("where did it fail?", "what lacks requires_grad?")
     _QUIZ_ANSWERS = frozenset({"error", "missing_requires_grad"})
+    # marks the spotlight leaves undimmed (paint_overlay)
+    _SPOTLIT = _QUIZ_ANSWERS
 
     # tensors whose hooks are not on at the current step (FrameState.hooks_off)
     hooks_off: frozenset = frozenset()
@@ -732,12 +734,21 @@ class ScenePainter:
         lod = lod_for(scale, self.geom, self.text_scale)
         freed = getattr(frame, "freed_at", None) if frame is not None else None
         if freed and device_rect is not None and lod != "tiny":
-            self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod)
+            self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod,
+                              pills=False)
         if spotlight and highlight and device_rect is not None:
             dim = QPainterPath()
             dim.addRect(device_rect)
             holes = QPainterPath()
-            for ng in highlight:
+            # the spotlight never dims what the teacher is talking about: the
+            # selected node and the error / missing-requires_grad marks as shown
+            # (the banner's culprit was the faintest thing on screen)
+            lit = list(highlight)
+            if selected in nodes and nodes[selected].step <= limit:
+                lit.append(nodes[selected])
+            lit.extend(ng for ng in nodes.values() if ng.node.flags and ng.step <= limit
+                       and not self._SPOTLIT.isdisjoint(self.shown_flags(ng.node)))
+            for ng in lit:
                 # a rounded box just around the node: an ellipse around a wide node
                 # reaches into its neighbours and leaves them half dimmed
                 dr = to_device.mapRect(self.marks_rect(ng))
@@ -785,6 +796,10 @@ class ScenePainter:
                 draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
                 draw(p, ng, _rect(ng), self.shown_flags(ng.node), lod, "decor")
             p.restore()
+        if freed and device_rect is not None and lod == "full":
+            # the "freed" pills above the glow, which covered half of one
+            self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod,
+                              wash=False)
         bounds = device_rect
         # NOTE [label placement]: labels never sit on a node when they can help it.
         # Obstacles are the visible node boxes near the labelled edges and leaves and
@@ -867,18 +882,19 @@ class ScenePainter:
                 p.drawText(box, Qt.AlignHCenter | Qt.AlignTop, text)
 
     def _paint_freed(self, p, to_device, freed: dict, cursor: int, limit, device_rect,
-                     lod) -> None:
+                     lod, wash: bool = True, pills: bool = True) -> None:
         """Ops whose saved values a backward pass has freed by this step (NOTE
-        [released] in capture/backward.py): washed out, with a "freed" pill under
-        them. A second backward through them raises; retain_graph=True keeps them."""
+        [released] in capture/backward.py): washed out (``wash``), with a "freed"
+        pill under them (``pills``; drawn after the current step's glow). A second
+        backward through them raises; retain_graph=True keeps them."""
         t = self.theme
         inv, ok = to_device.inverted()
         if not ok:
             return
-        wash = qcolor(t.canvas_bg)
+        veil = qcolor(t.canvas_bg)
         # washed, still readable on a projector: at 95 the op's name keeps about
         # 4.5:1 against its fill and its node line 3:1 (140 left 2.9 and 2.1)
-        wash.setAlpha(95)
+        veil.setAlpha(95)
         # as big as a node's detail line at this zoom, within reason
         sc = abs(to_device.m11())
         f = font(max(9.0, min(18.0, 11.0 * sc * min(self.text_scale, 1.5))), True)
@@ -893,10 +909,11 @@ class ScenePainter:
             if at is None or at > cursor or ng.node.kind != "op":
                 continue
             dr = to_device.mapRect(_rect(ng))
-            p.setPen(Qt.NoPen)
-            p.setBrush(wash)
-            p.drawRoundedRect(dr, dr.height() / 2, dr.height() / 2)
-            if lod == "full":
+            if wash:
+                p.setPen(Qt.NoPen)
+                p.setBrush(veil)
+                p.drawRoundedRect(dr, dr.height() / 2, dr.height() / 2)
+            if pills and lod == "full":
                 text = "freed"
                 w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
                 pill = QRectF(dr.center().x() - w / 2, dr.bottom() + 3, w, h)

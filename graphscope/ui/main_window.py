@@ -821,7 +821,10 @@ class MainWindow(QMainWindow):
         self.canvas.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def fit_when_done(self) -> None:
-        self.canvas.fit()
+        # NOTE [auto view]: the whole graph when its labels are readable fitted, else
+        # the last step at a readable zoom (a fitted 40-node RNN was a sheet of blank
+        # pills on a projector); Fit (Ctrl+0) shows everything on demand
+        self.canvas.fit(keep_auto=True)
 
     def _fit_if_auto(self) -> None:
         # GraphCanvas keeps fitting until the user pans or zooms (its _auto_fit);
