@@ -325,6 +325,43 @@ def test_the_spotlight_leaves_the_selected_node_and_the_marks_undimmed(canvas, t
     assert close(pixel(chosen.id), before[chosen.id], 3)          # selected: lit again
 
 
+def test_each_input_of_an_op_enters_it_at_its_own_place(traces):
+    """``x * w``: the two inputs used to end at one point under one arrowhead, so
+    an op's inputs could not be counted. Each now has its own port on the op's
+    left side, on its outline, in the order of their sources (no crossing); an
+    op with one input is entered at its middle."""
+    from graphscope.ui.canvas_scene import SceneGeometry, edge_ends, edge_route
+    graph, layout, tl = scene(traces["mul"])
+    layout.tidy()
+    geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
+    nodes = geom.nodes
+
+    def end(e):
+        s, d = nodes[e.src], nodes[e.dst]
+        route = edge_route(geom, s, d)
+        return route[-1] if route is not None else edge_ends(s, d, geom)[1]
+
+    into = {}
+    for e in geom.edges:
+        into.setdefault(e.dst, []).append(e)
+    mul = next(i for i, n in graph.nodes.items() if n.kind == "op" and n.label == "mul")
+    ins = into[mul]
+    assert len(ins) == 2
+    ends = sorted((nodes[e.src].y, end(e).y()) for e in ins)
+    d = nodes[mul]
+    assert abs(ends[0][1] - ends[1][1]) >= 8            # two places, not one
+    assert ends[0][1] < ends[1][1]                     # the upper source, the upper port
+    for e in ins:                                       # on the pill's round end
+        p = end(e)
+        r = d.h / 2
+        assert p.x() > d.x - d.w / 2
+        assert math.hypot(p.x() - (d.x - d.w / 2 + r), p.y() - d.y) == pytest.approx(r, abs=0.5)
+    single = [i for i, es in into.items() if len(es) == 1 and nodes[i].x > nodes[es[0].src].x]
+    assert single
+    e = into[single[0]][0]
+    assert end(e).y() == pytest.approx(nodes[single[0]].y)
+
+
 # -- view, sizes and edges for a lecture hall --------------------------------------------
 def test_small_graph_is_fitted_larger_than_one_to_one(canvas, traces):
     graph, layout, tl = scene(traces["mul"])

@@ -198,7 +198,7 @@ class ScenePainter:
                 _lane_path(path, route)
                 _arrow(heads[e.kind], route[-2], route[-1], 11.0)
                 continue
-            a, b = edge_ends(s, d)
+            a, b = edge_ends(s, d, self.geom)
             if e.kind == "detach":
                 m = (a + b) / 2
                 gap = _unit(a, b) * 9.0
@@ -770,7 +770,7 @@ class ScenePainter:
             if route is not None:
                 _lane_path(path, route)
             else:
-                _curve(path, *edge_ends(s, d))
+                _curve(path, *edge_ends(s, d, self.geom))
             path = to_device.map(path)
             p.setPen(QPen(qcolor(t.current), max(3.0, 4.0 * min(scale, 1.5)), Qt.SolidLine,
                           Qt.RoundCap))

@@ -106,6 +106,8 @@ class SceneGeometry:
     _edges_of: object = None                       # the graph whose edges were scanned
     _edges_scanned: int = 0
     _pending: list = field(default_factory=list)   # edges waiting for an end to be placed
+    _ins: dict = field(default_factory=dict)       # dst id -> [src ids] (NOTE [input ports])
+    _ports: tuple = (-1, None)                     # (version, {dst id: {src id: dy}})
 
     # -- building -------------------------------------------------------------
     @classmethod
@@ -198,12 +200,44 @@ class SceneGeometry:
             if edge_grid:
                 self._edge_grid_insert(eg)
             self.edges.append(eg)
+            srcs = self._ins.get(e.dst)
+            if srcs is None:
+                self._ins[e.dst] = [e.src]
+            elif e.src not in srcs:
+                srcs.append(e.src)
             self._edge_order.append(eg)
             self._edge_steps.append(st)
         if added or len(self.edges) != n0:
             self.version += 1
             self._bounds = None
         return added
+
+    def in_port(self, s: "NodeGeom", d: "NodeGeom") -> float:
+        """How far below ``d``'s middle (negative: above) the edge from ``s`` enters it.
+
+        NOTE [input ports]: every edge used to end at the middle of its node's
+        left side, so the two inputs of ``w * h`` merged into one lane and one
+        arrowhead and an op's inputs could not be counted. A node with several
+        inputs spreads them over its left side, ordered by where their sources
+        sit (top to bottom, then left to right), so they do not cross; the
+        places are fixed whatever the cursor shows, so nothing jumps while
+        stepping."""
+        srcs = self._ins.get(d.id)
+        if srcs is None or len(srcs) < 2:
+            return 0.0
+        ver, ports = self._ports
+        if ver != self.version or ports is None:
+            ports = {}
+            self._ports = (self.version, ports)
+        table = ports.get(d.id)
+        if table is None:
+            nodes = self.nodes
+            placed = sorted((nodes[i].y, nodes[i].x, i) for i in srcs if i in nodes)
+            k = len(placed)
+            gap = min(PORT_GAP, d.h * 0.6 / (k - 1)) if k > 1 else 0.0
+            table = ports[d.id] = {i: (j - (k - 1) / 2) * gap
+                                   for j, (_y, _x, i) in enumerate(placed)}
+        return table.get(s.id, 0.0)
 
     def ensure_index(self, edges: bool = True) -> None:
         """Build the hit grid and (``edges``) the edge grid (NOTE [edge grid]) if not
@@ -487,6 +521,7 @@ class SceneGeometry:
 # (or below) the destination's row, down the gap before the destination, into it.
 # Lanes never cross a node box, so no edge is drawn behind a node it doesn't touch.
 LANE_INSET = 12.0
+PORT_GAP = 12.0   # scene units between the inputs entering one node (NOTE [input ports])
 
 
 def _columns(geom) -> dict:
@@ -566,8 +601,20 @@ def _lane(geom, s, d) -> list:
     xa = s.x + cols.get(s.x, s.w / 2) + LANE_INSET
     xb = d.x - cols.get(d.x, d.w / 2) - LANE_INSET
     lane = d.y - half if s.y <= d.y else d.y + half
+    end = _left_port(geom, s, d)
     return [QPointF(s.x + s.w / 2, s.y), QPointF(xa, s.y), QPointF(xa, lane),
-            QPointF(xb, lane), QPointF(xb, d.y), QPointF(d.x - d.w / 2, d.y)]
+            QPointF(xb, lane), QPointF(xb, end.y()), end]
+
+
+def _left_port(geom, s, d) -> QPointF:
+    """Where the edge from ``s`` meets ``d``'s left side (NOTE [input ports]): on
+    the outline, which is round at an op's ends."""
+    dy = geom.in_port(s, d) if geom is not None else 0.0
+    x = d.x - d.w / 2
+    if dy and d.node is not None and getattr(d.node, "kind", None) == "op":
+        r = d.h / 2
+        x += r - math.sqrt(max(0.0, r * r - dy * dy))
+    return QPointF(x, d.y + dy)
 
 
 def _size(node, size_of) -> tuple:
@@ -580,11 +627,12 @@ def _size(node, size_of) -> tuple:
     return DEFAULT_TENSOR_SIZE if node.kind == "tensor" else DEFAULT_OP_SIZE
 
 
-def edge_ends(s: NodeGeom, d: NodeGeom) -> tuple:
+def edge_ends(s: NodeGeom, d: NodeGeom, geom=None) -> tuple:
     """Start and end points of an edge: right side of the source to the left side of the
-    destination when the destination lies to the right (the layered layout's flow)."""
+    destination when the destination lies to the right (the layered layout's flow),
+    at the destination's port for this input when ``geom`` is given (NOTE [input ports])."""
     if d.x - d.w / 2 >= s.x + s.w / 2:
-        return QPointF(s.x + s.w / 2, s.y), QPointF(d.x - d.w / 2, d.y)
+        return QPointF(s.x + s.w / 2, s.y), _left_port(geom, s, d)
     if d.y >= s.y:
         return QPointF(s.x, s.y + s.h / 2), QPointF(d.x, d.y - d.h / 2)
     return QPointF(s.x, s.y - s.h / 2), QPointF(d.x, d.y + d.h / 2)
