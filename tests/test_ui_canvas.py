@@ -112,6 +112,43 @@ def test_render_nonblank_with_region_box_where_the_region_is(traces):
     assert close(img.pixelColor(x0, y0), bg, tol=3)
 
 
+EVAL_NO_GRAD = """import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+x = torch.ones(1, 2)
+model.eval()
+y = model(x)
+with torch.no_grad():
+    z = model(x)
+"""
+
+
+def test_a_region_box_does_not_reach_over_nodes_outside_it(qapp):
+    """The no_grad box around ``z = model(x)`` is padded (its label above, the "no
+    grad" tags below); the padding ran through the row above, ``y = model(x)``,
+    which read as if it were inside the region. Trimmed, it meets no node that
+    is not in the region."""
+    import graphscope
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_scene import SceneGeometry
+    tr = graphscope.trace(EVAL_NO_GRAD)
+    graph, layout, tl = scene(tr)
+    layout.tidy()
+    geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
+    painter = ScenePainter(geom, get_theme("light"), 1.0, graph.regions)
+    boxes = painter._region_boxes(math.inf)
+    assert len(boxes) == 1
+    box = boxes[0][0]
+    members = set(graph.regions[0].node_ids)
+    near = [ng for ng in geom.nodes.values() if ng.id not in members
+            and abs(ng.y - min(geom.nodes[i].y for i in members if i in geom.nodes)) < 100]
+    assert near                                          # the row above is close
+    for ng in near:
+        assert not box.intersects(ng.rect), ng.node.label
+    for i in members:
+        assert box.contains(geom.nodes[i].rect)
+
+
 def test_nodes_hidden_before_their_step(traces):
     graph, layout, tl = scene(traces["no_grad"])
     theme = get_theme("light")

@@ -246,7 +246,7 @@ class ScenePainter:
                 continue
             members = [ng for ng in cluster if ng.step <= limit]
             if members:
-                self._paint_region_box(p, reg, _union(members), lod, limit, part)
+                self._paint_region_box(p, reg, members, lod, limit, part)
 
     def _region_clusters(self) -> list:
         """[(region, cluster of its nodes, box of the cluster)], once per geometry
@@ -268,10 +268,10 @@ class ScenePainter:
         self._clusters_cache = (key, out)
         return out
 
-    def _paint_region_box(self, p, reg, r: QRectF, lod, limit=math.inf,
+    def _paint_region_box(self, p, reg, members: list, lod, limit=math.inf,
                           part: str = "all") -> None:
         t = self.theme
-        box, label_h = self._region_box(r, lod)
+        box, label_h = self._region_box(members, lod)
         kind = getattr(reg, "kind", "no_grad")
         fill = t.inference_fill if kind == "inference_mode" else t.region_fill
         if part != "label":
@@ -312,21 +312,55 @@ class ScenePainter:
             members = [ng for ng in cluster if ng.step <= limit]
             if not members:
                 continue
-            box, label_h = self._region_box(_union(members), "full")
+            box, label_h = self._region_box(members, "full")
             text = getattr(reg, "label", "") or getattr(reg, "kind", "")
             out.append((box, self._region_label_rect(
                 box, fm.horizontalAdvance(text) + 4, label_h, limit)))
         return out
 
-    def _region_box(self, r: QRectF, lod) -> tuple:
-        """(the box drawn around members' rect ``r``, the height kept for its label)."""
+    def _region_box(self, members: list, lod) -> tuple:
+        """(the box drawn around the ``members``' boxes, the height kept for its label).
+
+        The box is padded (room for the label above, the "no grad" tags below),
+        then trimmed where the padding would reach over a node that is not in
+        the region: the layout does not keep other rows clear of a region, and a
+        box edge through the row above read as if that row were inside. A node
+        among the members' own boxes cannot be trimmed away; it stays inside.
+        Trimmed against every node, visible yet or not, so a box never jumps
+        while stepping; once per geometry version and member count."""
+        full = lod == "full"
+        key = (self.geom.version, id(members[0]), len(members), full, self.text_scale)
+        cache = self.__dict__.setdefault("_region_box_cache", {})
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        r = _union(members)
         pad = 18.0
         label_h = 26.0 * min(self.text_scale, 2.0)
         # the tensors made in a region nearly all carry a "no grad" tag below them:
         # the box's bottom edge passes under that row, not through it
         tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
-        bottom = max(pad, self.TAG_GAP + tag_h + 8) if lod == "full" else pad
-        return r.adjusted(-pad, -pad - (label_h if lod == "full" else 0), pad, bottom), label_h
+        bottom = max(pad, self.TAG_GAP + tag_h + 8) if full else pad
+        box = r.adjusted(-pad, -pad - (label_h if full else 0), pad, bottom)
+        inside = {ng.id for ng in members}
+        top, bot, left, right = box.top(), box.bottom(), box.left(), box.right()
+        for ng in self.geom.nodes_in(box):
+            if ng.id in inside:
+                continue
+            o = _rect(ng)
+            if o.bottom() <= r.top():
+                top = max(top, min(o.bottom() + 4, r.top() - 4))
+            elif o.top() >= r.bottom():
+                bot = min(bot, max(o.top() - 4, r.bottom() + 4))
+            elif o.right() <= r.left():
+                left = max(left, min(o.right() + 4, r.left() - 4))
+            elif o.left() >= r.right():
+                right = min(right, max(o.left() - 4, r.right() + 4))
+        out = (QRectF(QPointF(left, top), QPointF(right, bot)), label_h)
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = out
+        return out
 
     def _region_font(self):
         return font(14 * min(self.text_scale, 2.0), True)
