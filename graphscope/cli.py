@@ -102,6 +102,8 @@ def _positive_float(text: str) -> float:
 
 # -- reading a snippet ---------------------------------------------------------------
 
+MAX_SNIPPET_BYTES = 2_000_000   # as the window's Open (main_window.MAX_FILE_BYTES)
+
 def read_snippet(path: str) -> str:
     """The snippet's text, decoded as Python would (UTF-8 or its coding line).
     Raises CommandError with a one-line reason otherwise."""
@@ -110,14 +112,29 @@ def read_snippet(path: str) -> str:
         raise CommandError(f"{path}: no such file")
     if p.is_dir():
         raise CommandError(f"{path}: is a folder, not a Python file")
+    if not p.is_file():
+        # a FIFO blocked for ever, /dev/zero read until memory ran out
+        raise CommandError(f"{path}: not a regular file (a pipe or a device)")
     try:
+        size = p.stat().st_size
+        if size > MAX_SNIPPET_BYTES:
+            raise CommandError(f"{path}: too large to be a snippet ({size:,} bytes; "
+                               f"at most {MAX_SNIPPET_BYTES:,})")
         data = p.read_bytes()
     except OSError as e:
         raise CommandError(f"{path}: cannot read it ({e.strerror or e})") from None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        if "unknown encoding" in str(e):
+            raise CommandError(f"{path}: its coding line names an encoding Python does "
+                               f"not know ({e})") from None
+        encoding = None
+    try:
+        if encoding is None:
+            raise UnicodeDecodeError("utf-8", b"", 0, 1, "")
         text = data.decode(encoding)
-    except (SyntaxError, UnicodeDecodeError, LookupError):
+    except (UnicodeDecodeError, LookupError):
         raise CommandError(f"{path}: not UTF-8 text (save it as UTF-8, or declare its "
                            "encoding in a '# -*- coding: ... -*-' line)") from None
     if text.startswith("\ufeff"):
@@ -179,6 +196,8 @@ def cmd_export(args) -> int:
             export.renderer()  # before running anything: fail fast
         except export.ExportError as e:
             raise CommandError(str(e)) from None
+    if out != "-":
+        _check_output(out, args.snippet)   # before the run: a run is not wasted on it
     # JSON: the rows are encoded while the snippet runs (NOTE [JSON as it comes])
     rows = export.RowText() if args.format == "json" else None
     trace = _run_file(args.snippet, args.timeout, rows.extend if rows is not None else None)
@@ -198,6 +217,26 @@ def cmd_export(args) -> int:
     where = "stdout" if out == "-" else out
     _say(f"{args.snippet}: {_status_line(trace)}; wrote {where}")
     return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED
+
+
+def _check_output(out: str, snippet: str) -> None:
+    """CommandError when ``out`` cannot be written or is the snippet itself
+    (``export mine.py -o mine.py``, or ``export notes.json`` whose default
+    output is its own name, replaced the code with JSON)."""
+    p = Path(out)
+    try:
+        if p.exists() and os.path.samefile(p, snippet):
+            raise CommandError(f"{out}: that is the snippet itself; choose another "
+                               "output file (-o FILE)")
+    except OSError:
+        pass
+    if p.is_dir():
+        raise CommandError(f"{out}: is a folder (-o takes a file name)")
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise CommandError(f"{out}: cannot write it (there is no folder {parent})")
+    if not os.access(parent if not p.exists() else p, os.W_OK):
+        raise CommandError(f"{out}: cannot write it (permission denied)")
 
 
 def _quiet_stdout() -> None:
@@ -250,9 +289,20 @@ def _say(text: str) -> None:
     print(f"{PROG}: {text}", file=sys.stderr)
 
 
+def _stand_in_for_closed_streams() -> None:
+    """Python makes ``sys.stdout``/``sys.stderr`` None when the process starts with
+    that descriptor closed (``graphscope export x.py 2>&-``); ``print(file=None)``
+    then writes to stdout, so the status line went into the JSON of ``trace``, and
+    the final flush raised. What would go to a closed stream goes nowhere."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
 def main(argv=None) -> int:
     """Entry point; returns the exit code (never raises, except SystemExit from --help)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _stand_in_for_closed_streams()
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = _sub_parser().parse_args(argv)

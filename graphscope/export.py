@@ -10,9 +10,13 @@ or DOT never loads Qt.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
+import stat
 import sys
+import tempfile
 from typing import Optional
 
 from graphscope import protocol as P
@@ -274,12 +278,50 @@ def write(trace, path, fmt: str, rows: Optional[RowText] = None) -> None:
                 sys.stdout.write("\n")
             sys.stdout.flush()
         else:
-            with open(path, "w", encoding="utf-8") as f:
+            with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
                 f.writelines(pieces)
         return
     if str(path) == "-":
         raise ExportError(f"{fmt} export needs an output file (-o FILE.{fmt})")
-    renderer()(trace, str(path), fmt)
+    with _replacing(path) as tmp:
+        try:
+            renderer()(trace, str(tmp), fmt)
+        except OSError as e:
+            # said of the file the user named, not of our temporary one
+            raise OSError(e.errno, (e.strerror or str(e)).replace(str(tmp), str(path))) \
+                from None
+
+
+@contextlib.contextmanager
+def _replacing(path):
+    """A temporary file beside ``path`` that takes its place once written whole:
+    a write that fails half way (a full disk, a file size limit) left a cut
+    file where a good one had been (review finding). A path that exists and
+    is not a regular file (``/dev/null``, a pipe) is written in place: it
+    must never be replaced by a file."""
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        yield target
+        return
+    folder, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".part")
+    os.close(fd)
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except OSError:
+            mask = os.umask(0)
+            os.umask(mask)
+            mode = 0o666 & ~mask
+        os.chmod(tmp, mode)
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def renderer():

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 import marshal
 import operator
 import struct
@@ -433,6 +434,54 @@ def from_dict(d: dict):
         return cls(**kwargs)
     except TypeError as e:
         raise ProtocolError(f"bad {t!r} message: {e}") from None
+
+
+_CHECKED_LISTS = frozenset({"inputs", "outputs", "roots", "next"})   # lists of ids
+_HINTS: dict = {}
+
+
+def check_types(msg) -> None:
+    """ProtocolError unless every field of ``msg`` has its declared type (``int``,
+    ``str``, ``list`` ..., or None where Optional; id lists hold whole numbers).
+    For messages read from a file (``Trace.from_dict``): the worker's own are
+    right by construction, but a hand-edited trace with ``"inputs": null``
+    loaded, then failed deep in the model with a TypeError."""
+    cls = type(msg)
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = {f.name: _expected(t) for f, t in zip(
+            dataclasses.fields(cls),
+            (typing.get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)))}
+    for name, (types, optional) in hints.items():
+        v = getattr(msg, name)
+        if v is None:
+            if optional or types is None:
+                continue
+        elif types is None or (isinstance(v, types) and not (
+                isinstance(v, bool) and bool not in types)):
+            if name in _CHECKED_LISTS and isinstance(v, list) and not all(
+                    type(i) is int for i in v):
+                raise ProtocolError(f"bad {cls.T!r} message: {name} must hold whole "
+                                    f"numbers, not {v!r:.60}")
+            continue
+        raise ProtocolError(f"bad {cls.T!r} message: {name} must be "
+                            f"{' or '.join(t.__name__ for t in types or ())}"
+                            f"{' or null' if optional else ''}, not {v!r:.60}")
+
+
+def _expected(tp) -> tuple:
+    """(accepted Python types or None for anything, None allowed) of an annotation."""
+    args = typing.get_args(tp)
+    optional = type(None) in args
+    if optional:
+        rest = [a for a in args if a is not type(None)]
+        tp = rest[0] if len(rest) == 1 else typing.Any
+    origin = typing.get_origin(tp) or tp
+    if origin in (int, str, bool, list, dict):
+        return (origin,), optional
+    if origin is float:
+        return (float, int), optional
+    return None, optional
 
 
 def error_from_dict(d: dict) -> ErrorInfo:

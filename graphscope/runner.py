@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import dataclasses
+import fcntl
 import os
 import re
 import select
@@ -58,13 +59,39 @@ _SIGNAL_HINTS = {
 OnMessages = Callable[[list], None]
 
 
+def _pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends above the standard streams' numbers.
+
+    A process started with stdin, stdout or stderr closed (``graphscope export
+    x.py 2>&-``, some launchers) gets that free number back from ``os.pipe``,
+    and ``Popen`` then puts the worker's own stdio over it in the child: every
+    run "crashed" (review finding)."""
+    fds = os.pipe()
+    out = []
+    try:
+        for fd in fds:
+            if fd < 3:
+                high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+                os.close(fd)
+                fd = high
+            out.append(fd)
+    except BaseException:
+        for fd in set(fds) | set(out):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        raise
+    return out[0], out[1]
+
+
 class _Worker:
     """One worker process and the runner's ends of its pipes."""
 
     def __init__(self, python: Optional[str] = None):
-        cmd_r, cmd_w = os.pipe()
-        ev_r, ev_w = os.pipe()
-        fault_r, fault_w = os.pipe()
+        cmd_r, cmd_w = _pipe()
+        ev_r, ev_w = _pipe()
+        fault_r, fault_w = _pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
         # Importable from a plain checkout too (appended: an installed copy wins).
         root = str(Path(__file__).resolve().parent.parent)
@@ -655,6 +682,14 @@ def _check_run_arguments(source, filename, timeout, run_fields) -> None:
         if key.startswith("max_") or key == "value_limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{key} must be a whole number >= 0, not {value!r}")
+        elif key == "memory_limit" and value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not MIN_MEMORY_LIMIT <= value < 1 << 63:
+                raise ValueError(f"memory_limit must be None or a number of bytes from "
+                                 f"{MIN_MEMORY_LIMIT:,} (1 GiB), not {value!r}")
+
+
+MIN_MEMORY_LIMIT = 1 << 30   # torch and the worker alone map several hundred MB
 
 
 def _run_into(trace, source, filename, timeout, runner, take, run_fields) -> Trace:

@@ -1,6 +1,7 @@
 """The graphscope command: exit codes 0/1/2, one-line messages, no tracebacks,
 and the window / scenario commands handing over their arguments."""
 import json
+import os
 import subprocess
 import sys
 import types
@@ -188,3 +189,63 @@ def test_scenarios_check_hands_over_the_folder(tmp_path, monkeypatch):
     assert calls == [(str(tmp_path), {"run_snippets": True, "plain": False, "jobs": 2}),
                      (None, {"run_snippets": False, "plain": True, "jobs": 1})]
     assert cli.main(["scenarios", "check", str(tmp_path / "missing")]) == 2
+
+
+def test_export_never_writes_over_the_snippet_itself(tmp_path, capsys):
+    """``export mine.py -o mine.py`` and ``export notes.json`` (whose default
+    output is its own name) replaced the code with JSON."""
+    for name, argv_tail in (("mine.py", ["-o", "mine.py"]), ("notes.json", [])):
+        snippet = tmp_path / name
+        snippet.write_text("print(1)\n")
+        argv = ["export", str(snippet)] + [str(tmp_path / a) if a.endswith(".py") else a
+                                           for a in argv_tail]
+        assert cli.main(argv) == 2
+        assert "the snippet itself" in _one_line(capsys.readouterr().err)
+        assert snippet.read_text() == "print(1)\n"
+
+
+def test_a_pipe_or_device_is_refused_not_read_for_ever(tmp_path, capsys):
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/zero"):
+        assert cli.main(["export", path, "-o", str(tmp_path / "o.json")]) == 2
+        assert "not a regular file" in _one_line(capsys.readouterr().err)
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("open('ran', 'w').write('yes')\n")
+    assert cli.main(["export", str(snippet), "-o", str(tmp_path / "no" / "t.json")]) == 2
+    assert "there is no folder" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "ran").exists() and not (snippet.parent / "ran").exists()
+
+
+def test_a_write_that_fails_half_way_keeps_the_old_file(tmp_path, capsys, monkeypatch):
+    """The trace goes to a temporary file that replaces the output once whole: a
+    full disk left a cut JSON where a good one had been."""
+    from graphscope import export
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("print(1)\n")
+    out = tmp_path / "t.json"
+    out.write_text("the old trace")
+    real = export.json_pieces
+
+    def fails_half_way(*a, **k):
+        yield from list(real(*a, **k))[:2]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export, "json_pieces", fails_half_way)
+    assert cli.main(["export", str(snippet), "-o", str(out)]) == 2
+    assert "No space left" in _one_line(capsys.readouterr().err)
+    assert out.read_text() == "the old trace"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.py", "t.json"]   # no leftovers
+    monkeypatch.setattr(export, "json_pieces", real)
+    assert cli.main(["export", str(snippet), "-o", str(out)]) == 0
+    assert Trace.from_json(out.read_text()).stdout == "1\n"
+
+
+def test_a_coding_line_python_does_not_know_is_named_as_such(tmp_path, capsys):
+    snippet = tmp_path / "odd.py"
+    snippet.write_bytes(b"# coding: nonsense\nprint(1)\n")
+    assert cli.main(["export", str(snippet)]) == 2
+    assert "encoding Python does not know" in _one_line(capsys.readouterr().err)

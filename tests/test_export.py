@@ -185,3 +185,31 @@ def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
         assert capsys.readouterr().out == expected + "\n"
     empty = Trace(source="", filename="e.py")
     assert export.to_json(empty) == json.dumps(empty.to_dict(), allow_nan=True)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.update(version=True), "unsupported trace version"),
+    (lambda d: d.update(version=1.0), "unsupported trace version"),
+    (lambda d: d.update(tensors=[1]), "malformed trace"),
+    (lambda d: d.update(status="error", error="boom"), "malformed trace"),
+    (lambda d: d["ops"][0].update(inputs=None), "inputs must be list"),
+    (lambda d: d["ops"][0].update(inputs=["t0"]), "inputs must hold whole numbers"),
+    (lambda d: d["ops"][0].update(alias="zz"), "alias must be dict"),
+    (lambda d: d["ops"][0].update(seq="3"), "seq must be int"),
+    (lambda d: d["ops"][0].update(grad_enabled=1), "grad_enabled must be bool"),
+])
+def test_a_damaged_trace_file_is_refused_with_what_is_wrong(trace, change, words):
+    """A hand-edited trace with ``"inputs": null`` loaded, then failed in the model
+    with a TypeError; others escaped as AttributeError or RecursionError. Every
+    one is now a TraceFormatError saying what is wrong."""
+    from graphscope.model.trace import TraceFormatError
+    d = json.loads(export.to_json(trace))
+    change(d)
+    with pytest.raises(TraceFormatError, match=re.escape(words)):
+        Trace.from_json(json.dumps(d))
+
+
+def test_a_trace_nested_too_deeply_is_refused():
+    from graphscope.model.trace import TraceFormatError
+    with pytest.raises(TraceFormatError, match="not JSON"):
+        Trace.from_json("[" * 100_000 + "]" * 100_000)

@@ -1,6 +1,8 @@
 """Runner and worker processes: normal runs, streaming, stop, interrupt,
 timeout, crashes, start failures, and no leaked processes (real workers)."""
 import re
+import subprocess
+import sys
 import threading
 import time
 
@@ -342,6 +344,9 @@ def test_processes_the_snippet_started_do_not_outlive_it():
     (("print(1)",), {"timeout": -1}, ValueError, "timeout"),
     (("print(1)",), {"max_opz": 3}, TypeError, "unknown run setting 'max_opz'"),
     (("print(1)",), {"max_ops": -3}, ValueError, "max_ops"),
+    (("print(1)",), {"memory_limit": 2 ** 64}, ValueError, "memory_limit"),
+    (("print(1)",), {"memory_limit": 50_000_000}, ValueError, "memory_limit"),
+    (("print(1)",), {"memory_limit": "abc"}, ValueError, "memory_limit"),
 ])
 def test_the_api_says_which_argument_cannot_describe_a_run(args, kwargs, error, words):
     """Bytes ran nothing and said "ok"; None or a bad timeout came back as an
@@ -349,3 +354,21 @@ def test_the_api_says_which_argument_cannot_describe_a_run(args, kwargs, error, 
     before any worker is asked."""
     with pytest.raises(error, match=re.escape(words)):
         graphscope.trace(*args, **kwargs)
+
+
+
+@pytest.mark.parametrize("fd", [0, 1, 2])
+def test_a_process_started_with_a_standard_stream_closed_still_runs_snippets(tmp_path, fd):
+    """``os.pipe`` handed the runner the free number of a closed stdin, stdout or
+    stderr, and ``Popen`` put the worker's own stdio over that pipe in the child:
+    every run "crashed". The runner's pipes now sit above 0-2."""
+    out = tmp_path / "result.txt"
+    script = tmp_path / "closed.py"
+    script.write_text("import graphscope, sys\n"
+                      "tr = graphscope.trace('print(1)')\n"
+                      f"open({str(out)!r}, 'w').write(f'{{tr.status}} {{tr.stdout!r}}')\n")
+    p = subprocess.run(["bash", "-c", f'exec "$0" "$1" {fd}>&-', sys.executable, str(script)],
+                       timeout=120, stdout=subprocess.DEVNULL if fd != 1 else None,
+                       stderr=subprocess.DEVNULL if fd != 2 else None)
+    assert p.returncode == 0
+    assert out.read_text() == "ok '1\\n'"

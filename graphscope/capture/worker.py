@@ -229,13 +229,31 @@ def set_memory_limit(limit) -> None:
         except (ValueError, OSError):
             return
         limit = max(int(total * _DEFAULT_MEMORY_FRACTION), 2 << 30)
+    # below what the worker already maps (torch alone is hundreds of MB of address
+    # space) the flusher thread could not start and the run died as a "crash"
+    limit = max(int(limit), _mapped_bytes() + _MEMORY_HEADROOM)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     try:
         resource.setrlimit(resource.RLIMIT_AS, (int(limit), hard))
-    except (ValueError, OSError):
+    except (ValueError, OSError, OverflowError):
         pass
+
+
+_MEMORY_HEADROOM = 256 << 20   # address space a run needs beyond the worker's own
+
+
+def _mapped_bytes() -> int:
+    """The worker's address space now (VmSize), 0 if it cannot be read."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def prepare_path(run) -> None:

@@ -269,7 +269,7 @@ class Trace:
     def from_dict(cls, d: dict) -> "Trace":
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise TraceFormatError("not a GraphScope trace (missing format: graphscope-trace)")
-        if d.get("version") != VERSION:
+        if type(d.get("version")) is not int or d["version"] != VERSION:   # not true, not 1.0
             raise TraceFormatError(f"unsupported trace version {d.get('version')!r} (this GraphScope reads {VERSION})")
         try:
             tr = cls(source=d.get("source", ""), filename=d.get("filename", "<snippet>"))
@@ -279,11 +279,11 @@ class Trace:
                                ("regions", "region"), ("branches", "branch"),
                                ("outputs", "output")):
                 for row in d.get(key) or []:
-                    tr.apply(P.from_dict({**row, "t": mtype}))
+                    tr.apply(_checked({**row, "t": mtype}))
             for key, row in (d.get("tensors") or {}).items():
-                tr.apply(P.from_dict({**row, "t": "tensor", "id": int(key)}))
+                tr.apply(_checked({**row, "t": "tensor", "id": int(key)}))
             if d.get("truncation"):
-                tr.apply(P.from_dict({**d["truncation"], "t": "truncated"}))
+                tr.apply(_checked({**d["truncation"], "t": "truncated"}))
             tr.truncated = bool(d.get("truncated"))
             tr.static = d.get("static")
             status = d.get("status")
@@ -294,7 +294,9 @@ class Trace:
             tr.passes = d.get("passes") or []
             if not tr.passes and tr.end is not None:
                 tr._fill_passes()
-        except (P.ProtocolError, TypeError, ValueError, KeyError) as e:
+        except (P.ProtocolError, TypeError, ValueError, KeyError, AttributeError,
+                IndexError, RecursionError) as e:
+            # a hand-made or damaged file: what is wrong with it, never a traceback
             raise TraceFormatError(f"malformed trace: {e}") from None
         return tr
 
@@ -302,9 +304,16 @@ class Trace:
     def from_json(cls, text: str) -> "Trace":
         try:
             d = json.loads(text)
-        except ValueError as e:
-            raise TraceFormatError(f"not JSON: {e}") from None
+        except (ValueError, RecursionError) as e:
+            raise TraceFormatError(f"not JSON: {e or 'nested too deeply'}") from None
         return cls.from_dict(d)
+
+
+def _checked(row: dict):
+    """The message a trace file's row is, its fields' types checked (P.check_types)."""
+    msg = P.from_dict(row)
+    P.check_types(msg)
+    return msg
 
 
 # in-place ops after which a tensor lies elsewhere in memory (NOTE [aliases] in values.py)
