@@ -155,13 +155,16 @@ def _status_line(trace) -> str:
     if end is None:
         return f"the run did not finish ({counts})"
     err = end.error
-    where = f" (line {err.line})" if err is not None and err.line else ""
+    # (a crash's message may already say where: "... at line 4")
+    where = (f" (line {err.line})" if err is not None and err.line
+             and f"line {err.line}" not in (err.message or "") else "")
     if end.status == "ok":
         return f"completed: {counts}"
     if end.status == "exit":
         return f"exited with code {end.exit_code}: {counts}"
     if err is not None:
-        return f"{end.status}: {err.type}: {err.message}{where}; {counts}"
+        said = f"{err.type}: {err.message}" if err.message else err.type
+        return f"{end.status}: {said}{where}; {counts}"
     return f"{end.status}: {counts}"
 
 
@@ -273,7 +276,8 @@ def cmd_app(args) -> int:
     if args.scenarios is not None and not Path(args.scenarios).is_dir():
         raise CommandError(f"{args.scenarios}: no such folder")
     if args.lesson is not None and not Path(args.lesson).is_file():
-        raise CommandError(f"{args.lesson}: no such file")
+        raise CommandError(f"{args.lesson}: " + ("is a folder, not a lesson file"
+                                                  if Path(args.lesson).is_dir() else "no such file"))
     try:
         from graphscope.ui.app import main as app_main
     except ModuleNotFoundError as e:

@@ -175,7 +175,9 @@ def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int:
 def _read_toml(path: Path):
     """(data, key_lines) or raise ScenarioError with a file:line problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a file saved by Windows Notepad starts with a byte-order
+        # mark, which tomllib reads as "Invalid statement"
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError([f"{path}:1: cannot read file: {e}"])
     try:

@@ -249,3 +249,18 @@ def test_a_coding_line_python_does_not_know_is_named_as_such(tmp_path, capsys):
     snippet.write_bytes(b"# coding: nonsense\nprint(1)\n")
     assert cli.main(["export", str(snippet)]) == 2
     assert "encoding Python does not know" in _one_line(capsys.readouterr().err)
+
+
+def test_the_status_line_says_each_thing_once():
+    """"SIGSEGV ... at line 4 (line 4)" and "KeyboardInterrupt:  (line 1)"."""
+    def trace(status, etype, message, line):
+        err = types.SimpleNamespace(type=etype, message=message, line=line)
+        return types.SimpleNamespace(end=types.SimpleNamespace(status=status, error=err,
+                                                               exit_code=None),
+                                     ops=[], tensors={}, backward=[], truncated=False,
+                                     truncation=None)
+    crash = cli._status_line(trace("crash", "Crash", "killed by SIGSEGV at line 4", 4))
+    assert crash.count("line 4") == 1
+    ki = cli._status_line(trace("error", "KeyboardInterrupt", "", 1))
+    assert "KeyboardInterrupt (line 1)" in ki and "  " not in ki
+    assert "ValueError: bad (line 2)" in cli._status_line(trace("error", "ValueError", "bad", 2))

@@ -166,6 +166,14 @@ def test_bad_toml_reports_the_parser_line(tmp_path):
     assert msg.startswith(f"{p}:{line_of(text, 'answer =')}: bad TOML: ")
 
 
+def test_a_scenario_saved_with_a_byte_order_mark_loads(tmp_path):
+    """Windows Notepad starts a UTF-8 file with a BOM; tomllib called it an
+    'Invalid statement' on line 1."""
+    p = tmp_path / "bom.toml"
+    p.write_bytes(b"\xef\xbb\xbf" + GOOD.format(id="bom").encode("utf-8"))
+    assert S.load_file(p).id == "bom"
+
+
 def test_missing_fields_are_each_named(tmp_path):
     text = "\n".join(ln for ln in GOOD.format(id="m").splitlines()
                      if not ln.startswith(("hint", "explanation")))
