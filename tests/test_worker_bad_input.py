@@ -156,3 +156,11 @@ def test_the_snippet_s_outcome_survives_what_happens_after_its_last_line():
     tr = run_to_trace("import atexit, time\natexit.register(time.sleep, 60)\nprint('hi')\n",
                       "hang_ok.py", timeout=3)
     assert tr.status == "timeout" and "after the snippet's last line" in tr.error.message
+
+
+def test_a_snippet_that_deletes_import_ends_as_under_python():
+    """Python ends such a run normally; ours raised KeyError '__import__' in its
+    own code after the last line and reported an InternalError."""
+    tr = run_to_trace("import builtins\ndel builtins.__import__\nprint('done')\n", timeout=30)
+    assert tr.status == "ok" and tr.error is None
+    assert tr.stdout == "done\n"

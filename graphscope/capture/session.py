@@ -79,6 +79,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
 
     saved = (sys.stdout, sys.stderr, sys.stdin, sys.argv, sys.modules.get("__main__"),
              torch.is_grad_enabled(), torch.get_default_dtype(), builtins.input)
+    saved_import = builtins.__import__
     status, error, exit_code = "ok", None, None
     gc_state = quiet_gc.quiet()   # NOTE [gc during capture] in quiet_gc.py
     # made after the freeze: the end of the run frees the namespace through the
@@ -119,6 +120,10 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
                     pass
             error = _error_info(e, filename, recorder)
         finally:
+            # a snippet that deleted (or replaced) ``builtins.__import__`` leaves
+            # python's end of a run working, and so must leave ours: every import
+            # below looks it up (review: "InternalError: KeyError: '__import__'")
+            builtins.__import__ = saved_import
             hooks.remove()
             recorder.backward.remove_all()
             note = recorder.unrecorded_note()
