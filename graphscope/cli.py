@@ -178,7 +178,9 @@ def _run_file(path: str, timeout: float, also=None):
     source = read_snippet(path)
     runner = Runner(warm=False)  # one run: a second warm worker would be wasted work
     try:
-        trace = run_to_trace(source, str(path), timeout=timeout, runner=runner, also=also)
+        # absolute, as python 3.9+ makes a script's __file__ and its traceback lines
+        trace = run_to_trace(source, os.path.abspath(path), timeout=timeout, runner=runner,
+                             also=also)
     finally:
         runner.close()
     err = trace.error

@@ -302,3 +302,58 @@ def test_a_saved_snippet_has_the_loader_python_gives_its_main(tmp_path):
     assert out == "SourceFileLoader __main__ True\n"
     assert graphscope.trace(src, str(path), timeout=120).stdout == out
     assert graphscope.trace("print(__loader__)\n", timeout=120).stdout == "None\n"   # not saved
+
+
+CAUGHT = """\
+import logging, traceback
+import torch
+a = torch.ones(2, 3)
+try:
+    a @ a
+except RuntimeError as e:
+    traceback.print_exc()
+    print(len(traceback.extract_tb(e.__traceback__)))
+def shapes():
+    return torch.ones(2) + torch.ones(3)
+try:
+    shapes()
+except RuntimeError:
+    logging.exception("caught")
+"""
+
+
+def test_a_caught_torch_error_prints_without_graphscope_s_frames():
+    """``try: a @ b`` then ``traceback.print_exc()``: the traceback showed the
+    recorder's frames and a trampoline line dressed as the snippet's (NOTE [our
+    frames in tracebacks])."""
+    out, err = plain_run(CAUGHT, "caught.py")
+    assert "Traceback" in err and "RuntimeError" in err
+    tr = worker_trace(CAUGHT, "caught.py")
+    assert tr.status == "ok", tr.error
+    assert "graphscope" not in tr.stderr and "_graphscope_call" not in tr.stderr
+    assert tr.stdout == out
+    assert tr.stderr == err
+
+
+def test_the_module_namespace_has_python_s_names():
+    """``print(__annotations__)`` raised NameError; python's __main__ has it."""
+    src = "x: int = 3\nprint(sorted(k for k in globals() if k.startswith('__')), __annotations__)\n"
+    out, err = plain_run(src, "names.py")
+    tr = worker_trace(src, "names.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out
+
+
+def test_an_exception_group_shows_every_sub_exception():
+    """A failing asyncio.TaskGroup printed only "ExceptionGroup: unhandled errors
+    in a TaskGroup (2 sub-exceptions)": what failed was never shown."""
+    src = ("import asyncio\nasync def job(i):\n    raise ValueError(f'job {i} failed')\n"
+           "async def main():\n    async with asyncio.TaskGroup() as tg:\n"
+           "        for i in range(2):\n            tg.create_task(job(i))\n"
+           "asyncio.run(main())\n")
+    tr = worker_trace(src, "group.py")
+    assert tr.status == "error" and tr.error.type == "ExceptionGroup"
+    tb = tr.error.traceback
+    assert "Exception Group Traceback" in tb
+    assert "ValueError: job 0 failed" in tb and "ValueError: job 1 failed" in tb
+    assert "graphscope" not in tb

@@ -6,7 +6,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QFontMetricsF, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit
 
-from graphscope.ui.editor import HANG_COLUMNS, CodeEditor, indent_columns
+from graphscope.ui.editor import HANG_COLUMNS, CodeEditor, indent_columns, wrap_point
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 
@@ -116,3 +116,29 @@ def test_resizing_rewraps_and_no_wrap_leaves_lines_alone(editor, qtbot):
     assert tl.lineAt(1).x() - editor.document().documentMargin() >= 8 * _col(editor)
     editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
     qtbot.waitUntil(lambda: _block(editor, COMMENT).layout().lineCount() == 1, timeout=2000)
+
+
+def test_a_wrap_point_keeps_names_strings_and_comment_marks_whole():
+    line = '    str(traced.inlined_graph).count("aten::tanh"))'
+    cut = wrap_point(line, 0, line.index("tanh") + 1)    # Qt's break: "aten::t" / "anh"
+    assert line[:cut].endswith(".count(")                # before the string, not in it
+    code = "h = self.cell(x.unsqueeze(0), h)"
+    cut = wrap_point(code, 0, code.index("squeeze") + 2)
+    assert code[:cut] == "h = self.cell(x."
+    comment = "x = w * 2          # a comment"
+    assert comment[:wrap_point(comment, 0, 20)].rstrip() == "x = w * 2"   # no lone "#"
+    assert wrap_point(code, 0, code.index(" h)") + 1) is None          # at a space: Qt's
+    assert wrap_point(code, 0, len(code)) is None                        # the last row
+
+
+def test_a_long_call_wraps_between_tokens_in_a_narrow_editor(editor, qtbot):
+    editor.setPlainText('print("RNN steps:", str(traced.inlined_graph).count("aten::tanh"))\n')
+    b = _block(editor, 1)
+    tl = b.layout()
+    assert tl.lineCount() >= 2
+    text = b.text()
+    rows = [text[tl.lineAt(i).textStart():tl.lineAt(i).textStart() + tl.lineAt(i).textLength()]
+            for i in range(tl.lineCount())]
+    assert "".join(rows) == text
+    for a, b2 in zip(rows, rows[1:]):
+        assert not (a[-1:].isalnum() and b2[:1].isalnum()), rows     # no word cut in two

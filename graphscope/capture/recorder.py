@@ -283,6 +283,33 @@ def _trampoline(f, key):
     return tramp
 
 
+def _hide_our_frames(e: BaseException) -> None:
+    """NOTE [our frames in tracebacks]: an error raised by a torch call passes
+    through this module's frames (``__torch_function__``, ``_call``, the
+    trampoline that looks like the snippet's line), and a snippet that catches
+    it and prints it (``traceback.print_exc()``, ``logging.exception``) showed
+    them: a GraphScope traceback in front of a student. On its way out, the
+    error's traceback is spliced without them (``tb_next`` is writable); the
+    entries of torch's own Python functions stay, as python shows them.
+    Never raises: the error is the snippet's."""
+    try:
+        tb = e.__traceback__
+        kept = []
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if not (code.co_filename.startswith(_CAPTURE_DIR)
+                    or code.co_name == "_graphscope_call"):
+                kept.append(tb)
+            tb = tb.tb_next
+        for a, b in zip(kept, kept[1:]):
+            a.tb_next = b
+        if kept:
+            kept[-1].tb_next = None
+        e.__traceback__ = kept[0] if kept else None
+    except Exception:
+        pass
+
+
 def _is_param(t) -> bool:
     # Parameter's metaclass makes isinstance a Python call; plain tensors skip it
     return False if type(t) is Tensor else isinstance(t, _Parameter)
@@ -370,19 +397,23 @@ class Recorder(TorchFunctionMode):
         return sp
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if kwargs is None:
-            kwargs = {}
-        if not self.recording:
-            return call_as_caller(func, args, kwargs)
         try:
-            handler = self._special.get(func, self)
-        except TypeError:  # unhashable callable
-            handler = self
-        if handler is self:
-            return self._call(func, args, kwargs)
-        if handler is None:
-            return call_as_caller(func, args, kwargs)
-        return handler(self, func, args, kwargs)
+            if kwargs is None:
+                kwargs = {}
+            if not self.recording:
+                return call_as_caller(func, args, kwargs)
+            try:
+                handler = self._special.get(func, self)
+            except TypeError:  # unhashable callable
+                handler = self
+            if handler is self:
+                return self._call(func, args, kwargs)
+            if handler is None:
+                return call_as_caller(func, args, kwargs)
+            return handler(self, func, args, kwargs)
+        except BaseException as e:
+            _hide_our_frames(e)
+            raise   # (a bare raise adds no entry for this frame)
 
     # -- frames and lines ---------------------------------------------------------
     def snippet_frame(self):

@@ -91,6 +91,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     # the snippet's own names; only ``input`` is ours for the run (no keyboard)
     g["__builtins__"] = builtins
     g["__cached__"] = None
+    g["__annotations__"] = {}   # python's __main__ has it ({} until x: int = ... fills it)
     if os.path.isfile(filename):
         # what ``python FILE`` gives ``__main__`` (None for a snippet not saved)
         g["__loader__"] = importlib.machinery.SourceFileLoader("__main__", filename)
@@ -254,6 +255,8 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
         lines += _traceback_lines(exc, _snippet_frames(exc.__traceback__, filename))
         lines.append(joint)
     lines += _traceback_lines(e, frames)
+    if any(isinstance(x, BaseExceptionGroup) for x in (e, *(c for c, _ in chain))):
+        lines = _group_lines(e, filename)
     op = tensor = None
     if recorder.failed is not None and recorder.failed[0] is e:
         op, tensor = recorder.failed[1], recorder.failed[2]
@@ -274,6 +277,24 @@ def _message_of(e: BaseException) -> str:
 def _traceback_lines(e: BaseException, frames) -> list:
     lines = ["Traceback (most recent call last):\n"] if frames else []
     return lines + traceback.format_list(frames) + traceback.format_exception_only(type(e), e)
+
+
+def _group_lines(e: BaseException, filename: str) -> list:
+    """Python's own rendering of an error that involves an exception group (an
+    ``asyncio.TaskGroup`` failing, ``except*``): the tree with every
+    sub-exception, where ``format_exception_only`` gave the group's one-line
+    summary and hid what failed. Frames are the snippet's only, as elsewhere."""
+    te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+    todo, seen = [te], set()
+    while todo:
+        t = todo.pop()
+        if t is None or id(t) in seen:
+            continue
+        seen.add(id(t))
+        t.stack = traceback.StackSummary.from_list(
+            [fs for fs in t.stack if fs.filename == filename and fs.name != "_graphscope_call"])
+        todo += [t.__cause__, t.__context__, *(getattr(t, "exceptions", None) or ())]
+    return list(te.format())
 
 
 def _format_syntax_error(e: SyntaxError) -> str:

@@ -115,6 +115,49 @@ def indent_columns(text: str, tab: int = TAB_COLUMNS) -> int:
     return col
 
 
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_AFTER = frozenset(" .,([{=+-*/:")   # a wrapped line may end just after one of these
+
+
+def wrap_point(text: str, start: int, end: int):
+    """Where a wrapped line from ``start`` should end instead of ``end`` (Qt's
+    break), or None to keep Qt's. Qt breaks a "word" longer than the line
+    anywhere, and code has long ones: ``count("aten::t`` / ``anh")``. Such a line
+    ends after the last ``.``, ``,``, ``(``, operator or space in its latter two
+    thirds instead. A line that would end on a comment's ``#`` (its words on
+    the next line) ends before the ``#``."""
+    if end >= len(text) or end <= start:
+        return None
+    body = text[start:end].rstrip()
+    if body.endswith("#") and len(body) > 1:
+        return start + len(body) - 1
+    if text[end - 1] in _WORD and text[end] in _WORD:
+        for k in range(end - 1, start + max(1, (end - start) // 3), -1):
+            if text[k - 1] in _AFTER and not _in_string(text, k):
+                return k
+    return None
+
+
+def _in_string(text: str, k: int) -> bool:
+    """Whether position ``k`` of one line lies inside a quoted string (a rough
+    count of the quotes before it: good enough to keep "aten::tanh" whole)."""
+    quote = None
+    i = 0
+    while i < k:
+        ch = text[i]
+        if quote is None:
+            if ch in "'\"":
+                quote = ch
+            elif ch == "#":
+                return False
+        elif ch == "\\":
+            i += 1
+        elif ch == quote:
+            quote = None
+        i += 1
+    return quote is not None
+
+
 class HangingIndentLayout(QPlainTextDocumentLayout):
     """QPlainTextDocumentLayout whose wrapped lines keep their line's indentation.
 
@@ -147,6 +190,7 @@ class HangingIndentLayout(QPlainTextDocumentLayout):
         if abs(tl.lineAt(1).x() - (margin + indent)) < 0.5:
             return                      # already hung at this width
         before = tl.lineCount()
+        text = block.text()
         tl.beginLayout()
         height = 0.0
         first = True
@@ -157,6 +201,9 @@ class HangingIndentLayout(QPlainTextDocumentLayout):
             line.setLeadingIncluded(True)
             hang = 0.0 if first else indent
             line.setLineWidth(width - hang)
+            better = wrap_point(text, line.textStart(), line.textStart() + line.textLength())
+            if better is not None:
+                line.setNumColumns(better - line.textStart())
             line.setPosition(QPointF(margin + hang, height))
             height += line.height()
             if line.leading() < 0:
