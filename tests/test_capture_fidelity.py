@@ -357,3 +357,30 @@ def test_an_exception_group_shows_every_sub_exception():
     assert "Exception Group Traceback" in tb
     assert "ValueError: job 0 failed" in tb and "ValueError: job 1 failed" in tb
     assert "graphscope" not in tb
+
+
+SUBCLASS = """\
+import torch
+class Counted(torch.Tensor):
+    calls = []
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(getattr(func, "__name__", str(func)))
+        return super().__torch_function__(func, types, args, kwargs or {})
+x = torch.ones(3).as_subclass(Counted).requires_grad_()
+y = (x * 2 + 1).sum()
+y.backward()
+print(len(Counted.calls), Counted.calls, x.grad)
+"""
+
+
+def test_a_tensor_subclass_sees_only_the_snippet_s_own_calls():
+    """NOTE [subclass reads]: reading a subclass's values and flags went through
+    its own __torch_function__ (the LoggingTensor of torch's docs logged 31 lines
+    for ``t + 1``; a strict one refused and the op went unrecorded)."""
+    out, err = plain_run(SUBCLASS, "sub.py")
+    tr = worker_trace(SUBCLASS, "sub.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out and tr.stderr == err
+    assert not tr.truncated
+    assert [op.name for op in tr.ops][-3:] == ["add", "sum", "backward"] or len(tr.ops) >= 3

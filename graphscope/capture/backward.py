@@ -44,6 +44,7 @@ from graphscope.capture.tensor_facts import grad_fn_of
 from graphscope.capture.recorder import call_as_caller
 
 _KEY = "graphscope"
+_NoSubclassDispatch = torch._C.DisableTorchFunctionSubclass
 Tensor = torch.Tensor
 
 
@@ -90,15 +91,16 @@ class BackwardTracer:
         if opaque:   # NOTE [static tracers] in recorder.py
             return call_as_caller(func, args, kwargs)
         seq = next(r.seq)
-        if frame is not None:
-            r.names.scan(frame)
         call_id = self.n_calls
         self.n_calls = call_id + 1
-        root_ids = [r.tensor_id(t, seq) for t in roots]
-        for t, tid in zip(roots, root_ids):
-            if t._base is not None:
-                r._own_regenerated(t, tid)   # v.backward() on a view whose base changed
-        in_ids = [r.tensor_id(t, seq) for t in ins]
+        with _NoSubclassDispatch():   # NOTE [subclass reads] in recorder.py
+            if frame is not None:
+                r.names.scan(frame)
+            root_ids = [r.tensor_id(t, seq) for t in roots]
+            for t, tid in zip(roots, root_ids):
+                if t._base is not None:
+                    r._own_regenerated(t, tid)   # v.backward() on a view whose base changed
+            in_ids = [r.tensor_id(t, seq) for t in ins]
         r.emit(P.BackwardCall(call_id, seq, "grad" if is_grad else "backward",
                               frame.f_lineno if frame is not None else None,
                               root_ids, in_ids, bool(retain), create))
@@ -108,7 +110,8 @@ class BackwardTracer:
         start = len(handles)
         self.running += 1
         try:
-            leaves = self._hook_graph(call_id, roots, befores, bool(retain))
+            with _NoSubclassDispatch():
+                leaves = self._hook_graph(call_id, roots, befores, bool(retain))
             result = call_as_caller(func, args, kwargs)
         except BaseException as e:
             if r.failed is None or r.failed[0] is not e:
@@ -120,11 +123,13 @@ class BackwardTracer:
                 h.remove()
             del handles[start:]
             befores.clear()
-        if create and r.recording:
-            self._record_made_graph(is_grad, args, kwargs, result, roots, ins, leaves, frame)
-        if is_grad and r.recording:
-            for t in _tensors(result):
-                r.tensor_id(t, seq)
+        with _NoSubclassDispatch():
+            if create and r.recording:
+                self._record_made_graph(is_grad, args, kwargs, result, roots, ins, leaves,
+                                        frame)
+            if is_grad and r.recording:
+                for t in _tensors(result):
+                    r.tensor_id(t, seq)
         return result
 
     def _record_made_graph(self, is_grad, args, kwargs, result, roots, ins, leaves,
@@ -229,25 +234,29 @@ class BackwardTracer:
 
             if info[4]:   # AccumulateGrad
                 leaves.append(node.variable)
+                # (the leaf may be a subclass: its .grad is read without its
+                # __torch_function__, NOTE [subclass reads] in recorder.py)
                 def pre(grad_outputs, node=node, nid=info[2]):
-                    g = node.variable._grad
-                    befores[nid] = pre_summary(g) if g is not None else None
+                    with _NoSubclassDispatch():
+                        g = node.variable._grad
+                        befores[nid] = pre_summary(g) if g is not None else None
                 handles.append(node.register_prehook(pre))
 
                 def post(grad_inputs, grad_outputs, node=node, fixed=fixed):
-                    g = node.variable._grad
-                    before = befores.pop(fixed[0], None)
-                    if g is None:
-                        after = None
-                    elif before is None and grad_outputs:
-                        # into an empty .grad: the incoming gradient or a copy
-                        # (NOTE [same elements] in summaries.py)
-                        pre_summary(grad_outputs[0])
-                        after = summary_as(g, grad_outputs[0])
-                    else:
-                        after = pre_summary(g)
-                    emit_step(call_id, fixed, next(seq), grad_outputs, grad_inputs,
-                              before, after)
+                    with _NoSubclassDispatch():
+                        g = node.variable._grad
+                        before = befores.pop(fixed[0], None)
+                        if g is None:
+                            after = None
+                        elif before is None and grad_outputs:
+                            # into an empty .grad: the incoming gradient or a copy
+                            # (NOTE [same elements] in summaries.py)
+                            pre_summary(grad_outputs[0])
+                            after = summary_as(g, grad_outputs[0])
+                        else:
+                            after = pre_summary(g)
+                        emit_step(call_id, fixed, next(seq), grad_outputs, grad_inputs,
+                                  before, after)
             else:
                 def post(grad_inputs, grad_outputs, fixed=fixed):
                     emit_step(call_id, fixed, next(seq), grad_outputs, grad_inputs,

@@ -283,6 +283,26 @@ def _trampoline(f, key):
     return tramp
 
 
+_NoSubclassDispatch = torch._C.DisableTorchFunctionSubclass
+
+
+def _is_leaf(t) -> bool:
+    if type(t) is Tensor or type(t) is _Parameter:
+        return flags_of(t, None)[1]
+    with _NoSubclassDispatch():   # NOTE [subclass reads]
+        return flags_of(t, None)[1]
+
+
+def _any_subclass(ts) -> bool:
+    """Whether a tensor in ``ts`` is of a subclass that may define __torch_function__
+    (NOTE [subclass reads]; Parameter's is torch's own, which reads nothing)."""
+    for t in ts:
+        tp = type(t)
+        if tp is not Tensor and tp is not _Parameter:
+            return True
+    return False
+
+
 def _hide_our_frames(e: BaseException) -> None:
     """NOTE [our frames in tracebacks]: an error raised by a torch call passes
     through this module's frames (``__torch_function__``, ``_call``, the
@@ -623,6 +643,29 @@ class Recorder(TorchFunctionMode):
 
     def _record(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
                 frame=False, in_fns=None, may_share=False, failed=None, expr=None):
+        """``_record_op``; for a tensor subclass, without its __torch_function__.
+
+        NOTE [subclass reads]: reading a tensor subclass's facts (numel, tolist,
+        requires_grad, grad_fn ...) called its own __torch_function__: the
+        LoggingTensor of torch's docs logged 31 lines for ``t + 1``, a strict
+        one refused and the op went unrecorded. The snippet's own call still
+        reaches it, as under python; only GraphScope's reads do not."""
+        if frame is False:
+            frame, opaque = self.where(2)
+            if opaque:
+                return None     # NOTE [static tracers]
+            if (self.custom.state is not None or not grad_enabled) and self.custom.skips(
+                    sys._getframe(1), ins, kind):
+                return None     # NOTE [custom Functions]
+        if _any_subclass(ins) or _any_subclass(outs):
+            with _NoSubclassDispatch():
+                return self._record_op(name, qualname, kind, grad_enabled, ins, outs, before,
+                                       scalars, frame, in_fns, may_share, failed, expr)
+        return self._record_op(name, qualname, kind, grad_enabled, ins, outs, before,
+                               scalars, frame, in_fns, may_share, failed, expr)
+
+    def _record_op(self, name, qualname, kind, grad_enabled, ins, outs, before, scalars,
+                   frame, in_fns=None, may_share=False, failed=None, expr=None):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
         ``frame``: the snippet frame if the caller already found it (None: there
@@ -631,13 +674,6 @@ class Recorder(TorchFunctionMode):
         now, to find the autograd nodes the call made (NOTE [composite ops]).
         ``may_share``: an output may share an input's memory though the call is
         not a view (a custom Function that returns its input or a view of it)."""
-        if frame is False:
-            frame, opaque = self.where(2)
-            if opaque:
-                return None     # NOTE [static tracers]
-            if (self.custom.state is not None or not grad_enabled) and self.custom.skips(
-                    sys._getframe(1), ins, kind):
-                return None     # NOTE [custom Functions]
         op_id = self.claim_op_id()
         if op_id is None:
             return None
@@ -933,7 +969,7 @@ class Recorder(TorchFunctionMode):
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if not opaque and frame is not None:
             opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
-        if caller is None or (isinstance(t, Tensor) and flags_of(t, None)[1]):
+        if caller is None or (isinstance(t, Tensor) and _is_leaf(t)):
             result = func(*args, **kwargs)
         else:
             result = _call_from(caller, func, args, kwargs)
@@ -963,7 +999,8 @@ class Recorder(TorchFunctionMode):
             g = args[1] if len(args) > 1 else None
             fields = {"grad": None, "grad_stats": None}
             if isinstance(g, Tensor):
-                fields["grad"], fields["grad_stats"] = self.memo.value_of(g)
+                with _NoSubclassDispatch():   # NOTE [subclass reads]
+                    fields["grad"], fields["grad_stats"] = self.memo.value_of(g)
             self.emit(P.TensorUpdate(tid, fields))
         return result
 
@@ -1020,11 +1057,14 @@ class Recorder(TorchFunctionMode):
                              [t] if t is not None else [], [], None, None)
         if op_id is not None:
             shown = value
-            if kind == "tolist" and t is not None and t.numel() > self.value_limit:
+            with _NoSubclassDispatch():   # NOTE [subclass reads]
+                big = kind == "tolist" and t is not None and t.numel() > self.value_limit
+                cplx = kind == "tolist" and t is not None and t.is_complex()
+            if big:
                 shown = None
             elif isinstance(shown, complex):
                 shown = str(shown)
-            elif kind == "tolist" and t is not None and t.is_complex():
+            elif cplx:
                 shown = _as_text(shown)   # as a trace file has them (JSON has no complex)
             frame = self.snippet_frame()
             bid = self.n_branches

@@ -131,7 +131,8 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
             if note is not None:
                 emit(note)
         try:
-            _finish(recorder, g)
+            with torch._C.DisableTorchFunctionSubclass():   # NOTE [subclass reads]
+                _finish(recorder, g)
         except Exception:
             pass  # final facts are best effort; the run's outcome stands
         if run.static and status != "error":
