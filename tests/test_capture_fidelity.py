@@ -384,3 +384,31 @@ def test_a_tensor_subclass_sees_only_the_snippet_s_own_calls():
     assert tr.stdout == out and tr.stderr == err
     assert not tr.truncated
     assert [op.name for op in tr.ops][-3:] == ["add", "sum", "backward"] or len(tr.ops) >= 3
+
+
+PATCHED = """\
+import torch
+orig_sum = torch.Tensor.sum
+calls = 0
+def counting_sum(self, *args, **kwargs):
+    global calls
+    calls += 1
+    return orig_sum(self, *args, **kwargs)
+torch.Tensor.sum = counting_sum
+x = torch.ones(3, requires_grad=True)
+y = (x * 2).sum()
+y.backward()
+print("calls:", calls, x.grad)
+"""
+
+
+def test_a_tensor_method_the_snippet_wrapped_runs_once():
+    """NOTE [patched methods]: the mode is handed the wrapper; calling it ran the
+    snippet's wrapper twice (``calls: 2``)."""
+    out, err = plain_run(PATCHED, "patched.py")
+    assert out == "calls: 1 tensor([2., 2., 2.])\n"
+    tr = worker_trace(PATCHED, "patched.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out
+    assert [op.name for op in tr.ops if op.name == "sum"] == ["sum"]
+    assert len(tr.backward) >= 3

@@ -286,6 +286,27 @@ def _trampoline(f, key):
 _NoSubclassDispatch = torch._C.DisableTorchFunctionSubclass
 
 
+def _patched_original(func, caller):
+    """NOTE [patched methods]: a snippet that wraps a Tensor method
+    (``torch.Tensor.sum = counting_sum``, which calls the saved C method) is
+    dispatched to the mode with ``func`` = the wrapper (the mode is handed
+    whatever ``Tensor.sum`` is now), from inside the wrapper: calling ``func``
+    ran the wrapper a second time (``calls: 2``). The C method the wrapper
+    called is then called instead. Not for torch's own Python functions
+    (``Tensor.backward``), which hand themselves to the mode and must run
+    again. None when ``func`` is not such a wrapper."""
+    if caller.f_code.co_filename.startswith(_TORCH_DIR):
+        return None
+    for name, value in vars(Tensor).items():
+        if value is func:
+            real = getattr(torch._C.TensorBase, name, None)
+            return real if real is not None and real is not func else None
+    return None
+
+
+_TORCH_DIR = torch.__file__.rsplit("/", 1)[0] + "/"
+
+
 def _is_leaf(t) -> bool:
     if type(t) is Tensor or type(t) is _Parameter:
         return flags_of(t, None)[1]
@@ -592,6 +613,11 @@ class Recorder(TorchFunctionMode):
             flatten_tensors(kwargs["out"], outs_kw)
             before = [(t, version_of(t)) for t in outs_kw]
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
+        if caller is not None and getattr(func, "__code__", None) is caller.f_code:
+            real = _patched_original(func, caller)
+            if real is not None:   # NOTE [patched methods]
+                func = real
+                name, qualname, kind = _short_name(func)
         if opaque or (frame is not None and (
                 self._vopaque if frame is self._vframe else self._above_opaque(frame))) or (
                 (self.custom.state is not None or not grad_enabled) and self.custom.skips(
