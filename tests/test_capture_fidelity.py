@@ -412,3 +412,10 @@ def test_a_tensor_method_the_snippet_wrapped_runs_once():
     assert tr.stdout == out
     assert [op.name for op in tr.ops if op.name == "sum"] == ["sum"]
     assert len(tr.backward) >= 3
+
+
+def test_stderr_writes_what_it_cannot_encode_as_python_does():
+    src = "import sys\nprint('x\\udcffy', file=sys.stderr)\nprint(sys.stderr.errors)\n"
+    out, err = plain_run(src, "surrogate.py")
+    tr = worker_trace(src, "surrogate.py")
+    assert (tr.stdout, tr.stderr) == (out, err) == ("backslashreplace\n", "x\\udcffy\n")

@@ -114,7 +114,9 @@ class CapturedStream(io.TextIOBase):
         self._seq = seq
         self._limit = limit
         self._encoding = "utf-8"
-        self._errors = "strict"
+        # as python's: stderr never fails on a character it cannot encode (a lone
+        # surrogate prints as \udcff), stdout does
+        self._errors = "backslashreplace" if name == "stderr" else "strict"
         self._line_buffering = False   # as python's stdout on a pipe
         self._write_through = False
         self.snippet_file = None       # the snippet's filename (own_frames_out)
