@@ -136,7 +136,7 @@ def test_legend_swatches_show_fill_and_border_in_theme_colours(qtbot, name):
                    abs(c.blue() - want.blue())) <= 24
 
     boxes = [(spec, icon) for spec, icon in ins.legend_swatches if spec[0] == "box"]
-    assert len(boxes) == 5
+    assert len(boxes) == 2
     for (shape, fill, border, mark), icon in boxes:
         img = icon.pixmap().toImage()
         h = img.height()
@@ -144,5 +144,18 @@ def test_legend_swatches_show_fill_and_border_in_theme_colours(qtbot, name):
         # the border along the left edge, the fill inside next to it
         assert near(img.pixelColor(int(1.5 * dpr), h // 2), border), (name, fill, border)
         assert near(img.pixelColor(int(7 * dpr), int(5 * dpr)), fill), (name, fill, border)
-    warn = next(spec for spec, _ in boxes if spec[3] == "?")
+    # the marks in the shapes the canvas draws them: round badges, a warning triangle
+    shapes = {spec[3]: spec[0] for spec, _ in ins.legend_swatches if spec[3]}
+    assert shapes["\u2207"] == shapes["!"] == shapes["\u03b8"] == "badge"
+    assert shapes["?"] == "triangle"
+    warn = next(spec for spec, _ in ins.legend_swatches if spec[3] == "?")
     assert warn[2] == t.warning_text
+    badge, icon = next((spec, icon) for spec, icon in ins.legend_swatches if spec[3] == "!")
+    img = icon.pixmap().toImage()
+    dpr = icon.pixmap().devicePixelRatio()
+    assert near(img.pixelColor(img.width() // 2, int(4 * dpr)), t.error)     # the disc ...
+    assert img.pixelColor(int(2 * dpr), int(2 * dpr)).alpha() == 0          # ... not a square
+    # every tag and mark the canvas draws has its row
+    for mark in ("shared", "view", "in-place", "hook", "freed", "\u2702", "\u2202 1.0"):
+        assert mark in shapes, mark
+    assert {"glow"} <= {spec[0] for spec, _ in ins.legend_swatches}
