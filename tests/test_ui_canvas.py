@@ -441,6 +441,30 @@ def test_following_a_node_near_the_graph_s_edge_leaves_no_empty_half(canvas):
     assert checked >= 3
 
 
+def test_a_followed_view_shows_where_the_graph_goes_on(canvas):
+    """NOTE [more beyond]: following a step in a big graph cut nodes at the view's
+    edge with no sign that the graph went on; each such side now fades out with
+    a chevron. A fitted graph has none."""
+    tr = synthetic_trace(3000)
+    graph = build_graph(tr)
+    canvas.set_animated(False)
+    canvas.set_graph(graph, LayeredLayout(graph))
+    tl = Timeline(tr, graph)
+    canvas.set_frame(tl.state(len(tl) // 2))
+    assert canvas.following()
+    sides = canvas.more_beyond()
+    assert sides and sides <= {"left", "right", "top", "bottom"}
+    img = canvas.grab().toImage()
+    bg = qcolor(canvas.theme().canvas_bg)
+    side = sorted(sides)[0]
+    w, h = canvas.width(), canvas.height()
+    x, y = {"left": (2, h // 2), "right": (w - 3, h // 2), "top": (w // 2, 2),
+            "bottom": (w // 2, h - 3)}[side]
+    assert close(img.pixelColor(x, y), bg, 40)          # faded to the canvas colour
+    canvas.fit()
+    assert canvas.more_beyond() == set()
+
+
 def test_long_chain_is_followed_at_a_readable_zoom_and_fit_shows_all(canvas, qtbot):
     tr = synthetic_trace(3000)
     graph = build_graph(tr)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 
 import math
+import re
 from bisect import bisect_right
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
@@ -664,7 +665,10 @@ class ScenePainter:
             fm = QFontMetricsF(f)
         p.setFont(f)
         p.setPen(qcolor(t.node_text))
-        label = fm.elidedText(label, Qt.ElideRight, inner.width())
+        # a parameter's path differs at its end ("enc.cell.weight_ih" and "..._hh"):
+        # cut in the middle, where the shared part is
+        label = fm.elidedText(label, Qt.ElideMiddle if "." in label and _PATH.match(label)
+                              else Qt.ElideRight, inner.width())
         if not show_detail:
             p.drawText(inner, Qt.AlignCenter, label)
             return
@@ -950,6 +954,8 @@ class ScenePainter:
             if pills and lod == "full":
                 text = "freed"
                 w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
+                if w > dr.width() or h > dr.height() * 0.6:
+                    continue   # zoomed out: a pill bigger than its op covered the row
                 pill = QRectF(dr.center().x() - w / 2, dr.bottom() + 3, w, h)
                 if any(pill.intersects(r) for r in labels):
                     continue
@@ -1155,6 +1161,9 @@ def _arrow(path: QPainterPath, a: QPointF, b: QPointF, size: float) -> None:
     base = b - u * size
     path.addPolygon(QPolygonF([b, base + n * (size * 0.5), base - n * (size * 0.5), b]))
     path.closeSubpath()
+
+
+_PATH = re.compile(r"[\w.\[\]]+\Z")   # a dotted module path: model.0.weight, layers[1].bias
 
 
 def _ids(highlight) -> list:

@@ -20,7 +20,7 @@ import math
 
 from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF, Qt, QTimer,
                             QVariantAnimation, Signal)
-from PySide6.QtGui import QPainter, QPixmap, QTransform
+from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPolygonF, QTransform
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from graphscope.ui.canvas_paint import LABEL_PX, ScenePainter, lod_for, qcolor
@@ -35,6 +35,8 @@ OVERLAY_MAX = 150       # nodes drawn over the cached layer before it is rebuilt
 KEEP_BACK = 40          # nodes before the cursor the rebuilt cache leaves out
 MAX_FIT_SCALE = 2.8      # a small graph is drawn big (a 3-node graph fills the view)
 MAX_FIT_LABEL_PX = 52.0  # ... but its labels no bigger than this on screen
+EDGE_HINT_PX = 26.0      # the fade along a side the graph goes on past (NOTE [more beyond])
+EDGE_HINT_MARGIN = 12.0  # ... when it goes on more than this many pixels
 READABLE_PX = 12.5       # a label this big on screen reads at a desk
 PRESENT_PX = 18.0        # ... and from the back of a lecture hall
 FOLLOW_MARGIN = 0.18     # follow recentres once the current node is this close to an edge
@@ -533,8 +535,64 @@ class GraphCanvas(QWidget):
         p.setRenderHint(QPainter.Antialiasing, True)
         self._painter.paint_overlay(p, to_device, self._frame, limit, self._selected,
                                     self._spotlight, QRectF(device_rect), self._scale)
+        self._paint_more_beyond(p, to_device, limit)
         if not self._geom.nodes:
             self._paint_empty(p)
+
+    def more_beyond(self, limit: float | None = None) -> set:
+        """The sides of the view ("left", "right", "top", "bottom") past which the
+        graph shown at ``limit`` goes on (more than a margin's worth)."""
+        r = self._geom.bounds(self._limit if limit is None else limit)
+        if r.isNull():
+            return set()
+        d = self.transform().mapRect(r)
+        w, h, m = self.width(), self.height(), EDGE_HINT_MARGIN
+        return {side for side, beyond in (("left", d.left() < -m), ("right", d.right() > w + m),
+                                          ("top", d.top() < -m), ("bottom", d.bottom() > h + m))
+                if beyond}
+
+    def _paint_more_beyond(self, p: QPainter, to_device, limit) -> None:
+        """NOTE [more beyond]: following a step shows part of a big graph, and a node
+        cut by the view's edge ("r.weight", a half hexagon) gave no sign that the
+        graph goes on. Each side it goes on past fades out, with a chevron in the
+        middle of that side pointing the way."""
+        sides = self.more_beyond(limit)
+        if not sides:
+            return
+        w, h = self.width(), self.height()
+        bg = qcolor(self._theme.canvas_bg)
+        clear = QColor(bg)
+        clear.setAlpha(0)
+        size = EDGE_HINT_PX
+        ink = qcolor(self._theme.text_muted)
+        p.save()
+        p.resetTransform()
+        for side in sides:
+            if side == "left":
+                band, a, b = QRectF(0, 0, size, h), QPointF(0, 0), QPointF(size, 0)
+            elif side == "right":
+                band, a, b = QRectF(w - size, 0, size, h), QPointF(w, 0), QPointF(w - size, 0)
+            elif side == "top":
+                band, a, b = QRectF(0, 0, w, size), QPointF(0, 0), QPointF(0, size)
+            else:
+                band, a, b = QRectF(0, h - size, w, size), QPointF(0, h), QPointF(0, h - size)
+            grad = QLinearGradient(a, b)
+            grad.setColorAt(0.0, bg)
+            grad.setColorAt(1.0, clear)
+            p.fillRect(band, grad)
+            c = band.center()
+            k = 9.0
+            if side in ("left", "right"):
+                x0 = c.x() + (k / 2 if side == "left" else -k / 2)
+                x1 = x0 - k if side == "left" else x0 + k
+                pts = [QPointF(x0, c.y() - k), QPointF(x1, c.y()), QPointF(x0, c.y() + k)]
+            else:
+                y0 = c.y() + (k / 2 if side == "top" else -k / 2)
+                y1 = y0 - k if side == "top" else y0 + k
+                pts = [QPointF(c.x() - k, y0), QPointF(c.x(), y1), QPointF(c.x() + k, y0)]
+            p.setPen(QPen(ink, 3.0, Qt.SolidLine, Qt.RoundCap, Qt.RoundJoin))
+            p.drawPolyline(QPolygonF(pts))
+        p.restore()
 
     def _rebuild_cache(self, key, base, view, entering, dpr) -> None:
         pm = QPixmap(max(1, int(self.width() * dpr)), max(1, int(self.height() * dpr)))
