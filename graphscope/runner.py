@@ -59,6 +59,14 @@ _SIGNAL_HINTS = {
 OnMessages = Callable[[list], None]
 
 
+def _output_cut(limit: int):
+    """The Truncated message for output past ``limit`` characters, counted over
+    what python wrote and what was written below it (fd 1/2)."""
+    return P.Truncated(reason="output", limit=limit,
+                       message=f"output passed {limit:,} characters (what python wrote and "
+                               f"what was written below it, fd 1/2); the rest is not shown")
+
+
 def _pipe() -> tuple[int, int]:
     """``os.pipe()`` with both ends above the standard streams' numbers.
 
@@ -325,6 +333,25 @@ class _RunSession:
                         elif t == "outcome":
                             outcome = msg   # for an End made here (_after_the_end)
                         else:
+                            # one budget for all output: what python wrote counts
+                            # against what is written below it (the two caps kept
+                            # 4,000,000 characters each, review finding)
+                            if t == "output":
+                                if out_capped:
+                                    continue   # the budget went below python already
+                                room = run.max_output - out_chars
+                                out_chars += len(msg.text)
+                                if out_chars > run.max_output:
+                                    out_capped = True
+                                    if room > 0:
+                                        batch.append(P.Output(seq=msg.seq, stream=msg.stream,
+                                                              text=msg.text[:room]))
+                                    batch.append(_output_cut(run.max_output))
+                                    continue
+                            elif t == "truncated" and msg.reason == "output":
+                                if out_capped:
+                                    continue   # said once
+                                out_capped = True
                             seq = getattr(msg, "seq", None)
                             if seq is not None and seq > last_seq:
                                 last_seq = seq
@@ -345,10 +372,7 @@ class _RunSession:
                         out_chars += len(text)
                         if out_chars > run.max_output:
                             out_capped = True
-                            batch.append(P.Truncated(
-                                reason="output", limit=run.max_output,
-                                message=f"output written below Python (fd 1/2) passed "
-                                        f"{run.max_output:,} characters; the rest is not shown"))
+                            batch.append(_output_cut(run.max_output))
                         else:
                             batch.append(P.Output(seq=last_seq, stream=kind, text=text))
             self._deliver(batch)

@@ -164,3 +164,17 @@ def test_a_snippet_that_deletes_import_ends_as_under_python():
     tr = run_to_trace("import builtins\ndel builtins.__import__\nprint('done')\n", timeout=30)
     assert tr.status == "ok" and tr.error is None
     assert tr.stdout == "done\n"
+
+
+@pytest.mark.parametrize("first, second", [
+    ("sys.stderr.write('E' * 300_000)", "os.write(2, b'F' * 300_000)"),
+    ("os.write(2, b'F' * 300_000)", "sys.stderr.write('E' * 300_000)"),
+])
+def test_one_output_budget_for_python_and_below_it(first, second):
+    """Output python wrote and output written below it (fd 1/2) kept up to the
+    limit each: twice the documented cap."""
+    src = f"import os, sys\n{first}\nsys.stderr.flush()\n{second}\nprint('done')\n"
+    tr = run_to_trace(src, timeout=60, max_output=400_000)
+    assert tr.status == "ok"
+    assert tr.truncated and tr.truncation.reason == "output"
+    assert len(tr.stdout) + len(tr.stderr) <= 400_000 + 70_000   # (a pipe read's slack)
