@@ -440,6 +440,10 @@ def _exit_text(rc: Optional[int]) -> str:
         return f"worker killed by {name}" + (f" ({hint})" if hint else "")
     if rc == 0:
         return "worker exited with code 0 before the snippet finished (os._exit(0)?)"
+    if rc == 72:   # capture.worker.EXIT_PIPE_CLOSED (the runner never imports capture)
+        return ("the snippet closed the file descriptor GraphScope records through "
+                "(os.close or os.closerange of a descriptor it did not open), so nothing "
+                "after that could be recorded")
     return f"worker exited with code {rc} (os._exit?)"
 
 

@@ -178,3 +178,9 @@ def test_one_output_budget_for_python_and_below_it(first, second):
     assert tr.status == "ok"
     assert tr.truncated and tr.truncation.reason == "output"
     assert len(tr.stdout) + len(tr.stderr) <= 400_000 + 70_000   # (a pipe read's slack)
+
+
+def test_a_snippet_that_closes_graphscope_s_descriptors_is_told_so():
+    tr = run_to_trace("import os\nos.closerange(3, 1000)\nprint('after')\n", timeout=30)
+    assert tr.status == "crash"
+    assert "closed the file descriptor GraphScope records through" in tr.error.message

@@ -32,6 +32,7 @@ worker must never outlive the window) and exits.
 """
 from __future__ import annotations
 
+import errno
 import faulthandler
 import json
 import marshal
@@ -154,8 +155,13 @@ def _write_all(fd: int, data: bytes) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
-    except (BrokenPipeError, OSError):
+    except (BrokenPipeError, OSError) as e:
+        if getattr(e, "errno", None) == errno.EBADF:
+            os._exit(EXIT_PIPE_CLOSED)   # the snippet closed it (os.closerange(3, ...))
         os._exit(71)  # the runner closed the pipe: it stopped us or died
+
+
+EXIT_PIPE_CLOSED = 72   # runner._exit_text says what it means
 
 
 def _row_maker():
