@@ -399,6 +399,34 @@ def test_each_input_of_an_op_enters_it_at_its_own_place(traces):
     assert end(e).y() == pytest.approx(nodes[single[0]].y)
 
 
+def test_a_grad_box_is_drawn_only_beside_a_node_in_view(traces, monkeypatch):
+    """A leaf out of view had its ``.grad`` box pulled on screen, beside some other
+    node, where it read as that node's."""
+    from PySide6.QtGui import QImage, QPainter, QTransform
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_scene import SceneGeometry
+    graph, layout, tl = scene(traces["mul"])
+    geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
+    painter = ScenePainter(geom, get_theme("light"))
+    frame = tl.state(len(tl) - 1)
+    assert frame.leaf_grads
+    drawn = []
+    real = ScenePainter._place_label
+    monkeypatch.setattr(ScenePainter, "_place_label",
+                        lambda self, p, c, s, text, *a, **k: drawn.append(text) or
+                        real(self, p, c, s, text, *a, **k))
+    img = QImage(400, 300, QImage.Format_ARGB32)
+    for shift, expect in ((0.0, True), (5000.0, False)):
+        drawn.clear()
+        r = geom.bounds()
+        to_device = QTransform.fromTranslate(-r.left() + 20 + shift, -r.top() + 40)
+        p = QPainter(img)
+        painter.paint_overlay(p, to_device, frame, math.inf, None, False,
+                              QRectF(0, 0, r.width() + 60, r.height() + 80), 1.0)
+        p.end()
+        assert any(t.startswith(".grad") for t in drawn) is expect, (shift, drawn)
+
+
 # -- view, sizes and edges for a lecture hall --------------------------------------------
 def test_small_graph_is_fitted_larger_than_one_to_one(canvas, traces):
     graph, layout, tl = scene(traces["mul"])

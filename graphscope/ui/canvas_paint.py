@@ -871,6 +871,10 @@ class ScenePainter:
             before, after = (pair if isinstance(pair, (tuple, list)) and len(pair) == 2
                              else (None, pair))
             dr = to_device.mapRect(_rect(ng))
+            if bounds is not None and not bounds.contains(dr.center()):
+                # its node is out of view: kept on screen, the box sat beside some
+                # other node and read as that node's .grad (review finding)
+                continue
             if current is None or tid == current or len(leaf_grads) == 1:
                 # "before -> after" at the step that changed it; at any other the
                 # value it has (an old change read as if made at this step)
