@@ -789,3 +789,17 @@ def test_a_run_ends_on_a_view_whose_labels_can_be_read(qtbot, window):
     assert current and QRectF(canvas.rect()).intersects(canvas.node_view_rect(current[0]))
     window.fit_action.trigger()
     assert not canvas.following() and canvas.view_scale() < canvas.readable_scale()
+
+
+def test_graph_only_gives_the_graph_the_whole_window_and_back(qtbot, window):
+    run_source(qtbot, window, BASIC)
+    before = window.canvas.width()
+    window.graph_only_action.trigger()
+    qtbot.waitUntil(lambda: window.canvas.width() > before + 300, timeout=3000)
+    assert window.graph_only and not window.editor.isVisible()
+    assert not window.side_tabs.isVisible() and not window.bottom_tabs.isVisible()
+    assert window.canvas.width() >= window.width() - 40
+    window.graph_only_action.trigger()
+    qtbot.waitUntil(lambda: window.editor.isVisible(), timeout=3000)
+    assert not window.graph_only and window.side_tabs.isVisible()
+    qtbot.waitUntil(lambda: abs(window.canvas.width() - before) < 60, timeout=3000)

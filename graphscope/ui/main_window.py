@@ -252,6 +252,9 @@ class MainWindow(QMainWindow):
         self.smaller_action = A("Smaller text", lambda: self.set_text_scale(self.text_scale / 1.15),
                                 QKeySequence.StandardKey.ZoomOut)
         self.fullscreen_action = A("Full screen", self.toggle_fullscreen, "F11")
+        self.graph_only_action = A("&Graph only", self.set_graph_only, "F10",
+                                   "Hide the code, the side panel and the console (F10)")
+        self.graph_only_action.setCheckable(True)
 
         mb = self.menuBar()
         fm = mb.addMenu("&File")
@@ -271,7 +274,8 @@ class MainWindow(QMainWindow):
                   self.last_action):
             sm.addAction(a)
         vm = mb.addMenu("&View")
-        for a in (self.fit_action, self.bigger_action, self.smaller_action, self.fullscreen_action):
+        for a in (self.fit_action, self.bigger_action, self.smaller_action, self.fullscreen_action,
+                  self.graph_only_action):
             vm.addAction(a)
         self.theme_menu = vm.addMenu("Theme")
         for name in themes.theme_names():
@@ -407,6 +411,22 @@ class MainWindow(QMainWindow):
 
     def toggle_fullscreen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    def set_graph_only(self, on: bool) -> None:
+        """The graph and its timeline alone in the window (F10): at a projector the
+        code, the side panel and the console left the graph 40% of the width. The
+        status bar still says where the run is; F10 again brings the rest back."""
+        on = bool(on)
+        for w in (self.editor, self.side_tabs, self.bottom_tabs):
+            w.setVisible(not on)
+        self.graph_only_action.setChecked(on)
+        if not on:
+            self.arrange()
+        self.canvas.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    @property
+    def graph_only(self) -> bool:
+        return self.graph_only_action.isChecked()
 
     def add_side_panel(self, widget: QWidget, title: str,
                        area=Qt.DockWidgetArea.RightDockWidgetArea) -> QDockWidget:
