@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import sys
 import tokenize
 from pathlib import Path
@@ -157,7 +158,7 @@ def _status_line(trace) -> str:
     err = end.error
     # (a crash's message may already say where: "... at line 4")
     where = (f" (line {err.line})" if err is not None and err.line
-             and f"line {err.line}" not in (err.message or "") else "")
+             and not re.search(rf"\bline {err.line}\b", err.message or "") else "")
     if end.status == "ok":
         return f"completed: {counts}"
     if end.status == "exit":
@@ -179,8 +180,9 @@ def _run_file(path: str, timeout: float, also=None):
     runner = Runner(warm=False)  # one run: a second warm worker would be wasted work
     try:
         # absolute, as python 3.9+ makes a script's __file__ and its traceback lines
+        # (sys.argv[0] stays as typed, as python leaves it)
         trace = run_to_trace(source, os.path.abspath(path), timeout=timeout, runner=runner,
-                             also=also)
+                             also=also, argv=[str(path)])
     finally:
         runner.close()
     err = trace.error
@@ -203,6 +205,8 @@ def cmd_export(args) -> int:
             raise CommandError(str(e)) from None
     if out != "-":
         _check_output(out, args.snippet)   # before the run: a run is not wasted on it
+    elif "stdout" in _CLOSED_AT_START:
+        raise CommandError("stdout is closed: nowhere to write the trace (-o FILE)")
     # JSON: the rows are encoded while the snippet runs (NOTE [JSON as it comes])
     rows = export.RowText() if args.format == "json" else None
     trace = _run_file(args.snippet, args.timeout, rows.extend if rows is not None else None)
@@ -237,7 +241,10 @@ def _check_output(out: str, snippet: str) -> None:
         pass
     if p.is_dir():
         raise CommandError(f"{out}: is a folder (-o takes a file name)")
-    parent = p.resolve().parent
+    try:
+        parent = p.resolve().parent
+    except (OSError, RuntimeError) as e:   # a symlink loop
+        raise CommandError(f"{out}: cannot write it ({e})") from None
     if not parent.is_dir():
         raise CommandError(f"{out}: cannot write it (there is no folder {parent})")
     if not os.access(parent if not p.exists() else p, os.W_OK):
@@ -303,6 +310,10 @@ def _stand_in_for_closed_streams() -> None:
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+            _CLOSED_AT_START.add(name)
+
+
+_CLOSED_AT_START: set = set()   # "stdout": a trace for stdout would go nowhere
 
 
 def main(argv=None) -> int:

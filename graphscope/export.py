@@ -304,7 +304,12 @@ def _replacing(path):
         yield target
         return
     folder, name = os.path.split(target)
-    fd, tmp = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".part")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".part")
+    except OSError:
+        # a folder that takes no new file, around a file that may be written: in place
+        yield target
+        return
     os.close(fd)
     try:
         try:

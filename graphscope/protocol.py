@@ -256,6 +256,7 @@ class Run:
     value_limit: int = 64             # elements up to which values are kept whole
     memory_limit: Optional[int] = None  # bytes of address space, None = default
     static: Optional[dict] = None     # static-capture request (issue 5), or None
+    argv: Optional[list] = None       # sys.argv for the snippet; None: [filename]
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
@@ -467,6 +468,33 @@ def check_types(msg) -> None:
         raise ProtocolError(f"bad {cls.T!r} message: {name} must be "
                             f"{' or '.join(t.__name__ for t in types or ())}"
                             f"{' or null' if optional else ''}, not {v!r:.60}")
+    # one level down where the model reads without looking: shapes and summaries
+    if cls is TensorInfo:
+        _check_shape(cls.T, "shape", msg.shape)
+    elif cls is BackwardStep:
+        for name in ("grad_outputs", "grad_inputs"):
+            for summary in getattr(msg, name):
+                _check_summary(cls.T, name, summary)
+        for name in ("grad_before", "grad_after"):
+            _check_summary(cls.T, name, getattr(msg, name))
+
+
+def _check_shape(t: str, name: str, shape) -> None:
+    if shape is not None and not (isinstance(shape, list) and all(
+            d is None or (type(d) is int and d >= 0) for d in shape)):
+        raise ProtocolError(f"bad {t!r} message: {name} must be a list of sizes, "
+                            f"not {shape!r:.60}")
+
+
+def _check_summary(t: str, name: str, summary) -> None:
+    """A Summary (``{value, stats, shape, dtype}``) or None."""
+    if summary is None:
+        return
+    if not isinstance(summary, dict) or not isinstance(summary.get("dtype", ""), str) or \
+            not isinstance(summary.get("stats") or {}, dict):
+        raise ProtocolError(f"bad {t!r} message: {name} holds {summary!r:.60}, "
+                            "not a summary")
+    _check_shape(t, name + " shape", summary.get("shape"))
 
 
 def _expected(tp) -> tuple:

@@ -441,9 +441,10 @@ def _exit_text(rc: Optional[int]) -> str:
     if rc == 0:
         return "worker exited with code 0 before the snippet finished (os._exit(0)?)"
     if rc == 72:   # capture.worker.EXIT_PIPE_CLOSED (the runner never imports capture)
-        return ("the snippet closed the file descriptor GraphScope records through "
-                "(os.close or os.closerange of a descriptor it did not open), so nothing "
-                "after that could be recorded")
+        # (a snippet's own os._exit(72) reads so too: the question says it may not be)
+        return ("the worker lost the file descriptor GraphScope records through: did the "
+                "snippet close descriptors it did not open (os.close, os.closerange)? "
+                "Nothing after that could be recorded")
     return f"worker exited with code {rc} (os._exit?)"
 
 
@@ -710,6 +711,9 @@ def _check_run_arguments(source, filename, timeout, run_fields) -> None:
         if key.startswith("max_") or key == "value_limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{key} must be a whole number >= 0, not {value!r}")
+        elif key == "argv" and value is not None:
+            if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+                raise ValueError(f"argv must be a list of str or None, not {value!r}")
         elif key == "memory_limit" and value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or \
                     not MIN_MEMORY_LIMIT <= value < 1 << 63:

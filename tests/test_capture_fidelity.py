@@ -368,22 +368,53 @@ class Counted(torch.Tensor):
         cls.calls.append(getattr(func, "__name__", str(func)))
         return super().__torch_function__(func, types, args, kwargs or {})
 x = torch.ones(3).as_subclass(Counted).requires_grad_()
-y = (x * 2 + 1).sum()
-y.backward()
-print(len(Counted.calls), Counted.calls, x.grad)
+n = len(Counted.calls)
+y = x * 2
+y.add_(1)
+print("inplace", Counted.calls[n:]); n = len(Counted.calls)
+z = y[1:]
+print("view", Counted.calls[n:]); n = len(Counted.calls)
+if y.sum() > 0:
+    pass
+print("branch", Counted.calls[n:]); n = len(Counted.calls)
+v = y.sum().item()
+print("item", Counted.calls[n:]); n = len(Counted.calls)
+y.retain_grad()
+print("retain", Counted.calls[n:]); n = len(Counted.calls)
+h = y.register_hook(lambda g: g)
+print("hook", Counted.calls[n:]); n = len(Counted.calls)
+s = y.sum()
+s.backward()
+print("backward", Counted.calls[n:]); n = len(Counted.calls)
+g = x.grad
+print("grad", Counted.calls[n:]); n = len(Counted.calls)
+d = x.detach()
+print("detach", Counted.calls[n:]); n = len(Counted.calls)
+h.remove()
+with torch.no_grad():
+    x.mul_(0.5)
+print("nograd inplace", Counted.calls[n:]); n = len(Counted.calls)
+x.grad = None
+print("grad set", Counted.calls[n:]); n = len(Counted.calls)
+gg = torch.autograd.grad((x * 3).sum(), x)
+print("autograd.grad", Counted.calls[n:]); n = len(Counted.calls)
+print(len(Counted.calls))
 """
 
 
 def test_a_tensor_subclass_sees_only_the_snippet_s_own_calls():
     """NOTE [subclass reads]: reading a subclass's values and flags went through
     its own __torch_function__ (the LoggingTensor of torch's docs logged 31 lines
-    for ``t + 1``; a strict one refused and the op went unrecorded)."""
+    for ``t + 1``; a strict one refused and the op went unrecorded), on every
+    path: ops, in-place changes, views, branches, .grad reads and writes,
+    hooks, backward and autograd.grad."""
     out, err = plain_run(SUBCLASS, "sub.py")
+    assert out.endswith("20\n")
     tr = worker_trace(SUBCLASS, "sub.py")
     assert tr.status == "ok", tr.error
     assert tr.stdout == out and tr.stderr == err
     assert not tr.truncated
-    assert [op.name for op in tr.ops][-3:] == ["add", "sum", "backward"] or len(tr.ops) >= 3
+    assert [op.name for op in tr.ops].count("add_") == 1 and tr.backward
 
 
 PATCHED = """\
@@ -395,6 +426,13 @@ def counting_sum(self, *args, **kwargs):
     calls += 1
     return orig_sum(self, *args, **kwargs)
 torch.Tensor.sum = counting_sum
+def counted(orig):                 # a Python method (Tensor.backward), kept in a closure
+    def wrapper(*args, **kwargs):
+        global calls
+        calls += 10
+        return orig(*args, **kwargs)
+    return wrapper
+torch.Tensor.backward = counted(torch.Tensor.backward)
 x = torch.ones(3, requires_grad=True)
 y = (x * 2).sum()
 y.backward()
@@ -406,12 +444,12 @@ def test_a_tensor_method_the_snippet_wrapped_runs_once():
     """NOTE [patched methods]: the mode is handed the wrapper; calling it ran the
     snippet's wrapper twice (``calls: 2``)."""
     out, err = plain_run(PATCHED, "patched.py")
-    assert out == "calls: 1 tensor([2., 2., 2.])\n"
+    assert out == "calls: 11 tensor([2., 2., 2.])\n"
     tr = worker_trace(PATCHED, "patched.py")
     assert tr.status == "ok", tr.error
     assert tr.stdout == out
     assert [op.name for op in tr.ops if op.name == "sum"] == ["sum"]
-    assert len(tr.backward) >= 3
+    assert len(tr.backward_calls) == 1 and len(tr.backward) == 3   # the pass is recorded
 
 
 def test_stderr_writes_what_it_cannot_encode_as_python_does():

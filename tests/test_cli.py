@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -264,3 +265,59 @@ def test_the_status_line_says_each_thing_once():
     ki = cli._status_line(trace("error", "KeyboardInterrupt", "", 1))
     assert "KeyboardInterrupt (line 1)" in ki and "  " not in ki
     assert "ValueError: bad (line 2)" in cli._status_line(trace("error", "ValueError", "bad", 2))
+    # "line 42" in the message is not this line 4
+    assert "(line 4)" in cli._status_line(trace("error", "ValueError", "see line 42", 4))
+
+
+def test_odd_outputs_are_refused_in_one_line(tmp_path, capsys):
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("print(1)\n")
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    assert cli.main(["export", str(snippet), "-o", str(loop)]) == 2
+    assert "cannot write it" in _one_line(capsys.readouterr().err)
+
+
+def test_trace_with_stdout_closed_says_it_has_nowhere_to_write(tmp_path):
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("print(1)\n")
+    p = subprocess.run(["bash", "-c", 'exec "$0" -m graphscope trace "$1" >&-', sys.executable,
+                        str(snippet)], capture_output=False, stderr=subprocess.PIPE,
+                       timeout=120, text=True)
+    assert p.returncode == 2
+    assert "stdout is closed" in p.stderr
+
+
+def test_a_folder_that_takes_no_new_file_still_gets_the_trace_written_in_place(
+        tmp_path, capsys, monkeypatch):
+    """The trace goes through a temporary file beside the output; where the folder
+    takes none (but the file may be written), it is written in place."""
+    import tempfile
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("print(1)\n")
+    out = tmp_path / "t.json"
+    out.write_text("old")
+
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    assert cli.main(["export", str(snippet), "-o", str(out)]) == 0
+    assert Trace.from_json(out.read_text()).stdout == "1\n"
+
+
+def test_export_names_the_script_as_python_does(tmp_path):
+    """Python 3.9+ makes a script's __file__ (and its traceback lines) absolute and
+    leaves sys.argv[0] as typed; export ran it under the name as typed."""
+    (tmp_path / "names.py").write_text(
+        "import sys, traceback\nprint(__file__, sys.argv[0])\n"
+        "try:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n")
+    plain = subprocess.run([sys.executable, "names.py"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-m", "graphscope", "trace", "names.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parent.parent)})
+    d = json.loads(p.stdout)
+    assert d["stdout"] == plain.stdout
+    assert plain.stdout.startswith(str(tmp_path / "names.py") + " names.py")
+    assert d["stderr"] == plain.stderr

@@ -213,3 +213,20 @@ def test_a_trace_nested_too_deeply_is_refused():
     from graphscope.model.trace import TraceFormatError
     with pytest.raises(TraceFormatError, match="not JSON"):
         Trace.from_json("[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.update(source=5), "source must be text"),
+    (lambda d: next(iter(d["tensors"].values())).update(shape=[2, "3"]), "list of sizes"),
+    (lambda d: d["backward"][0].update(grad_outputs=["x"]), "not a summary"),
+    (lambda d: d["backward"][0]["grad_outputs"][0].update(shape=[1.5]), "list of sizes"),
+])
+def test_a_damaged_trace_is_refused_one_level_down_too(trace, change, words):
+    """Shapes and gradient summaries are read by the model without a check: a
+    fuzzed trace loaded, then failed in build_graph (review finding)."""
+    from graphscope.model.trace import TraceFormatError
+    d = json.loads(export.to_json(trace))
+    assert d["backward"] and d["backward"][0]["grad_outputs"]
+    change(d)
+    with pytest.raises(TraceFormatError, match=re.escape(words)):
+        Trace.from_json(json.dumps(d))

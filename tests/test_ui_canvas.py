@@ -482,13 +482,26 @@ def test_a_followed_view_shows_where_the_graph_goes_on(canvas):
     assert canvas.following()
     sides = canvas.more_beyond()
     assert sides and sides <= {"left", "right", "top", "bottom"}
-    img = canvas.grab().toImage()
     bg = qcolor(canvas.theme().canvas_bg)
-    side = sorted(sides)[0]
     w, h = canvas.width(), canvas.height()
-    x, y = {"left": (2, h // 2), "right": (w - 3, h // 2), "top": (w // 2, 2),
-            "bottom": (w // 2, h - 3)}[side]
-    assert close(img.pixelColor(x, y), bg, 40)          # faded to the canvas colour
+
+    def ink(img, side):
+        """How far the outermost strip of pixels along ``side`` is from the background."""
+        pts = ([(1, y) for y in range(0, h, 3)] if side == "left" else
+               [(w - 2, y) for y in range(0, h, 3)] if side == "right" else
+               [(x, 1) for x in range(0, w, 3)] if side == "top" else
+               [(x, h - 2) for x in range(0, w, 3)])
+        return sum(abs(img.pixelColor(x, y).red() - bg.red()) +
+                   abs(img.pixelColor(x, y).green() - bg.green()) for x, y in pts)
+
+    faded = canvas.grab().toImage()
+    canvas._paint_more_beyond = lambda *a: None
+    canvas.update()
+    plain = canvas.grab().toImage()
+    side = max(sides, key=lambda sd: ink(plain, sd))
+    assert ink(plain, side) > 0                          # the graph is cut there ...
+    assert ink(faded, side) < ink(plain, side) * 0.5     # ... and fades out to the edge
+    del canvas._paint_more_beyond
     canvas.fit()
     assert canvas.more_beyond() == set()
 

@@ -142,3 +142,10 @@ def test_a_long_call_wraps_between_tokens_in_a_narrow_editor(editor, qtbot):
     assert "".join(rows) == text
     for a, b2 in zip(rows, rows[1:]):
         assert not (a[-1:].isalnum() and b2[:1].isalnum()), rows     # no word cut in two
+
+
+def test_a_wrap_point_never_splits_a_number_and_stays_linear():
+    line = "x = compute(1.5, 2.25e-3) + other.value"
+    cut = wrap_point(line, 0, line.index("25e") + 1)
+    assert line[:cut] == "x = compute(1.5, "
+    assert wrap_point('s = "' + "x" * 5000 + '"', 0, 60) is None    # a data line: Qt's breaks

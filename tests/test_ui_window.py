@@ -789,6 +789,10 @@ def test_a_run_ends_on_a_view_whose_labels_can_be_read(qtbot, window):
     assert current and QRectF(canvas.rect()).intersects(canvas.node_view_rect(current[0]))
     window.fit_action.trigger()
     assert not canvas.following() and canvas.view_scale() < canvas.readable_scale()
+    canvas.pan_by(40, 0)                       # the user takes the view ...
+    view = (canvas.view_scale(), canvas.transform().dx())
+    window.fit_when_done()                     # ... and the end of a run leaves it
+    assert (canvas.view_scale(), canvas.transform().dx()) == view
 
 
 def test_graph_only_gives_the_graph_the_whole_window_and_back(qtbot, window):

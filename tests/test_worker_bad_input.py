@@ -183,4 +183,4 @@ def test_one_output_budget_for_python_and_below_it(first, second):
 def test_a_snippet_that_closes_graphscope_s_descriptors_is_told_so():
     tr = run_to_trace("import os\nos.closerange(3, 1000)\nprint('after')\n", timeout=30)
     assert tr.status == "crash"
-    assert "closed the file descriptor GraphScope records through" in tr.error.message
+    assert "lost the file descriptor GraphScope records through" in tr.error.message

@@ -294,7 +294,8 @@ def _patched_original(func, caller):
     ran the wrapper a second time (``calls: 2``). The C method the wrapper
     called is then called instead. Not for torch's own Python functions
     (``Tensor.backward``), which hand themselves to the mode and must run
-    again. None when ``func`` is not such a wrapper."""
+    again (a snippet's wrapper of one of those: ``_dispatched_original``). None
+    when ``func`` is not such a wrapper."""
     if caller.f_code.co_filename.startswith(_TORCH_DIR):
         return None
     for name, value in vars(Tensor).items():
@@ -305,6 +306,67 @@ def _patched_original(func, caller):
 
 
 _TORCH_DIR = torch.__file__.rsplit("/", 1)[0] + "/"
+_FunctionType = types.FunctionType
+_originals: dict = {}   # id(code) -> (code, the torch function running it)
+
+
+def _dispatched_original(func, f):
+    """NOTE [patched methods], for a torch function written in Python
+    (``Tensor.backward``): the snippet's wrapper calls the saved original,
+    which hands itself to the mode as whatever ``Tensor.backward`` is now,
+    the wrapper; called again, it ran twice and the backward pass went
+    unrecorded. The original is the function whose frame handed the call over
+    (``f`` is ``handle_torch_function``'s); None when ``func`` is that function
+    (the usual case) or is torch's own."""
+    if f.f_code is not _HANDLE_CODE:
+        return None
+    g = f.f_back
+    if g is None or g.f_code is func.__code__ or func.__code__.co_filename.startswith(
+            _TORCH_DIR) or not g.f_code.co_filename.startswith(_TORCH_DIR):
+        return None
+    code = g.f_code
+    e = _originals.get(id(code))
+    if e is not None and e[0] is code:
+        return e[1]
+    # where the wrapper keeps the original it calls: its closure, then the names
+    # of the frame that called it (the frozen objects of the run are out of
+    # gc.get_referrers' reach, NOTE [gc during capture])
+    w = g.f_back
+    places = [c.cell_contents for c in (func.__closure__ or ()) if _filled(c)]
+    if w is not None:
+        places += list(w.f_locals.values()) + list(w.f_globals.values())
+    fn = next((v for v in places if type(v) is _FunctionType and v.__code__ is code), None)
+    if fn is None:
+        import gc
+        fn = next((r for r in gc.get_referrers(code)
+                   if type(r) is _FunctionType and r.__code__ is code), None)
+    if fn is not None:
+        _originals[id(code)] = (code, fn)
+    return fn
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _inplace_before(args, ins):
+    """(the inputs' nodes, the version counter(s) to compare after) of an in-place call."""
+    in_fns = _nodes_of(ins)
+    a0 = args[0] if args else None
+    if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
+        return in_fns, [(t, version_of(t)) for t in a0 if isinstance(t, Tensor)]
+    return in_fns, version_of(ins[0])
+
+
+def _version_read(t) -> int:
+    if type(t) is Tensor or type(t) is _Parameter:
+        return version_of(t)
+    with _NoSubclassDispatch():   # NOTE [subclass reads]
+        return version_of(t)
 
 
 def _is_leaf(t) -> bool:
@@ -331,8 +393,12 @@ def _hide_our_frames(e: BaseException) -> None:
     it and prints it (``traceback.print_exc()``, ``logging.exception``) showed
     them: a GraphScope traceback in front of a student. On its way out, the
     error's traceback is spliced without them (``tb_next`` is writable); the
-    entries of torch's own Python functions stay, as python shows them.
-    Never raises: the error is the snippet's."""
+    entries of torch's own Python functions stay, as python shows them. What
+    cannot be spliced: a torch function written in Python (``Tensor.backward``)
+    hands itself to the mode through ``handle_torch_function``, and those two
+    entries join the traceback after the error has left this frame, so such an
+    error shows two torch frames python does not. Never raises: the error is
+    the snippet's."""
     try:
         tb = e.__traceback__
         kept = []
@@ -447,6 +513,11 @@ class Recorder(TorchFunctionMode):
                 handler = self._special.get(func, self)
             except TypeError:  # unhashable callable
                 handler = self
+            if handler is self and type(func) is _FunctionType:
+                real = _dispatched_original(func, sys._getframe(1))
+                if real is not None:   # NOTE [patched methods]
+                    func = real
+                    handler = self._special.get(func, self)
             if handler is self:
                 return self._call(func, args, kwargs)
             if handler is None:
@@ -602,16 +673,16 @@ class Recorder(TorchFunctionMode):
         if kind == "inplace" and ins:
             # the nodes the inputs had: after the call the changed one has a new node
             # (NOTE [composite ops]: the walk must not take the old one for its own)
-            in_fns = _nodes_of(ins)
-            a0 = args[0] if args else None
-            if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
-                before = [(t, version_of(t)) for t in a0 if isinstance(t, Tensor)]
+            if _any_subclass(ins):
+                with _NoSubclassDispatch():   # NOTE [subclass reads]
+                    in_fns, before = _inplace_before(args, ins)
             else:
-                before = version_of(ins[0])
+                in_fns, before = _inplace_before(args, ins)
         elif "out" in kwargs:
             outs_kw = []
             flatten_tensors(kwargs["out"], outs_kw)
-            before = [(t, version_of(t)) for t in outs_kw]
+            with _NoSubclassDispatch():   # NOTE [subclass reads] (rare: no fast path)
+                before = [(t, version_of(t)) for t in outs_kw]
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if caller is not None and getattr(func, "__code__", None) is caller.f_code:
             real = _patched_original(func, caller)
@@ -642,7 +713,7 @@ class Recorder(TorchFunctionMode):
             outs.append(result)
         elif isinstance(result, (list, tuple, dict)):
             flatten_tensors(result, outs)
-        if inplace_kw and isinstance(before, int) and version_of(ins[0]) == before:
+        if inplace_kw and isinstance(before, int) and _version_read(ins[0]) == before:
             # inplace=True that changed nothing (dropout in eval mode): a plain call
             kind, before, in_fns = "call", None, None
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:

@@ -102,7 +102,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
         sys.stderr.snippet_file = filename   # NOTE [anomaly stacks] in output.py
         sys.stdin = ClosedStdin()
         builtins.input = closed_input
-        sys.argv = [filename]
+        sys.argv = list(run.argv) if run.argv else [filename]
         sys.modules["__main__"] = module
         hooks.install()
         try:

@@ -271,6 +271,10 @@ class Trace:
             raise TraceFormatError("not a GraphScope trace (missing format: graphscope-trace)")
         if type(d.get("version")) is not int or d["version"] != VERSION:   # not true, not 1.0
             raise TraceFormatError(f"unsupported trace version {d.get('version')!r} (this GraphScope reads {VERSION})")
+        for key in ("source", "filename"):
+            if not isinstance(d.get(key, ""), str):
+                raise TraceFormatError(f"malformed trace: {key} must be text, "
+                                       f"not {d[key]!r:.60}")
         try:
             tr = cls(source=d.get("source", ""), filename=d.get("filename", "<snippet>"))
             tr.torch_version = d.get("torch_version")

@@ -106,7 +106,7 @@ class SceneGeometry:
     _edges_of: object = None                       # the graph whose edges were scanned
     _edges_scanned: int = 0
     _pending: list = field(default_factory=list)   # edges waiting for an end to be placed
-    _ins: dict = field(default_factory=dict)       # dst id -> [src ids] (NOTE [input ports])
+    _ins: dict = field(default_factory=dict)       # dst id -> {src id: None} (NOTE [input ports])
     _ports: tuple = (-1, None)                     # (version, {dst id: {src id: dy}})
 
     # -- building -------------------------------------------------------------
@@ -202,9 +202,9 @@ class SceneGeometry:
             self.edges.append(eg)
             srcs = self._ins.get(e.dst)
             if srcs is None:
-                self._ins[e.dst] = [e.src]
-            elif e.src not in srcs:
-                srcs.append(e.src)
+                self._ins[e.dst] = {e.src: None}   # ordered, and O(1) per edge
+            else:
+                srcs[e.src] = None
             self._edge_order.append(eg)
             self._edge_steps.append(st)
         if added or len(self.edges) != n0:

@@ -126,36 +126,53 @@ def wrap_point(text: str, start: int, end: int):
     ends after the last ``.``, ``,``, ``(``, operator or space in its latter two
     thirds instead. A line that would end on a comment's ``#`` (its words on
     the next line) ends before the ``#``."""
-    if end >= len(text) or end <= start:
-        return None
+    if end >= len(text) or end <= start or len(text) > _SMART_WRAP_MAX:
+        return None   # (a 100 KB data line: Qt's breaks, in linear time)
     body = text[start:end].rstrip()
     if body.endswith("#") and len(body) > 1:
         return start + len(body) - 1
     if text[end - 1] in _WORD and text[end] in _WORD:
+        outside = _outside_strings(text, end)
         for k in range(end - 1, start + max(1, (end - start) // 3), -1):
-            if text[k - 1] in _AFTER and not _in_string(text, k):
+            if text[k - 1] in _AFTER and outside[k] and not _in_number(text, k):
                 return k
     return None
 
 
-def _in_string(text: str, k: int) -> bool:
-    """Whether position ``k`` of one line lies inside a quoted string (a rough
-    count of the quotes before it: good enough to keep "aten::tanh" whole)."""
+_SMART_WRAP_MAX = 2000   # longer lines: not code anyone reads wrapped
+
+
+def _outside_strings(text: str, end: int) -> list:
+    """For each position up to ``end``: True when it lies outside a quoted string
+    (one pass; a rough reading, good enough to keep "aten::tanh" whole)."""
+    out = [True] * (end + 1)
     quote = None
     i = 0
-    while i < k:
+    while i < end:
         ch = text[i]
         if quote is None:
             if ch in "'\"":
                 quote = ch
             elif ch == "#":
-                return False
+                break              # a comment: the rest is outside any string
         elif ch == "\\":
             i += 1
+            if i <= end:
+                out[i] = False
         elif ch == quote:
             quote = None
         i += 1
-    return quote is not None
+        if i <= end:
+            out[i] = quote is None
+    return out
+
+
+def _in_number(text: str, k: int) -> bool:
+    """Whether a break at ``k`` would split a number (``0.`` / ``5``, ``1e-`` / ``5``)."""
+    a = text[k - 1]
+    b = text[k - 2] if k >= 2 else ""
+    return (a == "." and b.isdigit()) or (a in "+-" and b in "eE" and k >= 3
+                                          and text[k - 3].isdigit())
 
 
 class HangingIndentLayout(QPlainTextDocumentLayout):

@@ -843,8 +843,10 @@ class MainWindow(QMainWindow):
     def fit_when_done(self) -> None:
         # NOTE [auto view]: the whole graph when its labels are readable fitted, else
         # the last step at a readable zoom (a fitted 40-node RNN was a sheet of blank
-        # pills on a projector); Fit (Ctrl+0) shows everything on demand
-        self.canvas.fit(keep_auto=True)
+        # pills on a projector); Fit (Ctrl+0) shows everything on demand. A view the
+        # user took during the run (panned, zoomed) is theirs: left as it is.
+        if self.canvas.auto_fit:
+            self.canvas.fit(keep_auto=True)
 
     def _fit_if_auto(self) -> None:
         # GraphCanvas keeps fitting until the user pans or zooms (its _auto_fit);
