@@ -112,17 +112,6 @@ def test_render_nonblank_with_region_box_where_the_region_is(traces):
     assert close(img.pixelColor(x0, y0), bg, tol=3)
 
 
-EVAL_NO_GRAD = """import torch
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
-x = torch.ones(1, 2)
-model.eval()
-y = model(x)
-with torch.no_grad():
-    z = model(x)
-"""
-
-
 def test_a_region_box_does_not_reach_over_nodes_outside_it(qapp):
     """The no_grad box around ``z = model(x)`` is padded (its label above, the "no
     grad" tags below); the padding ran through the row above, ``y = model(x)``,
@@ -131,7 +120,7 @@ def test_a_region_box_does_not_reach_over_nodes_outside_it(qapp):
     import graphscope
     from graphscope.ui.canvas_paint import ScenePainter
     from graphscope.ui.canvas_scene import SceneGeometry
-    tr = graphscope.trace(EVAL_NO_GRAD)
+    tr = graphscope.trace(EVAL_THEN_NO_GRAD)
     graph, layout, tl = scene(tr)
     layout.tidy()
     geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
