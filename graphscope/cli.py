@@ -164,7 +164,12 @@ def _status_line(trace) -> str:
     if end.status == "exit":
         return f"exited with code {end.exit_code}: {counts}"
     if err is not None:
-        said = f"{err.type}: {err.message}" if err.message else err.type
+        # one line: a message over several (an assert_close report) keeps its first
+        message = (err.message or "").strip()
+        first = message.splitlines()[0] if message else ""
+        if first != message:
+            first += " …"
+        said = f"{err.type}: {first}" if first else err.type
         return f"{end.status}: {said}{where}; {counts}"
     return f"{end.status}: {counts}"
 

@@ -267,6 +267,8 @@ def test_the_status_line_says_each_thing_once():
     assert "ValueError: bad (line 2)" in cli._status_line(trace("error", "ValueError", "bad", 2))
     # "line 42" in the message is not this line 4
     assert "(line 4)" in cli._status_line(trace("error", "ValueError", "see line 42", 4))
+    many = cli._status_line(trace("error", "AssertionError", "not close!\n\nMismatch: 1", 9))
+    assert "\n" not in many and "AssertionError: not close! … (line 9)" in many
 
 
 def test_odd_outputs_are_refused_in_one_line(tmp_path, capsys):
