@@ -393,6 +393,27 @@ def test_a_loop_run_again_by_a_second_call_is_a_second_decision():
                                                  "2\u00d7, last 6.0 \u2192 loop ended"]
 
 
+def test_an_if_read_by_two_calls_in_a_row_is_two_decisions():
+    """``ya, yb = f(a), f(b)`` (the why-dynamic challenge): the if's body ran
+    between the two readings, but no op ran outside its lines, so both folded
+    into one "2×, last False" node, hiding the graph that went the other way.
+    ``if a and b`` reads twice in one evaluation: still one decision."""
+    g = build_graph(trace_of("""
+        import torch
+        def f(x):
+            if x.sum() > 0:
+                return (x * 2).sum()
+            return (x.exp() + 1).sum()
+        ya, yb = f(torch.tensor([1.0, 2.0])), f(torch.tensor([-1.0, -2.0]))
+        x = torch.ones(2)
+        if x.sum() > 0 and x.max() < 5:
+            y = x * 3
+    """))
+    assert [d.detail for d in _decisions(g)] == ["True \u2192 if-branch (line 4)",
+                                                 "False \u2192 if skipped",
+                                                 "2\u00d7, last True \u2192 if-branch (line 9)"]
+
+
 def test_a_reshape_that_copied_is_not_drawn_as_a_view():
     """NOTE [aliases]: reshape is a view when it can be, a copy when it cannot;
     the trace says which (Op.alias), and so does the graph."""

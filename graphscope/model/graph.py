@@ -441,6 +441,11 @@ class GraphBuilder:
             for line, dec in list(self._decisions.items()):
                 if not dec.span[0] <= op.line <= dec.span[1]:
                     del self._decisions[line]
+                elif dec.once and op.line != line:
+                    # an ``if`` in no loop, its body running: when its condition is
+                    # read again, that is the function called again, a new decision
+                    # (``f(a), f(b)`` showed one "2×, last False" for two graphs)
+                    del self._decisions[line]
         created = g.op_nodes.setdefault(op.id, [])
         if getattr(op, "failed", None):
             # also a factory or a fact (``torch.tensor(2, requires_grad=True)``,
@@ -862,7 +867,12 @@ class GraphBuilder:
             node = Node(id=nid, kind="op", label=_condition_label(self.source, ctl),
                         detail="", op=msg.op, line=msg.line, step=self.step,
                         flags=_BRANCH_FLAGS)
-            dec = self._decisions[msg.line] = _Decision(node, ctl, _loop_span(self._tree, ctl))
+            span = _loop_span(self._tree, ctl)
+            dec = self._decisions[msg.line] = _Decision(node, ctl, span)
+            # a condition in no loop is read once per evaluation (``if a and b`` reads
+            # twice on its own line: one evaluation while no other line runs)
+            dec.once = not isinstance(ctl, ast.While) and span == (
+                ctl.lineno, ctl.end_lineno or ctl.lineno)
             g._add_node(node)
             d.nodes.append(node)
             if msg.op is not None:
@@ -994,11 +1004,12 @@ _BRANCH_FLAGS = frozenset({"branch"})
 
 class _Decision:
     """One decision node while its line keeps being evaluated (NOTE [branch nodes])."""
-    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources")
+    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources", "once")
 
     def __init__(self, node: Node, ctl, span: tuple):
         self.node, self.ctl, self.span = node, ctl, span
         self.count, self.last, self.went, self.sources = 0, None, None, []
+        self.once = False   # not in a loop: a new reading after its body ran is new
 
 
 class _Ops:
