@@ -404,14 +404,15 @@ def test_an_if_read_by_two_calls_in_a_row_is_two_decisions():
             if x.sum() > 0:
                 return (x * 2).sum()
             return (x.exp() + 1).sum()
-        ya, yb = f(torch.tensor([1.0, 2.0])), f(torch.tensor([-1.0, -2.0]))
+        a, b = torch.tensor([1.0, 2.0]), torch.tensor([-1.0, -2.0])
+        ya, yb = f(a), f(b)
         x = torch.ones(2)
         if x.sum() > 0 and x.max() < 5:
             y = x * 3
     """))
     assert [d.detail for d in _decisions(g)] == ["True \u2192 if-branch (line 4)",
                                                  "False \u2192 if skipped",
-                                                 "2\u00d7, last True \u2192 if-branch (line 9)"]
+                                                 "2\u00d7, last True \u2192 if-branch (line 10)"]
 
 
 def test_a_reshape_that_copied_is_not_drawn_as_a_view():
