@@ -807,3 +807,15 @@ def test_graph_only_gives_the_graph_the_whole_window_and_back(qtbot, window):
     qtbot.waitUntil(lambda: window.editor.isVisible(), timeout=3000)
     assert not window.graph_only and window.side_tabs.isVisible()
     qtbot.waitUntil(lambda: abs(window.canvas.width() - before) < 60, timeout=3000)
+
+
+def test_a_tensor_made_by_a_call_torch_never_shows_us_is_explained(qtbot, window):
+    """``as_subclass`` (like TorchScript) is never handed to a TorchFunctionMode: the
+    tensor it made is in the graph with no maker. The inspector says why."""
+    run_source(qtbot, window, "import torch\nclass C(torch.Tensor):\n    pass\n"
+                              "w = torch.ones(2, requires_grad=True)\n"
+                              "x = (w * 2).as_subclass(C)\ny = (x * 3).sum()\ny.backward()\n")
+    node = node_by_label(window, "x")
+    window.canvas.select(node.id)
+    window.inspector.show_node(node, window.live.trace, None, graph=window.live.graph)
+    assert "cannot see" in window.inspector.rows()["made by"]

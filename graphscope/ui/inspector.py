@@ -352,6 +352,11 @@ class Inspector(QWidget):
             rows["retains_grad"] = "True"
         if op is not None:
             rows["made by"] = f"{op.name} (line {op.line})" if op.line else op.name
+        elif not t.is_leaf and t.grad_fn:
+            # part of a graph, but no recorded call made it: say so rather than
+            # leave an orphan unexplained (docs/trace-format.md lists these calls)
+            rows["made by"] = ("a call GraphScope cannot see (TorchScript, "
+                               "as_subclass, another thread)")
         hooks = _hooks_text(trace, t.id)
         if hooks:
             # a hook may replace the gradient on its way in: what was sent is not
