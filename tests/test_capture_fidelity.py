@@ -457,3 +457,24 @@ def test_stderr_writes_what_it_cannot_encode_as_python_does():
     out, err = plain_run(src, "surrogate.py")
     tr = worker_trace(src, "surrogate.py")
     assert (tr.stdout, tr.stderr) == (out, err) == ("backslashreplace\n", "x\\udcffy\n")
+
+
+HOOKED = """\
+import sys, traceback
+def hook(t, v, tb):
+    print("custom hook:", t.__name__, v, len(traceback.extract_tb(tb)), file=sys.stderr)
+sys.excepthook = hook
+def f():
+    raise ValueError("handled by hook")
+f()
+"""
+
+
+def test_the_snippet_s_excepthook_gets_its_uncaught_error():
+    """Python hands an uncaught error to a ``sys.excepthook`` the snippet set, from
+    the snippet's frames on; GraphScope printed its own traceback instead."""
+    out, err = plain_run(HOOKED, "hooked.py")
+    assert err == "custom hook: ValueError handled by hook 2\n"
+    tr = worker_trace(HOOKED, "hooked.py")
+    assert tr.status == "error" and tr.error.type == "ValueError"
+    assert (tr.stdout, tr.stderr) == (out, err)

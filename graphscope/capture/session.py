@@ -8,6 +8,7 @@ before it returns.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import importlib.machinery
 import itertools
 import linecache
@@ -80,6 +81,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     saved = (sys.stdout, sys.stderr, sys.stdin, sys.argv, sys.modules.get("__main__"),
              torch.is_grad_enabled(), torch.get_default_dtype(), builtins.input)
     saved_import = builtins.__import__
+    saved_excepthook = sys.excepthook
     status, error, exit_code = "ok", None, None
     gc_state = quiet_gc.quiet()   # NOTE [gc during capture] in quiet_gc.py
     # made after the freeze: the end of the run frees the namespace through the
@@ -120,6 +122,8 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
                 except Exception:
                     pass
             error = _error_info(e, filename, recorder)
+            if sys.excepthook is not saved_excepthook and not isinstance(e, KeyboardInterrupt):
+                error = _snippet_excepthook(e, filename, error)
         finally:
             # a snippet that deleted (or replaced) ``builtins.__import__`` leaves
             # python's end of a run working, and so must leave ours: every import
@@ -162,6 +166,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
         _current = None
         (sys.stdout, sys.stderr, sys.stdin, sys.argv, main, grad, dtype,
          builtins.input) = saved
+        sys.excepthook = saved_excepthook
         if main is not None:
             sys.modules["__main__"] = main
         torch.set_grad_enabled(grad)
@@ -262,6 +267,28 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     if recorder.failed is not None and recorder.failed[0] is e:
         op, tensor = recorder.failed[1], recorder.failed[2]
     return P.ErrorInfo(type(e).__name__, _message_of(e), line, None, "".join(lines), op, tensor)
+
+
+def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo) -> P.ErrorInfo:
+    """The snippet set ``sys.excepthook``: python hands it the uncaught error (from
+    the snippet's own frames on) instead of printing the traceback, so the hook's
+    output is what the console shows, and the trace keeps no traceback text of
+    its own. A hook that fails is reported as python reports it."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    try:
+        sys.excepthook(type(e), e, tb)
+    except BaseException as bad:
+        try:
+            print("Error in sys.excepthook:", file=sys.stderr)
+            traceback.print_exception(bad, file=sys.stderr)
+            print("\nOriginal exception was:", file=sys.stderr)
+            print(error.traceback or f"{error.type}: {error.message}", end="", file=sys.stderr)
+        except Exception:
+            pass
+        return error
+    return dataclasses.replace(error, traceback="")
 
 
 def _message_of(e: BaseException) -> str:
