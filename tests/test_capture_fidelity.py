@@ -478,3 +478,18 @@ def test_the_snippet_s_excepthook_gets_its_uncaught_error():
     tr = worker_trace(HOOKED, "hooked.py")
     assert tr.status == "error" and tr.error.type == "ValueError"
     assert (tr.stdout, tr.stderr) == (out, err)
+
+
+def test_stdout_closed_or_detached_behaves_as_python_s():
+    closed = ("import sys\nprint('before')\nsys.stdout.close()\ntry:\n    print('after')\n"
+              "except ValueError as e:\n    sys.stderr.write(f'ValueError: {e}\\n')\n")
+    out, err = plain_run(closed, "closed.py")
+    tr = worker_trace(closed, "closed.py")
+    assert (tr.stdout, tr.stderr) == (out, err) == ("before\n",
+                                                    "ValueError: I/O operation on closed file.\n")
+    detached = ("import sys, io\nraw = sys.stdout.detach()\n"
+                "sys.stdout = io.TextIOWrapper(raw, encoding='utf-8')\nprint('again')\n")
+    out, err = plain_run(detached, "detached.py")
+    tr = worker_trace(detached, "detached.py")
+    assert tr.status == "ok", tr.error
+    assert (tr.stdout, tr.stderr) == (out, err) == ("again\n", "")

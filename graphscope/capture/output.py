@@ -187,6 +187,15 @@ class CapturedStream(io.TextIOBase):
             b = self.__dict__["_buffer"] = CapturedBuffer(self)
         return b
 
+    def detach(self):
+        """``TextIOWrapper.detach``: the binary stream, this one unusable after (a
+        snippet re-wrapping stdout in another encoding raised UnsupportedOperation)."""
+        if self.__dict__.get("_detached"):
+            raise ValueError("underlying buffer has been detached")
+        b = self.buffer
+        self.__dict__["_detached"] = True
+        return b
+
     @property
     def name(self):
         return f"<{self._name}>"
@@ -198,6 +207,10 @@ class CapturedStream(io.TextIOBase):
         return False
 
     def write(self, s) -> int:
+        if self.closed:   # as python's: sys.stdout.close(), then print, raises
+            raise ValueError("I/O operation on closed file.")
+        if self.__dict__.get("_detached"):
+            raise ValueError("underlying buffer has been detached")
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         self.finish_bytes()
