@@ -493,3 +493,11 @@ def test_stdout_closed_or_detached_behaves_as_python_s():
     tr = worker_trace(detached, "detached.py")
     assert tr.status == "ok", tr.error
     assert (tr.stdout, tr.stderr) == (out, err) == ("again\n", "")
+
+
+def test_the_snippet_sees_only_its_own_threads():
+    src = ("import threading\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\n"
+           "print(threading.active_count(), [t.name for t in threading.enumerate()])\n")
+    out, err = plain_run(src, "threads.py")
+    assert out == "1 ['MainThread']\n"
+    assert worker_trace(src, "threads.py").stdout == out

@@ -32,6 +32,7 @@ worker must never outlive the window) and exits.
 """
 from __future__ import annotations
 
+import _thread
 import errno
 import faulthandler
 import json
@@ -63,14 +64,16 @@ class EventWriter:
         self._closed = False
         self._last_flush = 0.0
         self._parent = os.getppid()
-        self._thread: threading.Thread | None = None
+        self._thread: int | None = None   # the flusher's thread id
         self._row = _row_maker()
         self.idle = None    # the run's held-back messages, let go when idle (set_idle)
 
     def start_flusher(self) -> None:
-        self._thread = threading.Thread(target=self._flush_loop, name="graphscope-flush",
-                                        daemon=True)
-        self._thread.start()
+        # a bare thread, not a threading.Thread: the snippet's threading.enumerate()
+        # and active_count() show its own threads only, as under python (a review
+        # saw "graphscope-flush" in them). Nothing waits for it: the worker ends
+        # with os._exit.
+        self._thread = _thread.start_new_thread(self._flush_loop, ())
 
     def emit(self, msg) -> None:
         if self._fd < 0:
