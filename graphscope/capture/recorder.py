@@ -765,8 +765,8 @@ class Recorder(TorchFunctionMode):
                    frame, in_fns=None, may_share=False, failed=None, expr=None):
         """Emit TensorInfos for new tensors, then the Op. Returns the op id (or None).
 
-        ``frame``: the snippet frame if the caller already found it (None: there
-        is none), else it is looked up here. ``in_fns``: the inputs' nodes before
+        ``frame``: the snippet frame (None: there is none; ``_record`` looks it
+        up when its caller did not). ``in_fns``: the inputs' nodes before
         the call, when it may have changed them (in place); else they are read
         now, to find the autograd nodes the call made (NOTE [composite ops]).
         ``may_share``: an output may share an input's memory though the call is
