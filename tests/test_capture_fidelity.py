@@ -501,3 +501,25 @@ def test_the_snippet_sees_only_its_own_threads():
     out, err = plain_run(src, "threads.py")
     assert out == "1 ['MainThread']\n"
     assert worker_trace(src, "threads.py").stdout == out
+
+
+PROFILED = """\
+import torch
+from torch.profiler import profile
+x = torch.ones(3, 3, requires_grad=True)
+with profile() as prof:
+    y = (x @ x).relu().sum()
+    y.backward()
+print(sorted({e.key for e in prof.key_averages()}))
+"""
+
+
+def test_the_snippet_s_profiler_sees_only_its_own_ops():
+    """NOTE [while the snippet profiles]: GraphScope's reads of values added
+    clone, copy_, equal and resolve_conj to the snippet's own profile."""
+    out, err = plain_run(PROFILED, "profiled.py")
+    tr = worker_trace(PROFILED, "profiled.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out
+    y = next(t for t in tr.tensors.values() if t.name == "y")
+    assert y.shape == [] and y.value is None          # made while profiling: not read

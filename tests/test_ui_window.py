@@ -819,3 +819,12 @@ def test_a_tensor_made_by_a_call_torch_never_shows_us_is_explained(qtbot, window
     window.canvas.select(node.id)
     window.inspector.show_node(node, window.live.trace, None, graph=window.live.graph)
     assert "cannot see" in window.inspector.rows()["made by"]
+
+
+def test_a_tensor_made_while_the_snippet_profiles_shows_without_its_values(qtbot, window):
+    run_source(qtbot, window, "import torch\nfrom torch.profiler import profile\n"
+                              "x = torch.ones(3, requires_grad=True)\nwith profile():\n"
+                              "    y = (x * 2).sum()\ny.backward()\n")
+    node = node_by_label(window, "y")
+    window.inspector.show_node(node, window.live.trace, None, graph=window.live.graph)
+    assert window.inspector.rows()["shape"] == "()"

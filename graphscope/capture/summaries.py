@@ -221,6 +221,14 @@ def finite(x) -> bool:
     return isinstance(x, float) and math.isfinite(x)
 
 
+# NOTE [while the snippet profiles]: reading a tensor's values runs aten ops
+# (tolist's resolve_conj, the statistics' clone and copy_), and inside the snippet's
+# own ``torch.profiler.profile()`` block they showed in its table beside its ops.
+# While torch's profiler is on, no values or statistics are read: the trace has
+# the tensors' shapes and dtypes, and the profile has the snippet's ops only.
+_profiling = torch._C._autograd._profiler_enabled
+
+
 class SummaryMemo:
     """Summaries computed once per tensor and version, shared by whoever asks.
 
@@ -258,6 +266,8 @@ class SummaryMemo:
         always when ``final`` (NOTE [histograms]); never with ``hist`` False (a
         value after an in-place change: an optimizer's updates would spend the
         budget meant for tensors as first seen)."""
+        if _profiling():
+            return None, None   # NOTE [while the snippet profiles]
         if not small_too:
             try:
                 if t.numel() <= self.limit:
@@ -336,6 +346,9 @@ class SummaryMemo:
         """``summary(t, limit)`` (None for a non-tensor)."""
         if not isinstance(t, torch.Tensor):
             return None
+        if _profiling():   # NOTE [while the snippet profiles]
+            return {"value": None, "stats": None, "shape": shape_of(t),
+                    "dtype": dtype_name(t.dtype)}
         try:
             v = t._version
         except Exception:
@@ -412,7 +425,8 @@ class SummaryMemo:
         summary is memoised: a leaf's new ``.grad`` after accumulating into
         None is the incoming gradient or a copy of it. Equality is checked
         (``torch.equal``, one pass, against five for statistics), never assumed."""
-        if (isinstance(src, torch.Tensor) and isinstance(t, torch.Tensor) and t is not src):
+        if (isinstance(src, torch.Tensor) and isinstance(t, torch.Tensor) and t is not src
+                and not _profiling()):
             try:
                 if (t.dtype == src.dtype and t.shape == src.shape
                         and t.numel() > self.limit and t.device == src.device):
