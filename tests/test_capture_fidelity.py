@@ -6,6 +6,8 @@ anomaly mode, a thread, warnings from C++ ops and from the snippet.
 (torch.compile also matches, but compiling takes seconds: not run here.)"""
 from __future__ import annotations
 
+import pytest
+
 from capture_helpers import plain_run, worker_trace
 
 SNIPPET = """\
@@ -523,3 +525,35 @@ def test_the_snippet_s_profiler_sees_only_its_own_ops():
     assert tr.stdout == out
     y = next(t for t in tr.tensors.values() if t.name == "y")
     assert y.shape == [] and y.value is None          # made while profiling: not read
+
+
+@pytest.mark.parametrize("body", ["raise RuntimeError('hook broke')", "print('in hook'); sys.exit(3)"])
+def test_an_excepthook_that_fails_or_exits_ends_as_under_python(body):
+    """A hook that raised showed GraphScope's frames and the error it was handling;
+    one that called sys.exit was reported as a failing hook."""
+    src = (f"import sys\ndef hook(t, v, tb):\n    {body}\nsys.excepthook = hook\n"
+           "raise ValueError('orig')\n")
+    out, err = plain_run(src, "hookx.py")
+    tr = worker_trace(src, "hookx.py")
+    assert (tr.stdout, tr.stderr) == (out, err)
+    assert "graphscope" not in tr.stderr
+    if "exit" in body:
+        assert tr.status == "exit" and tr.end.exit_code == 3 and tr.error is None
+
+
+def test_a_thread_outliving_the_run_with_stderr_closed_ends_cleanly():
+    src = ("import sys, threading, time\nthreading.Thread(target=time.sleep, args=(7,)).start()\n"
+           "print('main done')\nsys.stderr.close()\n")
+    tr = worker_trace(src, "late.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == "main done\n"
+
+
+def test_a_forked_child_s_error_handled_by_the_hook_is_printed_once():
+    src = ("import sys, os\nsys.excepthook = lambda t, v, tb: print('hook:', v, file=sys.stderr)\n"
+           "pid = os.fork()\nif pid:\n    os.waitpid(pid, 0)\n    print('parent done')\n"
+           "else:\n    raise ValueError('child')\n")
+    out, err = plain_run(src, "forked.py")
+    assert err == "hook: child\n"
+    tr = worker_trace(src, "forked.py")
+    assert (tr.stdout, tr.stderr) == (out, err)

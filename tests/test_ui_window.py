@@ -828,3 +828,5 @@ def test_a_tensor_made_while_the_snippet_profiles_shows_without_its_values(qtbot
     node = node_by_label(window, "y")
     window.inspector.show_node(node, window.live.trace, None, graph=window.live.graph)
     assert window.inspector.rows()["shape"] == "()"
+    shown = window.inspector.value_text.toPlainText()
+    assert "6" not in shown and "float32" in shown      # its dtype, not a value read

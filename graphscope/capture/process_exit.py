@@ -58,10 +58,13 @@ def before_exit() -> None:
         pass
     left = [t.name for t in waiting if t.is_alive()]
     if left:
-        sys.stderr.write(
-            f"GraphScope: the snippet's thread(s) {', '.join(left[:3])} still ran "
-            f"{THREAD_WAIT:g} s after it ended; python would wait for them. "
-            "The run ends here.\n")
+        try:   # (the snippet may have closed its stderr)
+            sys.stderr.write(
+                f"GraphScope: the snippet's thread(s) {', '.join(left[:3])} still ran "
+                f"{THREAD_WAIT:g} s after it ended; python would wait for them. "
+                "The run ends here.\n")
+        except (OSError, ValueError, AttributeError):
+            pass
     # errors are reported on stderr, as at exit; python has no frame of its own
     # there, so ours leave the report (the traceback of a built-in callback that
     # raised, ``atexit.register(sys.exit, 4)``, named process_exit.py)

@@ -123,7 +123,9 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
                     pass
             error = _error_info(e, filename, recorder)
             if sys.excepthook is not saved_excepthook and not isinstance(e, KeyboardInterrupt):
-                error = _snippet_excepthook(e, filename, error)
+                error, left = _snippet_excepthook(e, filename, error)
+                if left is not None:   # the hook called sys.exit: python leaves with it
+                    status, exit_code, error = "exit", _exit_code(left), None
         finally:
             # a snippet that deleted (or replaced) ``builtins.__import__`` leaves
             # python's end of a run working, and so must leave ours: every import
@@ -269,26 +271,37 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     return P.ErrorInfo(type(e).__name__, _message_of(e), line, None, "".join(lines), op, tensor)
 
 
-def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo) -> P.ErrorInfo:
+def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo):
     """The snippet set ``sys.excepthook``: python hands it the uncaught error (from
     the snippet's own frames on) instead of printing the traceback, so the hook's
     output is what the console shows, and the trace keeps no traceback text of
-    its own. A hook that fails is reported as python reports it."""
+    its own. Returns (the error, the SystemExit the hook raised or None). A hook
+    that fails is reported as python reports it: its own error (without
+    GraphScope's frames or the error it was handling), then the original."""
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
         tb = tb.tb_next
     try:
         sys.excepthook(type(e), e, tb)
+    except SystemExit as left:
+        return dataclasses.replace(error, traceback=""), left
     except BaseException as bad:
         try:
-            print("Error in sys.excepthook:", file=sys.stderr)
-            traceback.print_exception(bad, file=sys.stderr)
-            print("\nOriginal exception was:", file=sys.stderr)
-            print(error.traceback or f"{error.type}: {error.message}", end="", file=sys.stderr)
+            btb = bad.__traceback__
+            while btb is not None and btb.tb_frame.f_code.co_filename.startswith(_CAPTURE_DIR):
+                btb = btb.tb_next
+            te = traceback.TracebackException(type(bad), bad, btb, compact=True)
+            te.__context__ = te.__cause__ = None
+            sys.stderr.write("Error in sys.excepthook:\n" + "".join(te.format())
+                             + "\nOriginal exception was:\n"
+                             + (error.traceback or f"{error.type}: {error.message}\n"))
         except Exception:
             pass
-        return error
-    return dataclasses.replace(error, traceback="")
+        return error, None
+    return dataclasses.replace(error, traceback=""), None
+
+
+_CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _message_of(e: BaseException) -> str:

@@ -328,7 +328,9 @@ def child_exit(end) -> int:
         code = end.exit_code
         return code if isinstance(code, int) else (0 if code is None else 1)
     if end.status == "error" and end.error is not None:
-        text = end.error.traceback or f"{end.error.type}: {end.error.message}\n"
+        # "" when the snippet's own sys.excepthook printed it already
+        tb = end.error.traceback
+        text = tb if tb is not None else f"{end.error.type}: {end.error.message}\n"
         try:
             sys.stderr.write(text)
             sys.stderr.flush()
