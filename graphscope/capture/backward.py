@@ -40,11 +40,10 @@ from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
 from graphscope.capture.node_owners import node_name
-from graphscope.capture.tensor_facts import grad_fn_of
+from graphscope.capture.tensor_facts import grad_fn_of, no_subclass_dispatch
 from graphscope.capture.recorder import call_as_caller
 
 _KEY = "graphscope"
-_NoSubclassDispatch = torch._C.DisableTorchFunctionSubclass
 Tensor = torch.Tensor
 
 
@@ -93,7 +92,7 @@ class BackwardTracer:
         seq = next(r.seq)
         call_id = self.n_calls
         self.n_calls = call_id + 1
-        with _NoSubclassDispatch():   # NOTE [subclass reads] in recorder.py
+        with no_subclass_dispatch():   # NOTE [subclass reads] in recorder.py
             if frame is not None:
                 r.names.scan(frame)
             root_ids = [r.tensor_id(t, seq) for t in roots]
@@ -110,7 +109,7 @@ class BackwardTracer:
         start = len(handles)
         self.running += 1
         try:
-            with _NoSubclassDispatch():
+            with no_subclass_dispatch():
                 leaves = self._hook_graph(call_id, roots, befores, bool(retain))
             result = call_as_caller(func, args, kwargs)
         except BaseException as e:
@@ -123,7 +122,7 @@ class BackwardTracer:
                 h.remove()
             del handles[start:]
             befores.clear()
-        with _NoSubclassDispatch():
+        with no_subclass_dispatch():
             if create and r.recording:
                 self._record_made_graph(is_grad, args, kwargs, result, roots, ins, leaves,
                                         frame)
@@ -237,13 +236,13 @@ class BackwardTracer:
                 # (the leaf may be a subclass: its .grad is read without its
                 # __torch_function__, NOTE [subclass reads] in recorder.py)
                 def pre(grad_outputs, node=node, nid=info[2]):
-                    with _NoSubclassDispatch():
+                    with no_subclass_dispatch():
                         g = node.variable._grad
                         befores[nid] = pre_summary(g) if g is not None else None
                 handles.append(node.register_prehook(pre))
 
                 def post(grad_inputs, grad_outputs, node=node, fixed=fixed):
-                    with _NoSubclassDispatch():
+                    with no_subclass_dispatch():
                         g = node.variable._grad
                         before = befores.pop(fixed[0], None)
                         if g is None:

@@ -16,6 +16,7 @@ import re
 import sys
 
 from graphscope import protocol as P
+from graphscope.capture.tracebacks import OWN_DIR, TRAMPOLINE
 
 
 class OutputLimit:
@@ -65,7 +66,6 @@ def write_to_fds() -> None:
 # They are taken out of the warning as it is written: the frames before the
 # snippet's first one, GraphScope's own, and the trampoline's.
 _FORWARD_STACK = "Traceback of forward call that caused the error:"
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+, in (?P<name>.*)$')
 
 
@@ -96,8 +96,8 @@ def own_frames_out(text: str, snippet_file: str) -> str:
         mine = path == snippet_file
         seen_snippet = seen_snippet or mine
         drop = (not seen_snippet
-                or (mine and name == "_graphscope_call")
-                or os.path.abspath(path).startswith(_OWN_DIR + os.sep))
+                or (mine and name == TRAMPOLINE)
+                or os.path.abspath(path).startswith(OWN_DIR))
         if not drop:
             out.extend(lines[i:j])
         i = j

@@ -31,11 +31,11 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
-import os
 import sys
 import threading
 import time
-import types
+
+from graphscope.capture.tracebacks import without_our_frames
 
 THREAD_WAIT = 5.0    # seconds the snippet's threads get after its last line
 
@@ -80,20 +80,11 @@ def before_exit() -> None:
             sys.unraisablehook = hook   # (unless an atexit function set its own)
 
 
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _without_our_frames(hook, unraisable) -> None:
     """``hook(unraisable)`` with GraphScope's frames left out of its traceback."""
-    kept = []
-    tb = unraisable.exc_traceback
-    while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_OWN_DIR):
-            kept.append(tb)
-        tb = tb.tb_next
-    new = None
-    for t in reversed(kept):
-        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    new = without_our_frames(unraisable.exc_traceback)
     try:
         unraisable = type(unraisable)((unraisable.exc_type, unraisable.exc_value, new,
                                        unraisable.err_msg, unraisable.object))

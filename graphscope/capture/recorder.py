@@ -59,8 +59,10 @@ from graphscope.capture.custom_functions import CustomFunctions
 from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
 from graphscope.capture.source_text import method_call_starts, source_span
+from graphscope.capture.tracebacks import TRAMPOLINE, without_our_frames
 from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
-                                             retains_grad, shape_of, version_of)
+                                             no_subclass_dispatch, retains_grad, shape_of,
+                                             version_of)
 from graphscope.capture.tensor_ids import TensorIds
 
 Tensor = torch.Tensor
@@ -271,19 +273,15 @@ def _call_from(f, func, args, kwargs):
 def _trampoline(f, key):
     code = f.f_code
     line = f.f_lineno or 1
-    src = "\n" * (line - 1) + ("def _graphscope_call(func, args, kwargs): "
+    src = "\n" * (line - 1) + (f"def {TRAMPOLINE}(func, args, kwargs): "
                                "return func(*args, **kwargs)\n")
     ns: dict = {}
     exec(compile(src, code.co_filename, "exec"), ns)
-    tramp = types.FunctionType(ns["_graphscope_call"].__code__, f.f_globals,
-                               "_graphscope_call")
+    tramp = types.FunctionType(ns[TRAMPOLINE].__code__, f.f_globals, TRAMPOLINE)
     if len(_trampolines) > 10_000:
         _trampolines.clear()
     _trampolines[key] = (code, tramp)
     return tramp
-
-
-_NoSubclassDispatch = torch._C.DisableTorchFunctionSubclass
 
 
 def _patched_original(func, caller):
@@ -362,18 +360,13 @@ def _inplace_before(args, ins):
     return in_fns, version_of(ins[0])
 
 
-def _version_read(t) -> int:
+def _plainly(read, t, *args):
+    """``read(t, *args)``, for a tensor subclass without its __torch_function__
+    (NOTE [subclass reads]); a plain tensor or Parameter needs no guard."""
     if type(t) is Tensor or type(t) is _Parameter:
-        return version_of(t)
-    with _NoSubclassDispatch():   # NOTE [subclass reads]
-        return version_of(t)
-
-
-def _is_leaf(t) -> bool:
-    if type(t) is Tensor or type(t) is _Parameter:
-        return flags_of(t, None)[1]
-    with _NoSubclassDispatch():   # NOTE [subclass reads]
-        return flags_of(t, None)[1]
+        return read(t, *args)
+    with no_subclass_dispatch():
+        return read(t, *args)
 
 
 def _any_subclass(ts) -> bool:
@@ -387,32 +380,10 @@ def _any_subclass(ts) -> bool:
 
 
 def _hide_our_frames(e: BaseException) -> None:
-    """NOTE [our frames in tracebacks]: an error raised by a torch call passes
-    through this module's frames (``__torch_function__``, ``_call``, the
-    trampoline that looks like the snippet's line), and a snippet that catches
-    it and prints it (``traceback.print_exc()``, ``logging.exception``) showed
-    them: a GraphScope traceback in front of a student. On its way out, the
-    error's traceback is spliced without them (``tb_next`` is writable); the
-    entries of torch's own Python functions stay, as python shows them. What
-    cannot be spliced: a torch function written in Python (``Tensor.backward``)
-    hands itself to the mode through ``handle_torch_function``, and those two
-    entries join the traceback after the error has left this frame, so such an
-    error shows two torch frames python does not. Never raises: the error is
-    the snippet's."""
+    """NOTE [our frames in tracebacks] in tracebacks.py. Never raises: the error
+    is the snippet's."""
     try:
-        tb = e.__traceback__
-        kept = []
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if not (code.co_filename.startswith(_CAPTURE_DIR)
-                    or code.co_name == "_graphscope_call"):
-                kept.append(tb)
-            tb = tb.tb_next
-        for a, b in zip(kept, kept[1:]):
-            a.tb_next = b
-        if kept:
-            kept[-1].tb_next = None
-        e.__traceback__ = kept[0] if kept else None
+        e.__traceback__ = without_our_frames(e.__traceback__)
     except Exception:
         pass
 
@@ -674,14 +645,14 @@ class Recorder(TorchFunctionMode):
             # the nodes the inputs had: after the call the changed one has a new node
             # (NOTE [composite ops]: the walk must not take the old one for its own)
             if _any_subclass(ins):
-                with _NoSubclassDispatch():   # NOTE [subclass reads]
+                with no_subclass_dispatch():   # NOTE [subclass reads]
                     in_fns, before = _inplace_before(args, ins)
             else:
                 in_fns, before = _inplace_before(args, ins)
         elif "out" in kwargs:
             outs_kw = []
             flatten_tensors(kwargs["out"], outs_kw)
-            with _NoSubclassDispatch():   # NOTE [subclass reads] (rare: no fast path)
+            with no_subclass_dispatch():   # NOTE [subclass reads] (rare: no fast path)
                 before = [(t, version_of(t)) for t in outs_kw]
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if caller is not None and getattr(func, "__code__", None) is caller.f_code:
@@ -713,7 +684,7 @@ class Recorder(TorchFunctionMode):
             outs.append(result)
         elif isinstance(result, (list, tuple, dict)):
             flatten_tensors(result, outs)
-        if inplace_kw and isinstance(before, int) and _version_read(ins[0]) == before:
+        if inplace_kw and isinstance(before, int) and _plainly(version_of, ins[0]) == before:
             # inplace=True that changed nothing (dropout in eval mode): a plain call
             kind, before, in_fns = "call", None, None
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
@@ -755,7 +726,7 @@ class Recorder(TorchFunctionMode):
                     sys._getframe(1), ins, kind):
                 return None     # NOTE [custom Functions]
         if _any_subclass(ins) or _any_subclass(outs):
-            with _NoSubclassDispatch():
+            with no_subclass_dispatch():
                 return self._record_op(name, qualname, kind, grad_enabled, ins, outs, before,
                                        scalars, frame, in_fns, may_share, failed, expr)
         return self._record_op(name, qualname, kind, grad_enabled, ins, outs, before,
@@ -1066,7 +1037,7 @@ class Recorder(TorchFunctionMode):
         caller, frame, opaque = _locate(sys._getframe(1), self.filename)
         if not opaque and frame is not None:
             opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
-        if caller is None or (isinstance(t, Tensor) and _is_leaf(t)):
+        if caller is None or (isinstance(t, Tensor) and _plainly(flags_of, t, None)[1]):
             result = func(*args, **kwargs)
         else:
             result = _call_from(caller, func, args, kwargs)
@@ -1096,7 +1067,7 @@ class Recorder(TorchFunctionMode):
             g = args[1] if len(args) > 1 else None
             fields = {"grad": None, "grad_stats": None}
             if isinstance(g, Tensor):
-                with _NoSubclassDispatch():   # NOTE [subclass reads]
+                with no_subclass_dispatch():   # NOTE [subclass reads]
                     fields["grad"], fields["grad_stats"] = self.memo.value_of(g)
             self.emit(P.TensorUpdate(tid, fields))
         return result
@@ -1154,7 +1125,7 @@ class Recorder(TorchFunctionMode):
                              [t] if t is not None else [], [], None, None)
         if op_id is not None:
             shown = value
-            with _NoSubclassDispatch():   # NOTE [subclass reads]
+            with no_subclass_dispatch():   # NOTE [subclass reads]
                 big = kind == "tolist" and t is not None and t.numel() > self.value_limit
                 cplx = kind == "tolist" and t is not None and t.is_complex()
             if big:

@@ -34,6 +34,8 @@ from graphscope.capture.output import (CapturedStream, ClosedStdin, OutputLimit,
 from graphscope.capture.node_owners import node_name
 from graphscope.capture.process_exit import before_exit, free_module
 from graphscope.capture.recorder import Recorder
+from graphscope.capture.tensor_facts import no_subclass_dispatch
+from graphscope.capture.tracebacks import TRAMPOLINE, without_our_frames
 
 
 _current = None   # the Recorder of the run going on, for on_fork_in_child
@@ -137,7 +139,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
             if note is not None:
                 emit(note)
         try:
-            with torch._C.DisableTorchFunctionSubclass():   # NOTE [subclass reads]
+            with no_subclass_dispatch():   # NOTE [subclass reads]
                 _finish(recorder, g)
         except Exception:
             pass  # final facts are best effort; the run's outcome stands
@@ -231,9 +233,15 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
+def _snippet_frame(fs, filename) -> bool:
+    """Whether traceback entry ``fs`` is the snippet's own (not the trampoline
+    compiled under its name)."""
+    return fs.filename == filename and fs.name != TRAMPOLINE
+
+
 def _snippet_frames(tb, filename):
     return [fs for fs in traceback.extract_tb(tb)
-            if fs.filename == filename and fs.name != "_graphscope_call"]
+            if _snippet_frame(fs, filename)]
 
 
 _CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
@@ -287,10 +295,9 @@ def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo):
         return dataclasses.replace(error, traceback=""), left
     except BaseException as bad:
         try:
-            btb = bad.__traceback__
-            while btb is not None and btb.tb_frame.f_code.co_filename.startswith(_CAPTURE_DIR):
-                btb = btb.tb_next
-            te = traceback.TracebackException(type(bad), bad, btb, compact=True)
+            te = traceback.TracebackException(type(bad), bad,
+                                              without_our_frames(bad.__traceback__),
+                                              compact=True)
             te.__context__ = te.__cause__ = None
             sys.stderr.write("Error in sys.excepthook:\n" + "".join(te.format())
                              + "\nOriginal exception was:\n"
@@ -300,8 +307,6 @@ def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo):
         return error, None
     return dataclasses.replace(error, traceback=""), None
 
-
-_CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _message_of(e: BaseException) -> str:
@@ -333,7 +338,7 @@ def _group_lines(e: BaseException, filename: str) -> list:
             continue
         seen.add(id(t))
         t.stack = traceback.StackSummary.from_list(
-            [fs for fs in t.stack if fs.filename == filename and fs.name != "_graphscope_call"])
+            [fs for fs in t.stack if _snippet_frame(fs, filename)])
         todo += [t.__cause__, t.__context__, *(getattr(t, "exceptions", None) or ())]
     return list(te.format())
 

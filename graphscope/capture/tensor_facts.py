@@ -73,3 +73,8 @@ def retains_grad(t) -> bool:
         return bool(t.retains_grad)
     except RuntimeError:   # NOTE [refused facts]
         return False
+
+
+# NOTE [subclass reads] in recorder.py: GraphScope's reads of a tensor subclass's
+# facts go without its own __torch_function__
+no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass

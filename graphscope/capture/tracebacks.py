@@ -1,0 +1,43 @@
+"""GraphScope's own frames, told apart from the snippet's, and taken out of its tracebacks.
+
+NOTE [our frames in tracebacks]: an error raised by a torch call passes through
+the recorder's frames (``__torch_function__``, ``_call``, the trampoline that
+looks like the snippet's line), and a snippet that catches it and prints it
+(``traceback.print_exc()``, ``logging.exception``) showed them: a GraphScope
+traceback in front of a student. The recorder hands such an error on with
+``without_our_frames``; so do the worker's end of a run (an ``atexit``
+function that raised) and a snippet's ``sys.excepthook`` that failed. The
+entries of torch's own Python functions stay, as python shows them. What
+cannot be taken out: a torch function written in Python (``Tensor.backward``)
+hands itself to the mode through ``handle_torch_function``, and those two
+entries join the traceback after the error has left the recorder, so such an
+error shows two torch frames python does not.
+"""
+from __future__ import annotations
+
+import os
+import types
+
+OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# the function the recorder runs a call through, compiled under the snippet's
+# file name and line (NOTE [warning attribution] in recorder.py)
+TRAMPOLINE = "_graphscope_call"
+
+
+def is_ours(code) -> bool:
+    """Whether ``code`` is GraphScope's: its package or the trampoline."""
+    return code.co_filename.startswith(OWN_DIR) or code.co_name == TRAMPOLINE
+
+
+def without_our_frames(tb):
+    """A traceback of ``tb``'s entries less GraphScope's (new objects: ``tb`` is
+    left as it is); None when nothing is left."""
+    kept = []
+    while tb is not None:
+        if not is_ours(tb.tb_frame.f_code):
+            kept.append(tb)
+        tb = tb.tb_next
+    new = None
+    for t in reversed(kept):
+        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return new
