@@ -14,7 +14,7 @@ from graphscope.model.layout import LayeredLayout
 from graphscope.model.timeline import Timeline
 from graphscope.model.trace import Trace
 from graphscope.ui import render
-from graphscope.ui.canvas_paint import qcolor
+from graphscope.ui.canvas_primitives import qcolor
 from graphscope.ui.graph_canvas import GraphCanvas
 from graphscope.ui.theme import THEMES, get_theme
 
@@ -606,7 +606,7 @@ def test_no_edge_is_drawn_through_a_node_it_does_not_touch(qapp, aspect):
     # layer.bias's through "abs" and "t17"); every path is sampled as painted
     import graphscope
     from PySide6.QtGui import QPainterPath
-    from graphscope.ui.canvas_paint import _curve, _lane_path
+    from graphscope.ui.canvas_primitives import _curve, _lane_path
     from graphscope.ui.canvas_scene import SceneGeometry, edge_ends, edge_route
     graph, layout, _ = scene(graphscope.trace(DEPTH_BY_DATA))
     geom = SceneGeometry.build(graph, layout.tidy(aspect=aspect))
@@ -639,7 +639,7 @@ def test_empty_canvas_invites_a_run_then_says_nothing_was_made(canvas, traces):
 
 # -- the canvas at scale (NOTE [edge grid], NOTE [node sprites]) ----------------------------
 def test_edge_grid_and_step_bounds_agree_with_a_full_scan(qapp):
-    from graphscope.ui.canvas_paint import _segment_meets
+    from graphscope.ui.canvas_primitives import _segment_meets
     from graphscope.ui.canvas_scene import NEVER, SceneGeometry
     from graphscope.ui.graph_canvas import _size_fn
     tr = synthetic_trace(1500)
@@ -800,7 +800,8 @@ def test_quiz_before_reveal_hides_the_marks_that_answer_it(qapp):
 def test_no_grad_tag_hangs_clear_of_the_box_and_inside_the_glow(traces):
     """The "no grad" tag under z (the node the error highlights) sits below z's thick
     error border, and the glow goes around box and tag together instead of through it."""
-    from graphscope.ui.canvas_paint import ScenePainter, _rect
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_primitives import _rect
     graph, layout, tl = scene(traces["no_grad"])
     theme = get_theme("light")
     frame = tl.state(len(tl) - 1)
@@ -839,7 +840,8 @@ def test_a_region_label_keeps_clear_of_nodes_outside_the_region(qapp):
     # the no_grad box is drawn around its members only; in this graph the linear op
     # of y (outside the region) sits where the label would go, and covered it
     import graphscope
-    from graphscope.ui.canvas_paint import ScenePainter, _union
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_primitives import _union
     from graphscope.ui.canvas_scene import SceneGeometry
     graph, layout, _ = scene(graphscope.trace(EVAL_THEN_NO_GRAD))
     geom = SceneGeometry.build(graph, layout.tidy())

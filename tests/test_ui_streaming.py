@@ -32,3 +32,43 @@ def test_a_backlog_reaches_the_window_in_bigger_slices(qtbot):
     qtbot.waitUntil(lambda: sum(sizes) == 10 * MAX_BATCH + 100, timeout=5000)
     assert sizes[0] == BACKLOG_BATCH and max(sizes) <= BACKLOG_BATCH
     assert sizes[-1] <= MAX_BATCH                # the tail, once caught up: live slices
+
+
+def test_a_node_s_box_follows_its_label_as_the_run_streams(qtbot):
+    """``w = torch.tensor(1.0, requires_grad=True)``: the first message labels the
+    tensor with its expression, the next one names it ``w``. A window that drew
+    between the two kept the expression's box for ``w``, and one that did not drew
+    a narrower box: two screenshots of one scenario differed. A short first label
+    then a long name (``loss + 1``, then ``hidden_state_of_the_cell``) left the
+    name elided in a box too small. Every box now has its label's size, however
+    the messages were cut into batches."""
+    from graphscope.model.layout import node_size
+    from graphscope.runner import Runner, run_to_trace
+    from graphscope.ui.graph_canvas import GraphCanvas
+    from graphscope.ui.live_run import LiveRun
+    src = ("import torch\nw = torch.tensor(1.0, requires_grad=True)\nloss = 2 * w\n"
+           "hidden_state_of_the_cell = loss + 1\n")
+    msgs = []
+    with Runner(warm=False) as r:
+        run_to_trace(src, "s.py", runner=r, also=msgs.extend)
+    live = LiveRun(src, "s.py")
+    c = GraphCanvas()
+    qtbot.addWidget(c)
+    c.resize(900, 500)
+    c.set_graph(live.graph, live.layout)
+    labels = {}
+    for m in msgs:        # one message a batch, and a paint after each
+        d = live.apply([m], follow=True)
+        if d.nodes:
+            c.add_nodes([n.id for n in d.nodes])
+        if d.changed:
+            c.update_nodes([n.id for n in d.changed])
+        for n in list(d.nodes) + list(d.changed):
+            labels.setdefault(n.id, []).append(n.label)
+        c.grab()
+    renamed = {labels[k][0]: labels[k][-1] for k in labels if labels[k][0] != labels[k][-1]}
+    assert renamed.get("loss + 1") == "hidden_state_of_the_cell"
+    assert any(v == "w" and len(k) > 10 for k, v in renamed.items())   # the expression, elided
+    geom = c.geometry_model()
+    for ng in geom.nodes.values():
+        assert (ng.w, ng.h) == node_size(ng.node, live.layout.text_scale), ng.node.label

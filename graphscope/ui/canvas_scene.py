@@ -265,6 +265,39 @@ class SceneGeometry:
         self._bounds = None
         self.version += 1
 
+    def resize(self, node_ids) -> bool:
+        """Size ``node_ids`` again for their labels and details now. A node is
+        first drawn with what its first message says: a tensor made by
+        ``w = torch.tensor(1.0, requires_grad=True)`` is labelled with that
+        expression until the next message names it ``w``, and its box kept the
+        width of the expression (or, the other way round, a short first label
+        left a later long name elided). Which one a picture showed depended on
+        whether the window drew between the two messages. Returns whether any
+        box changed."""
+        nodes, sizes, size_fn = self.nodes, self._sizes, self._size_fn
+        by_len = bool(getattr(size_fn, "by_length", False))
+        changed = False
+        for nid in node_ids:
+            ng = nodes.get(nid)
+            if ng is None:
+                continue
+            node = ng.node
+            detail, label = node.detail, node.label
+            key = (node.kind, (len(label) if label else 0) if by_len else label,
+                   tuple(detail) if isinstance(detail, list) else detail)
+            wh = sizes.get(key)
+            if wh is None:
+                wh = sizes[key] = _size(node, size_fn)
+            if (ng.w, ng.h) != wh:
+                ng.w, ng.h = wh
+                changed = True
+        if changed:
+            self._grid_ready = self._edge_grid_ready = False   # rebuilt when next asked
+            self._prefix = (-1, None)
+            self._bounds = None
+            self.version += 1
+        return changed
+
     def _ensure_sorted(self) -> None:
         if self._sorted:
             return
@@ -571,7 +604,7 @@ def _blocked(geom, s, d) -> bool:
         return False
     if abs(d.y - s.y) < 0.5:
         return True    # a straight run along the row, and a box on it
-    # points along the curve as canvas_paint._curve draws it (a cubic from the right
+    # points along the curve as canvas_primitives._curve draws it (a cubic from the right
     # side of s to the left side of d, control points half way across, at each
     # end's height); an estimate from the centres missed boxes a long curve
     # down to the next band crosses

@@ -23,7 +23,8 @@ from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPolygonF, QTransform
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from graphscope.ui.canvas_paint import LABEL_PX, ScenePainter, lod_for, qcolor
+from graphscope.ui.canvas_paint import ScenePainter
+from graphscope.ui.canvas_primitives import LABEL_PX, lod_for, qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
 from graphscope.ui.canvas_tooltip import tooltip_text
 from graphscope.ui.theme import Theme, get_theme
@@ -178,10 +179,13 @@ class GraphCanvas(QWidget):
         """Nodes whose label, detail or flags changed (a name became known, a flag was
         raised): restyle them and redraw."""
         from graphscope.ui.canvas_scene import node_style
+        ids = []
         for nid in node_ids or self._geom.nodes:
             ng = self._geom.nodes.get(nid if isinstance(nid, str) else getattr(nid, "id", None))
             if ng is not None:
                 ng.style = node_style(ng.node)
+                ids.append(ng.id)
+        self._geom.resize(ids)   # a name that became known changes the box too
         if self._graph is not None:
             self._painter.regions = list(self._graph.regions)
         self._geom.version += 1
@@ -647,7 +651,7 @@ class GraphCanvas(QWidget):
         if not text:
             return
         p.setPen(qcolor(self._theme.text_muted))
-        from graphscope.ui.canvas_paint import font
+        from graphscope.ui.canvas_primitives import font
         p.setFont(font(16 * self._text_scale))
         p.drawText(self.rect(), Qt.AlignCenter, text)
 
@@ -791,7 +795,7 @@ class GraphCanvas(QWidget):
         grad = None
         grads = getattr(self._frame, "grad_of", None) if self._frame is not None else None
         if grads and ng.node.tensor is not None and ng.node.tensor in grads:
-            from graphscope.ui.canvas_paint import _short
+            from graphscope.ui.canvas_overlay import _short
             grad = _short(grads[ng.node.tensor])
         return tooltip_text(ng.node, self._trace, grad, hidden=self._painter.values_hidden)
 

@@ -13,7 +13,8 @@ import os
 from PySide6.QtCore import QByteArray, QBuffer, QIODevice, QRectF, QSize
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTransform
 
-from graphscope.ui.canvas_paint import ScenePainter, qcolor
+from graphscope.ui.canvas_paint import ScenePainter
+from graphscope.ui.canvas_primitives import qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
 from graphscope.ui.theme import Theme, get_theme
 

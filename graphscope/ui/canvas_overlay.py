@@ -1,0 +1,350 @@
+"""The overlays of one frame, drawn in device pixels over the static layer: the
+current node's glow, gradient labels, ``.grad`` before -> after, freed values,
+the selection and the spotlight veil. The part of ``ScenePainter``
+(canvas_paint.py) that changes with every step."""
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QFontMetricsF, QPainter, QPainterPath, QPen, QTransform
+
+from graphscope.model.summary import format_summary
+from graphscope.ui.canvas_primitives import (OVERLAY_PX, _curve, _lane_path, _rect, font,
+                                             lod_for, qcolor)
+from graphscope.ui.canvas_scene import edge_ends, edge_route
+
+
+class OverlayPainter:
+    """Mixin of ``ScenePainter``: uses its ``geom``, ``theme``, ``text_scale`` and
+    the node marks it knows (``shown_flags``, ``marks_rect``)."""
+
+    # -- overlays ---------------------------------------------------------------------
+    def paint_overlay(self, p: QPainter, to_device: QTransform, frame, limit: float,
+                      selected=None, spotlight: bool = False, device_rect: QRectF | None = None,
+                      scale: float = 1.0) -> None:
+        """Frame overlays drawn in device pixels on top of the static layer."""
+        t = self.theme
+        nodes = self.geom.nodes
+        highlight = [nodes[i] for i in _ids(getattr(frame, "highlight", None)) if i in nodes
+                     and nodes[i].step <= limit] if frame is not None else []
+        lod = lod_for(scale, self.geom, self.text_scale)
+        freed = getattr(frame, "freed_at", None) if frame is not None else None
+        if freed and device_rect is not None and lod != "tiny":
+            self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod,
+                              pills=False)
+        if spotlight and highlight and device_rect is not None:
+            dim = QPainterPath()
+            dim.addRect(device_rect)
+            holes = QPainterPath()
+            # the spotlight never dims what the teacher is talking about: the
+            # selected node and the error / missing-requires_grad marks as shown
+            # (the banner's culprit was the faintest thing on screen)
+            lit = list(highlight)
+            if selected in nodes and nodes[selected].step <= limit:
+                lit.append(nodes[selected])
+            lit.extend(ng for ng in self._marked() if ng.step <= limit)
+            for ng in lit:
+                # a rounded box just around the node: an ellipse around a wide node
+                # reaches into its neighbours and leaves them half dimmed
+                dr = to_device.mapRect(self.marks_rect(ng))
+                m = max(10.0, to_device.mapRect(_rect(ng)).height() * 0.3)
+                holes.addRoundedRect(dr.adjusted(-m, -m, m, m), 2 * m, 2 * m)
+            p.setPen(Qt.NoPen)
+            p.setBrush(qcolor(t.spotlight_dim))
+            p.drawPath(dim.subtracted(holes))
+        # edges carrying gradient at this backward step: thick, in the current colour
+        edge_grads = dict(getattr(frame, "edge_grads", None) or {}) if frame is not None else {}
+        labels = []
+        near = QRectF()
+        for (src, dst), text in edge_grads.items():
+            s, d = nodes.get(src), nodes.get(dst)
+            if s is None or d is None:
+                continue
+            path = QPainterPath()
+            route = edge_route(self.geom, s, d)
+            if route is not None:
+                _lane_path(path, route)
+            else:
+                _curve(path, *edge_ends(s, d, self.geom))
+            path = to_device.map(path)
+            p.setPen(QPen(qcolor(t.current), max(3.0, 4.0 * min(scale, 1.5)), Qt.SolidLine,
+                          Qt.RoundCap))
+            p.setBrush(Qt.NoBrush)
+            p.drawPath(path)
+            labels.append((path, "∂ " + str(text)))
+            near = near.united(path.boundingRect())
+        for ng in highlight:
+            self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")
+        ringed = list(highlight)
+        if selected and selected in nodes and nodes[selected].step <= limit:
+            dr = to_device.mapRect(self.marks_rect(nodes[selected]))
+            p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
+            p.setBrush(Qt.NoBrush)
+            p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
+            ringed.append(nodes[selected])
+        if ringed and lod != "tiny":
+            # the glow and the selection ring cover the node's badges and tags (the
+            # warning triangle, "no grad"): draw them again on top
+            p.save()
+            p.setTransform(to_device)
+            for ng in ringed:
+                draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
+                draw(p, ng, _rect(ng), self.shown_flags(ng.node), lod, "decor")
+            p.restore()
+        if freed and device_rect is not None and lod == "full":
+            # the "freed" pills above the glow, which covered half of one
+            self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod,
+                              wash=False)
+        bounds = device_rect
+        # NOTE [label placement]: labels never sit on a node when they can help it.
+        # Obstacles are the visible node boxes near the labelled edges and leaves and
+        # every label already placed; each label takes the first free spot among a few
+        # candidates (greedy), .grad boxes first (they belong to one node).
+        leaf_grads = (getattr(frame, "leaf_grads", None) or {}) if frame is not None else {}
+        for tid in leaf_grads:
+            ng = nodes.get(tid if isinstance(tid, str) else f"t{tid}")
+            if ng is not None:
+                near = near.united(to_device.mapRect(_rect(ng)))
+        obstacles = []
+        if not near.isNull() and lod != "tiny":
+            # (at the tiniest level nodes are dots a label may cover; and a margin of
+            # 120 px would take in thousands of them)
+            inv, _ok = to_device.inverted()
+            # as far as a label can reach (a long .grad box is ~350 px wide)
+            scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
+            obstacles = [to_device.mapRect(self._footprint(self.marks_rect(ng)))
+                         for ng in self.geom.nodes_in(scene_near, limit)]
+        placed: list = []
+        # .grad of leaves: the one accumulated at this step gets the big before -> after box;
+        # the others a quiet line under their node, only when there is room to read it
+        current = getattr(frame, "accumulated", None) if frame is not None else None
+        changed = getattr(frame, "grad_changed", None) or frozenset()
+        quiet = []
+        for tid, pair in leaf_grads.items():
+            nid = tid if isinstance(tid, str) else f"t{tid}"
+            ng = nodes.get(nid)
+            if ng is None or ng.step > limit:
+                continue
+            before, after = (pair if isinstance(pair, (tuple, list)) and len(pair) == 2
+                             else (None, pair))
+            dr = to_device.mapRect(_rect(ng))
+            if bounds is not None and not bounds.contains(dr.center()):
+                # its node is out of view: kept on screen, the box sat beside some
+                # other node and read as that node's .grad (review finding)
+                continue
+            if current is None or tid == current or len(leaf_grads) == 1:
+                # "before -> after" at the step that changed it; at any other the
+                # value it has (an old change read as if made at this step)
+                text = (f".grad: {_short(before)} → {_short(after)}" if tid in changed
+                        else f".grad: {_short(after)}")
+                cands = [QPointF(dr.center().x(), dr.bottom() + 8),
+                         QPointF(dr.center().x(), dr.top() - 8),
+                         QPointF(dr.right() + 8, dr.center().y()),
+                         QPointF(dr.left() - 8, dr.center().y())]
+                # after the run every leaf has its .grad: where their boxes would
+                # cover nodes (leaves stacked in a column), the quiet line instead
+                crowded = tid != current and len(leaf_grads) > 1
+                box = self._place_label(p, cands * 2, ("below", "above", "right", "left",
+                                                       "below2", "above2", "below3", "above3"),
+                                        text, obstacles, placed, bounds, scale,
+                                        optional=crowded)
+                if box is None and lod == "full":
+                    quiet.append((ng, dr, f".grad {_short(after)}"))
+            elif lod == "full":
+                quiet.append((ng, dr, f".grad {_short(after)}"))
+        for path, text in labels:
+            cands, sides = [], []
+            for tpos in (0.5, 0.3, 0.7):
+                pt = path.pointAtPercent(tpos)
+                cands += [pt] * 5
+                sides += ["centre", "above", "below", "above2", "below2"]
+            for tpos in (0.5, 0.3, 0.7):
+                pt = path.pointAtPercent(tpos)
+                cands += [pt] * 2
+                sides += ["above3", "below3"]
+            self._place_label(p, cands, sides, text, obstacles, placed, bounds, scale)
+        if quiet:
+            f = font(11 * self.text_scale)
+            fm = QFontMetricsF(f)
+            p.setFont(f)
+            p.setPen(qcolor(t.node_detail))
+            for ng, dr, text in quiet:
+                text = fm.elidedText(text, Qt.ElideRight, max(dr.width() * 1.6, 60))
+                w = fm.horizontalAdvance(text)
+                box = QRectF(dr.center().x() - w / 2, dr.bottom() + 2, w, fm.height())
+                # a line under its own node only; over another node (or its badges,
+                # or a label) it is left out: the inspector has the value
+                own = to_device.mapRect(self._footprint(self.marks_rect(ng)))
+                if any(r != own and r.intersects(box) for r in obstacles) or \
+                        any(r.intersects(box) for r in placed):
+                    continue
+                p.drawText(box, Qt.AlignHCenter | Qt.AlignTop, text)
+
+    def _marked(self) -> list:
+        """The nodes whose error / missing-requires_grad mark is shown, once per
+        geometry version and quiz state (a walk over every node at every step
+        made a spotlit step of a 60,000-node graph 6x slower)."""
+        key = (self.geom.version, self.values_hidden)
+        cached = self.__dict__.get("_marked_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        out = [ng for ng in self.geom.nodes.values() if ng.node.flags
+               and not self._SPOTLIT.isdisjoint(self.shown_flags(ng.node))]
+        self._marked_cache = (key, out)
+        return out
+
+    def _paint_freed(self, p, to_device, freed: dict, cursor: int, limit, device_rect,
+                     lod, wash: bool = True, pills: bool = True) -> None:
+        """Ops whose saved values a backward pass has freed by this step (NOTE
+        [released] in capture/backward.py): washed out (``wash``), with a "freed"
+        pill under them (``pills``; drawn after the current step's glow). A second
+        backward through them raises; retain_graph=True keeps them."""
+        t = self.theme
+        inv, ok = to_device.inverted()
+        if not ok:
+            return
+        veil = qcolor(t.canvas_bg)
+        # washed, still readable on a projector: at 95 the op's name keeps about
+        # 4.5:1 against its fill and its node line 3:1 (140 left 2.9 and 2.1)
+        veil.setAlpha(95)
+        # as big as a node's detail line at this zoom, within reason
+        sc = abs(to_device.m11())
+        f = font(max(9.0, min(18.0, 11.0 * sc * min(self.text_scale, 1.5))), True)
+        fm = QFontMetricsF(f)
+        p.setFont(f)
+        # a pill never covers a region's label ("tor[freed]grad()"): the washed
+        # node and the legend still say it
+        labels = ([to_device.mapRect(r) for _, r in self._region_boxes(limit)]
+                  if self.regions and lod == "full" else [])
+        for ng in self.geom.nodes_in(inv.mapRect(device_rect), limit):
+            at = freed.get(ng.id)
+            if at is None or at > cursor or ng.node.kind != "op":
+                continue
+            dr = to_device.mapRect(_rect(ng))
+            if wash:
+                p.setPen(Qt.NoPen)
+                p.setBrush(veil)
+                p.drawRoundedRect(dr, dr.height() / 2, dr.height() / 2)
+            if pills and lod == "full":
+                text = "freed"
+                w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
+                if w > dr.width() or h > dr.height() * 0.6:
+                    continue   # zoomed out: a pill bigger than its op covered the row
+                pill = QRectF(dr.center().x() - w / 2, dr.bottom() + 3, w, h)
+                if any(pill.intersects(r) for r in labels):
+                    continue
+                p.setBrush(qcolor(t.canvas_bg))
+                p.setPen(QPen(qcolor(t.node_detail), 1.2, Qt.DashLine))
+                p.drawRoundedRect(pill, h / 2, h / 2)
+                p.setPen(qcolor(t.node_detail))
+                p.drawText(pill, Qt.AlignCenter, text)
+
+    def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
+        c = qcolor(colour)
+        for i, (grow, alpha, width) in enumerate(((16, 50, 12), (10, 90, 8), (5, 255, 4))):
+            c.setAlpha(alpha)
+            p.setPen(QPen(c, width))
+            p.setBrush(Qt.NoBrush)
+            r = dr.adjusted(-grow, -grow, grow, grow)
+            rad = r.height() / 2 if pill else 14
+            p.drawRoundedRect(r, rad, rad)
+
+    def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
+                     optional: bool = False):
+        """Draw ``text`` in a box at the first candidate spot that covers no node and
+        no label placed before (NOTE [label placement]); the least covered one when
+        none is free, unless ``optional``: then nothing is drawn and None returned.
+        Long texts are elided, and the font shrinks a little when the view is
+        zoomed out, so a label never dwarfs the nodes it explains."""
+        t = self.theme
+        px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
+        f = font(px, True)
+        fm = QFontMetricsF(f)
+        text = fm.elidedText(text, Qt.ElideMiddle, max(160.0, 400.0 * self.text_scale))
+        w = fm.horizontalAdvance(text) + 16
+        h = fm.height() + 8
+        best, best_cost, best_i = None, None, None
+        for i, (pt, side) in enumerate(zip(cands, sides)):
+            if side.startswith("below"):
+                k = int(side[5:] or 1) - 1
+                box = QRectF(pt.x() - w / 2, pt.y() + 4 + k * (h + 8), w, h)
+            elif side.startswith("above"):
+                k = int(side[5:] or 1) - 1
+                box = QRectF(pt.x() - w / 2, pt.y() - h - 4 - k * (h + 8), w, h)
+            elif side == "right":
+                box = QRectF(pt.x(), pt.y() - h / 2, w, h)
+            elif side == "left":
+                box = QRectF(pt.x() - w, pt.y() - h / 2, w, h)
+            else:
+                box = QRectF(pt.x() - w / 2, pt.y() - h / 2, w, h)
+            if bounds is not None:
+                # keep the whole label on screen: a cut-off number is worse than a shift
+                dx = max(0.0, bounds.left() + 4 - box.left()) - max(0.0, box.right() - bounds.right() + 4)
+                dy = max(0.0, bounds.top() + 4 - box.top()) - max(0.0, box.bottom() - bounds.bottom() + 4)
+                box.translate(dx, dy)
+            cost = i * 0.5          # earlier candidates (the middle of the edge) first
+            for r in obstacles:
+                if r.intersects(box):
+                    ov = r.intersected(box)
+                    cost += 3.0 * ov.width() * ov.height()
+            for r in placed:
+                if r.intersects(box):
+                    ov = r.intersected(box)
+                    cost += 5.0 * ov.width() * ov.height()
+            if best_cost is None or cost < best_cost:
+                best, best_cost, best_i = box, cost, i
+            if cost <= i * 0.5:
+                break              # a free spot: take it
+        box = best
+        if optional and best_cost > best_i * 0.5:
+            return None            # it would cover a node or a label: left out
+        placed.append(box.adjusted(-3, -3, 3, 3))
+        anchor = cands[0] if best_i is None else cands[best_i]
+        gap_y = max(box.top() - anchor.y(), anchor.y() - box.bottom(), 0.0)
+        gap_x = max(box.left() - anchor.x(), anchor.x() - box.right(), 0.0)
+        if gap_y > 6 or gap_x > 6:
+            # moved away from what it labels: a thin leader says which edge or leaf
+            end = QPointF(min(max(anchor.x(), box.left() + 6), box.right() - 6),
+                          box.bottom() if anchor.y() > box.bottom() else
+                          box.top() if anchor.y() < box.top() else box.center().y())
+            p.setPen(QPen(qcolor(t.grad_label_border), 1.6, Qt.DotLine))
+            p.drawLine(anchor, end)
+        p.setPen(QPen(qcolor(t.grad_label_border), 2.0))
+        p.setBrush(qcolor(t.grad_label_bg))
+        p.drawRoundedRect(box, 6, 6)
+        p.setFont(f)
+        p.setPen(qcolor(t.grad_label_text))
+        p.drawText(box, Qt.AlignCenter, text)
+        return box
+
+    def _label_box(self, p, pt: QPointF, text: str, border: str, anchor_top=False,
+                   bounds: QRectF | None = None) -> None:
+        t = self.theme
+        f = font(OVERLAY_PX * self.text_scale, True)
+        fm = QFontMetricsF(f)
+        w = fm.horizontalAdvance(text) + 16
+        h = fm.height() + 8
+        box = QRectF(pt.x() - w / 2, pt.y() if anchor_top else pt.y() - h / 2, w, h)
+        if bounds is not None:
+            # keep the whole label on screen: a cut-off number is worse than a shifted box
+            dx = max(0.0, bounds.left() + 4 - box.left()) - max(0.0, box.right() - bounds.right() + 4)
+            dy = max(0.0, bounds.top() + 4 - box.top()) - max(0.0, box.bottom() - bounds.bottom() + 4)
+            box.translate(dx, dy)
+        p.setPen(QPen(qcolor(border), 2.0))
+        p.setBrush(qcolor(t.grad_label_bg))
+        p.drawRoundedRect(box, 6, 6)
+        p.setFont(f)
+        p.setPen(qcolor(t.grad_label_text))
+        p.drawText(box, Qt.AlignCenter, text)
+
+
+def _ids(highlight) -> list:
+    if not highlight:
+        return []
+    return [h if isinstance(h, str) else f"t{h}" for h in highlight]
+
+
+def _short(summary) -> str:
+    """A gradient summary as short text (strings pass through)."""
+    if isinstance(summary, str):
+        return summary
+    return format_summary(summary, 40)

@@ -1,0 +1,159 @@
+"""The grad-mode region boxes (``no_grad``, ``inference_mode`` ...) and their labels:
+the part of ``ScenePainter`` (canvas_paint.py) that draws them, and the box
+geometry that fitting the view needs too."""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QFontMetricsF, QPen
+
+from graphscope.ui.canvas_primitives import _clusters, _rect, _union, font, qcolor
+
+
+class RegionPainter:
+    """Mixin of ``ScenePainter``: uses its ``geom``, ``theme``, ``text_scale``,
+    ``regions`` and ``TAG_GAP``."""
+
+    def paint_regions(self, p, scale, limit, lod, view: QRectF | None = None,
+                      part: str = "box") -> None:
+        """The grad-off boxes (``part`` "box"), or their labels ("label"), or both."""
+        for reg, cluster, box in self._region_clusters():
+            if view is not None and not view.intersects(box.adjusted(-40, -80, 400, 40)):
+                continue
+            members = [ng for ng in cluster if ng.step <= limit]
+            if members:
+                self._paint_region_box(p, reg, members, lod, limit, part)
+
+    def _region_clusters(self) -> list:
+        """[(region, cluster of its nodes, box of the cluster)], once per geometry
+        version: a no_grad block in a 20,000-op loop has thousands of clusters, and
+        grouping them on every paint cost more than drawing them. Clusters are made
+        from all of a region's nodes; a paint boxes only the members already visible."""
+        key = (self.geom.version, len(self.regions), tuple(id(r) for r in self.regions))
+        cached = getattr(self, "_clusters_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        nodes = self.geom.nodes
+        out = []
+        for reg in self.regions:
+            members = [nodes[i] for i in getattr(reg, "node_ids", ()) if i in nodes]
+            if members:
+                for cluster in _clusters(members):
+                    cluster.sort(key=lambda ng: ng.step)
+                    out.append((reg, cluster, _union(cluster)))
+        self._clusters_cache = (key, out)
+        return out
+
+    def _paint_region_box(self, p, reg, members: list, lod, limit=math.inf,
+                          part: str = "all") -> None:
+        t = self.theme
+        box, label_h = self._region_box(members, lod)
+        kind = getattr(reg, "kind", "no_grad")
+        fill = t.inference_fill if kind == "inference_mode" else t.region_fill
+        if part != "label":
+            p.setBrush(qcolor(fill))
+            pen = QPen(qcolor(t.region_border), 2.0)
+            pen.setStyle(Qt.DashLine)
+            p.setPen(pen if lod != "tiny" else Qt.NoPen)
+            p.drawRoundedRect(box, 14, 14)
+        if lod == "full" and part != "box":
+            p.setPen(qcolor(t.region_text))
+            f = self._region_font()
+            p.setFont(f)
+            text = getattr(reg, "label", "") or kind
+            fm = QFontMetricsF(f)
+            tr = self._region_label_rect(box, fm.horizontalAdvance(text) + 4, label_h, limit)
+            # on the box's own colour: an edge running along the box's top passes
+            # under the words, not through them
+            back = QRectF(tr.left() - 3, tr.center().y() - fm.height() / 2 - 1,
+                          tr.width() + 4, fm.height() + 2)
+            p.fillRect(back, qcolor(t.canvas_bg))
+            if box.contains(back):
+                p.fillRect(back, qcolor(fill))   # translucent: as the box looks there
+            p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
+
+    def regions_extent(self, limit) -> QRectF:
+        """Scene box of the region boxes and their labels drawn at ``limit`` (a
+        label wider than its box reaches past the nodes: fitting must show it)."""
+        out = QRectF()
+        for box, label in self._region_boxes(limit):
+            out = out.united(box).united(label)
+        return out
+
+    def _region_boxes(self, limit) -> list:
+        """(box, label rect) in scene coordinates of every region drawn at ``limit``."""
+        out = []
+        fm = QFontMetricsF(self._region_font())
+        for reg, cluster, _ in self._region_clusters():
+            members = [ng for ng in cluster if ng.step <= limit]
+            if not members:
+                continue
+            box, label_h = self._region_box(members, "full")
+            text = getattr(reg, "label", "") or getattr(reg, "kind", "")
+            out.append((box, self._region_label_rect(
+                box, fm.horizontalAdvance(text) + 4, label_h, limit)))
+        return out
+
+    def _region_box(self, members: list, lod) -> tuple:
+        """(the box drawn around the ``members``' boxes, the height kept for its label).
+
+        The box is padded (room for the label above, the "no grad" tags below),
+        then trimmed where the padding would reach over a node that is not in
+        the region: the layout does not keep other rows clear of a region, and a
+        box edge through the row above read as if that row were inside. A node
+        among the members' own boxes cannot be trimmed away; it stays inside.
+        Trimmed against every node, visible yet or not, so a box never jumps
+        while stepping; once per geometry version and member count."""
+        full = lod == "full"
+        key = (self.geom.version, id(members[0]), len(members), full, self.text_scale)
+        cache = self.__dict__.setdefault("_region_box_cache", {})
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        r = _union(members)
+        pad = 18.0
+        label_h = 26.0 * min(self.text_scale, 2.0)
+        # the tensors made in a region nearly all carry a "no grad" tag below them:
+        # the box's bottom edge passes under that row, not through it
+        tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
+        bottom = max(pad, self.TAG_GAP + tag_h + 8) if full else pad
+        box = r.adjusted(-pad, -pad - (label_h if full else 0), pad, bottom)
+        inside = {ng.id for ng in members}
+        top, bot, left, right = box.top(), box.bottom(), box.left(), box.right()
+        for ng in self.geom.nodes_in(box):
+            if ng.id in inside:
+                continue
+            o = _rect(ng)
+            if o.bottom() <= r.top():
+                top = max(top, min(o.bottom() + 4, r.top() - 4))
+            elif o.top() >= r.bottom():
+                bot = min(bot, max(o.top() - 4, r.bottom() + 4))
+            elif o.right() <= r.left():
+                left = max(left, min(o.right() + 4, r.left() - 4))
+            elif o.left() >= r.right():
+                right = min(right, max(o.left() - 4, r.right() + 4))
+        out = (QRectF(QPointF(left, top), QPointF(right, bot)), label_h)
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = out
+        return out
+
+    def _region_font(self):
+        return font(14 * min(self.text_scale, 2.0), True)
+
+    def _region_label_rect(self, box: QRectF, w: float, h: float, limit) -> QRectF:
+        """Where a region's label goes: the top-left corner of its box, unless a node
+        outside the region sits there (the box is drawn around its members only,
+        and the layout does not leave other nodes out of it); then the first free
+        place of: top right, just above the box, just below it. The label may
+        overhang the box: never clip it."""
+        places = (QRectF(box.left() + 10, box.top() + 4, w, h),
+                  QRectF(box.right() - 10 - w, box.top() + 4, w, h),
+                  QRectF(box.left() + 10, box.top() - h - 2, w, h),
+                  QRectF(box.left() + 10, box.bottom() + 2, w, h))
+        for place in places:
+            if place.left() >= box.left() - 1 and not self.geom.nodes_in(
+                    place.adjusted(-4, -2, 4, 2), limit):
+                return place
+        return places[0]
