@@ -41,7 +41,7 @@ from torch.autograd.graph import get_gradient_edge
 from graphscope import protocol as P
 from graphscope.capture.node_owners import node_name
 from graphscope.capture.tensor_facts import grad_fn_of, no_subclass_dispatch
-from graphscope.capture.recorder import call_as_caller
+from graphscope.capture.call_sites import call_as_caller
 
 _KEY = "graphscope"
 Tensor = torch.Tensor

@@ -30,7 +30,7 @@ Proxy objects, and the trace check re-runs it eagerly and compares results
 (``isclose``, ``all``, ...). None of that is the snippet's own computation, and
 reading a tracer tensor's value (a summary's ``tolist``) would itself raise a
 TracerWarning. So every call made while one of those tools is on the stack is
-passed through unrecorded, without touching any value: ``_locate`` notices
+passed through unrecorded, without touching any value: ``locate_call`` notices
 their frames between the op and the snippet frame, ``Recorder._above_opaque``
 (cached per snippet frame) those above it (a snippet function being traced).
 Costs one set lookup per frame already walked, and one identity check per op.
@@ -55,11 +55,15 @@ from torch.overrides import TorchFunctionMode
 from graphscope import protocol as P
 from graphscope.capture import summaries
 from graphscope.capture.aliases import alias_of
+from graphscope.capture.call_names import short_name
+from graphscope.capture.call_sites import (CAPTURE_DIR, OPAQUE_CODES, call_as_caller, call_from,
+                                           dispatched_original, forget_call_sites, locate_call,
+                                           patched_original)
 from graphscope.capture.custom_functions import CustomFunctions
 from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
 from graphscope.capture.source_text import method_call_starts, source_span
-from graphscope.capture.tracebacks import TRAMPOLINE, without_our_frames
+from graphscope.capture.tracebacks import without_our_frames
 from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
                                              no_subclass_dispatch, retains_grad, shape_of,
                                              version_of)
@@ -70,17 +74,11 @@ _TB = torch._C.TensorBase
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
 _Parameter = torch.nn.Parameter
+_FunctionType = types.FunctionType   # (``types`` is a parameter of __torch_function__)
 _dtype_name = summaries.dtype_name
 
 # getters that make a new tensor and are recorded; every other getset is passed through
 _VIEW_GETTERS = {"T", "mT", "H", "mH", "real", "imag"}
-_VIEW_NAMES = frozenset("""view view_as t transpose permute expand expand_as squeeze unsqueeze
-narrow select getitem split chunk unbind as_strided diagonal unfold movedim moveaxis
-swapaxes swapdims unflatten flatten reshape real imag T mT H mH split_with_sizes
-tensor_split hsplit vsplit dsplit alias""".split())
-_FACTORY_NAMES = frozenset("""tensor as_tensor from_numpy zeros ones empty full rand randn randint
-randperm arange linspace logspace eye zeros_like ones_like empty_like full_like rand_like
-randn_like randint_like scalar_tensor normal""".split())
 _BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int__": "int",
                  "__float__": "float", "__index__": "index", "__complex__": "complex"}
 
@@ -96,259 +94,6 @@ _RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "
                                     "hook"})
 _SCAN_ALWAYS = 2000
 _SCAN_EVERY = 64
-
-
-def _short_name(func) -> tuple[str, str, str]:
-    """(short name, qualified name, kind guess) of a torch callable."""
-    name = getattr(func, "__name__", None) or type(func).__name__
-    owner = getattr(func, "__self__", None)
-    qual = getattr(func, "__qualname__", None) or name
-    mod = getattr(func, "__module__", None)
-    if qual.startswith(("TensorBase.", "Tensor.")):
-        qualname = "torch.Tensor." + qual.split(".", 1)[1]
-    elif qual.startswith("_VariableFunctionsClass."):
-        qualname = "torch." + name
-    elif mod:
-        qualname = f"{mod}.{qual}"
-    else:
-        qualname = f"torch.{qual}"
-    kind = "call"
-    short = name
-    if name.startswith("__") and name.endswith("__"):
-        core = name[2:-2]
-        if core in ("setitem",):
-            short, kind = "setitem", "inplace"
-        elif core.startswith("i") and core[1:] in _INPLACE_DUNDERS:
-            short, kind = core[1:] + "_", "inplace"
-        elif core.startswith("r") and core[1:] in _R_DUNDERS:
-            short = _R_DUNDERS[core[1:]]
-        else:
-            short = _DUNDER_ALIASES.get(core, core)
-    elif name.endswith("_") and (not name.startswith("_") or name.startswith("_foreach_")):
-        kind = "inplace"   # torch._foreach_add_(params, grads): each of params changes
-    if short in _VIEW_NAMES:
-        kind = "view"
-    elif short in _FACTORY_NAMES:
-        kind = "factory"
-    if short in ("detach", "detach_"):
-        kind = "detach"
-    elif short == "requires_grad_":
-        kind = "requires_grad"
-    elif short == "retain_grad":
-        kind = "retain_grad"
-    elif short in ("register_hook", "register_post_accumulate_grad_hook"):
-        kind = "hook"      # the snippet's own tensor hook: a fact about the tensor
-    del owner
-    return short, qualname, kind
-
-
-_INPLACE_DUNDERS = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
-                    "and", "or", "xor", "lshift", "rshift"}
-_DUNDER_ALIASES = {"truediv": "div", "floordiv": "floor_divide", "mod": "remainder",
-                   "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-                   "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
-                   "invert": "bitwise_not", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
-                   "eq": "eq", "ne": "ne", "neg": "neg", "abs": "abs", "pos": "positive"}
-_R_DUNDERS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv":
-              "floor_divide", "mod": "remainder", "pow": "pow", "matmul": "matmul",
-              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-              "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
-
-
-_CAPTURE_DIR = __file__.rsplit("/", 1)[0] + "/"
-_HANDLE_CODE = torch.overrides.handle_torch_function.__code__
-# Both caches are keyed by id(code) and keep the code object in the value (so the
-# id stays its own): hashing a code object hashes its bytecode and constants,
-# about 0.5 us for a big function, and the hot path looks up three or four.
-_trampolines: dict = {}     # (id(code), line) -> (code, trampoline)
-_code_kinds: dict = {}      # id(code) -> (code, _CAPTURE | _DISPATCH | _OTHER), see _locate
-_CAPTURE, _DISPATCH, _OTHER = 0, 1, 2
-
-
-def _opaque_codes() -> dict:
-    """id(code) -> code of the tracers' entry points (NOTE [static tracers])."""
-    import inspect
-
-    codes = {}
-    fns = []
-    try:
-        import torch.jit._trace as jt
-        fns += [jt.trace, jt.trace_module, jt._check_trace]
-    except Exception:
-        pass
-    try:
-        import torch.fx._symbolic_trace as fxt
-        fns += [fxt.Tracer.trace]
-    except Exception:
-        pass
-    for fn in fns:
-        code = getattr(inspect.unwrap(fn), "__code__", None)
-        if code is not None:
-            codes[id(code)] = code
-    return codes
-
-
-_OPAQUE = _opaque_codes()
-
-
-def _code_kind(code) -> int:
-    if code is _HANDLE_CODE:
-        k = _DISPATCH
-    elif code.co_filename.startswith(_CAPTURE_DIR):
-        k = _CAPTURE
-    else:
-        k = _OTHER
-    if len(_code_kinds) > 10_000:
-        _code_kinds.clear()
-    _code_kinds[id(code)] = (code, k)
-    return k
-
-
-def _locate(f, filename):
-    """(caller frame, innermost snippet frame, opaque) seen from frame ``f`` outwards.
-
-    The caller is the first frame outside graphscope.capture (the torch
-    Python function that dispatched to the mode when the call went through
-    ``handle_torch_function``); the snippet frame the first whose file is the
-    snippet's. One walk serves both (NOTE [warning attribution], line numbers).
-    ``opaque``: a tracer's frame lies between the two (NOTE [static tracers]).
-    """
-    kinds = _code_kinds
-    skipped_dispatch = False
-    while f is not None:
-        code = f.f_code
-        e = kinds.get(id(code))
-        k = e[1] if e is not None and e[0] is code else _code_kind(code)
-        if k == _OTHER:
-            break
-        if k == _DISPATCH:
-            skipped_dispatch = True
-        f = f.f_back
-    if f is None:
-        return None, None, False
-    s = f if filename is not None else None
-    opaque = False
-    while s is not None:
-        code = s.f_code
-        if code.co_filename == filename:
-            break
-        if id(code) in _OPAQUE:
-            opaque = True
-        s = s.f_back
-    if skipped_dispatch and f.f_back is not None:
-        f = f.f_back   # the torch Python function that dispatched to the mode
-    return f, s, opaque
-
-
-def call_as_caller(func, args, kwargs):
-    """Call ``func`` from a frame that looks like the snippet's own call site.
-
-    NOTE [warning attribution]: a warning raised by a C++ op (``TORCH_WARN``)
-    or with ``stacklevel`` is attributed to the Python frame that called the
-    op. Under the mode that frame would be the recorder's, so the console would
-    say ``recorder.py:300: UserWarning`` and the warning filters would match
-    ``graphscope.*`` instead of ``__main__``. So the real call is made from a
-    tiny function compiled with the caller's file name and line and run with
-    the caller's globals: location, module and once-per-location registry are
-    those of plain Python.
-    """
-    f = _locate(sys._getframe(1), None)[0]
-    if f is None:
-        return func(*args, **kwargs)
-    return _call_from(f, func, args, kwargs)
-
-
-def _call_from(f, func, args, kwargs):
-    """``func(*args, **kwargs)`` through the trampoline of caller frame ``f``."""
-    code = f.f_code
-    key = (id(code), f.f_lineno)
-    e = _trampolines.get(key)
-    if e is None or e[0] is not code or e[1].__globals__ is not f.f_globals:
-        tramp = _trampoline(f, key)
-    else:
-        tramp = e[1]
-    return tramp(func, args, kwargs)
-
-
-def _trampoline(f, key):
-    code = f.f_code
-    line = f.f_lineno or 1
-    src = "\n" * (line - 1) + (f"def {TRAMPOLINE}(func, args, kwargs): "
-                               "return func(*args, **kwargs)\n")
-    ns: dict = {}
-    exec(compile(src, code.co_filename, "exec"), ns)
-    tramp = types.FunctionType(ns[TRAMPOLINE].__code__, f.f_globals, TRAMPOLINE)
-    if len(_trampolines) > 10_000:
-        _trampolines.clear()
-    _trampolines[key] = (code, tramp)
-    return tramp
-
-
-def _patched_original(func, caller):
-    """NOTE [patched methods]: a snippet that wraps a Tensor method
-    (``torch.Tensor.sum = counting_sum``, which calls the saved C method) is
-    dispatched to the mode with ``func`` = the wrapper (the mode is handed
-    whatever ``Tensor.sum`` is now), from inside the wrapper: calling ``func``
-    ran the wrapper a second time (``calls: 2``). The C method the wrapper
-    called is then called instead. Not for torch's own Python functions
-    (``Tensor.backward``), which hand themselves to the mode and must run
-    again (a snippet's wrapper of one of those: ``_dispatched_original``). None
-    when ``func`` is not such a wrapper."""
-    if caller.f_code.co_filename.startswith(_TORCH_DIR):
-        return None
-    for name, value in vars(Tensor).items():
-        if value is func:
-            real = getattr(torch._C.TensorBase, name, None)
-            return real if real is not None and real is not func else None
-    return None
-
-
-_TORCH_DIR = torch.__file__.rsplit("/", 1)[0] + "/"
-_FunctionType = types.FunctionType
-_originals: dict = {}   # id(code) -> (code, the torch function running it)
-
-
-def _dispatched_original(func, f):
-    """NOTE [patched methods], for a torch function written in Python
-    (``Tensor.backward``): the snippet's wrapper calls the saved original,
-    which hands itself to the mode as whatever ``Tensor.backward`` is now,
-    the wrapper; called again, it ran twice and the backward pass went
-    unrecorded. The original is the function whose frame handed the call over
-    (``f`` is ``handle_torch_function``'s); None when ``func`` is that function
-    (the usual case) or is torch's own."""
-    if f.f_code is not _HANDLE_CODE:
-        return None
-    g = f.f_back
-    if g is None or g.f_code is func.__code__ or func.__code__.co_filename.startswith(
-            _TORCH_DIR) or not g.f_code.co_filename.startswith(_TORCH_DIR):
-        return None
-    code = g.f_code
-    e = _originals.get(id(code))
-    if e is not None and e[0] is code:
-        return e[1]
-    # where the wrapper keeps the original it calls: its closure, then the names
-    # of the frame that called it (the frozen objects of the run are out of
-    # gc.get_referrers' reach, NOTE [gc during capture])
-    w = g.f_back
-    places = [c.cell_contents for c in (func.__closure__ or ()) if _filled(c)]
-    if w is not None:
-        places += list(w.f_locals.values()) + list(w.f_globals.values())
-    fn = next((v for v in places if type(v) is _FunctionType and v.__code__ is code), None)
-    if fn is None:
-        import gc
-        fn = next((r for r in gc.get_referrers(code)
-                   if type(r) is _FunctionType and r.__code__ is code), None)
-    if fn is not None:
-        _originals[id(code)] = (code, fn)
-    return fn
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
 
 
 def _inplace_before(args, ins):
@@ -485,8 +230,8 @@ class Recorder(TorchFunctionMode):
             except TypeError:  # unhashable callable
                 handler = self
             if handler is self and type(func) is _FunctionType:
-                real = _dispatched_original(func, sys._getframe(1))
-                if real is not None:   # NOTE [patched methods]
+                real = dispatched_original(func, sys._getframe(1))
+                if real is not None:   # NOTE [patched methods] in call_sites.py
                     func = real
                     handler = self._special.get(func, self)
             if handler is self:
@@ -529,7 +274,7 @@ class Recorder(TorchFunctionMode):
         self._last_frame = self._vframe = None
         self.failed = None
         self.custom.state = None
-        _trampolines.clear()   # (each runs with its caller's globals: NOTE [warning attribution])
+        forget_call_sites()
 
     def where(self, depth: int = 2):
         """(innermost snippet frame, opaque): the frame as ``snippet_frame`` finds it
@@ -541,7 +286,7 @@ class Recorder(TorchFunctionMode):
             code = f.f_code
             if code.co_filename == fn:
                 break
-            if id(code) in _OPAQUE:
+            if id(code) in OPAQUE_CODES:
                 opaque = True
             f = f.f_back
         if f is not None and not opaque:
@@ -555,10 +300,10 @@ class Recorder(TorchFunctionMode):
         f = s.f_back
         while f is not None:
             code = f.f_code
-            if id(code) in _OPAQUE:
+            if id(code) in OPAQUE_CODES:
                 opaque = True
                 break
-            if code.co_filename.startswith(_CAPTURE_DIR):
+            if code.co_filename.startswith(CAPTURE_DIR):
                 break   # run_snippet: the snippet's module frame was the last
             f = f.f_back
         self._vframe = s
@@ -617,9 +362,9 @@ class Recorder(TorchFunctionMode):
         try:
             facts = self._names_cache[func]
         except KeyError:
-            facts = self._names_cache[func] = _short_name(func)
+            facts = self._names_cache[func] = short_name(func)
         except TypeError:
-            facts = _short_name(func)
+            facts = short_name(func)
         name, qualname, kind = facts
         if kind_override:
             kind = kind_override
@@ -654,25 +399,25 @@ class Recorder(TorchFunctionMode):
             flatten_tensors(kwargs["out"], outs_kw)
             with no_subclass_dispatch():   # NOTE [subclass reads] (rare: no fast path)
                 before = [(t, version_of(t)) for t in outs_kw]
-        caller, frame, opaque = _locate(sys._getframe(1), self.filename)
+        caller, frame, opaque = locate_call(sys._getframe(1), self.filename)
         if caller is not None and getattr(func, "__code__", None) is caller.f_code:
-            real = _patched_original(func, caller)
-            if real is not None:   # NOTE [patched methods]
+            real = patched_original(func, caller)
+            if real is not None:   # NOTE [patched methods] in call_sites.py
                 func = real
-                name, qualname, kind = _short_name(func)
+                name, qualname, kind = short_name(func)
         if opaque or (frame is not None and (
                 self._vopaque if frame is self._vframe else self._above_opaque(frame))) or (
                 (self.custom.state is not None or not grad_enabled) and self.custom.skips(
                     caller or frame, ins, kind)):
             # a tracer runs this call: not the snippet's own op (NOTE [static tracers]);
             # or a custom Function's forward does: its apply is the op (NOTE [custom Functions])
-            return func(*args, **kwargs) if caller is None else _call_from(caller, func,
+            return func(*args, **kwargs) if caller is None else call_from(caller, func,
                                                                           args, kwargs)
         try:
             if caller is None:
                 result = func(*args, **kwargs)
             else:
-                result = _call_from(caller, func, args, kwargs)
+                result = call_from(caller, func, args, kwargs)
         except BaseException as e:
             try:
                 self._failed_call(e, name, qualname, kind, grad_enabled, ins, frame)
@@ -1032,15 +777,15 @@ class Recorder(TorchFunctionMode):
         """An optimizer reads each ``.grad`` two or three times a step, so this is
         a hot path: one frame walk finds both the caller and the snippet frame
         (as ``_call`` does), and a leaf's ``.grad`` is read directly: only a
-        non-leaf's warns (NOTE [warning attribution])."""
+        non-leaf's warns (NOTE [warning attribution] in call_sites.py)."""
         t = args[0]
-        caller, frame, opaque = _locate(sys._getframe(1), self.filename)
+        caller, frame, opaque = locate_call(sys._getframe(1), self.filename)
         if not opaque and frame is not None:
             opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
         if caller is None or (isinstance(t, Tensor) and _plainly(flags_of, t, None)[1]):
             result = func(*args, **kwargs)
         else:
-            result = _call_from(caller, func, args, kwargs)
+            result = call_from(caller, func, args, kwargs)
         if opaque:   # NOTE [static tracers]
             return result
         outs = [result] if isinstance(result, Tensor) else []

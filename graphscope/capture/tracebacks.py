@@ -20,7 +20,7 @@ import types
 
 OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # the function the recorder runs a call through, compiled under the snippet's
-# file name and line (NOTE [warning attribution] in recorder.py)
+# file name and line (NOTE [warning attribution] in call_sites.py)
 TRAMPOLINE = "_graphscope_call"
 
 
