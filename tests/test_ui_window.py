@@ -688,6 +688,28 @@ def test_stop_also_ends_the_playback_at_the_last_step(qtbot, window):
     assert w.cursor() == len(w.live.timeline) - 1
 
 
+def test_a_runaway_loop_is_recorded_up_to_the_window_s_limit_and_said_so(qtbot, window):
+    """NOTE [the window's op limit]: a ``while True`` loop of tensor ops filled the
+    worker's 200,000-op limit, the status line still said "Running…", and Stop
+    took 19 s to show while the window drew all of it (review finding). The
+    window records 20,000 ops and says at once that the loop runs on unrecorded."""
+    from graphscope.ui.run_controller import WINDOW_MAX_OPS
+    w = window
+    w.load_snippet("import torch\nx = torch.ones(2, requires_grad=True)\nwhile True:\n"
+                   "    x = x * 1.0001\n", "loop.py")
+    w.set_speed(0)
+    with qtbot.waitSignal(w.run_started, timeout=5000):
+        w.run()
+    qtbot.waitUntil(lambda: "Recording stopped after 20,000 ops" in w.status_text(),
+                    timeout=RUN_TIMEOUT)
+    assert "Shift+F5" in w.status_text() and w.is_running()
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT) as sig:
+        w.stop()
+    assert sig.args[0].status == "stopped"
+    assert len(w.live.trace.ops) == WINDOW_MAX_OPS and w.live.trace.truncated
+    assert "Recording was cut short" in w.status_text()
+
+
 def test_marks_leave_the_editor_while_its_text_is_not_what_ran(qtbot, window):
     """NOTE [edited after a run]: after two lines were added at the top, the step
     marker sat on 'import torch' and a node jumped to the wrong line."""

@@ -719,6 +719,11 @@ class MainWindow(QMainWindow):
             return
         delta = live.apply(msgs, follow=self.speed == 0)
         self._show_delta(delta)
+        for m in msgs:
+            if m.T == "truncated" and m.reason == "ops":
+                # NOTE [the window's op limit] in run_controller.py: a runaway loop
+                # runs on, unrecorded; said now, not only when it ends
+                self.set_status(f"{m.message} Stop it with Shift+F5.")
         if (delta.regions_changed or any(m.T == "region" for m in msgs)) and not self._edited:
             self.editor.set_regions(live.trace.regions)
         have = self.timeline_bar.step_count()

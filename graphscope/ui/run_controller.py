@@ -25,6 +25,16 @@ BACKLOG_BATCH = 3000 # ... when it is far behind (after a Stop, or a run faster 
                      # 50,000 ops drained in 3.2 s this way against 4.9 s in 600s
 
 
+# NOTE [the window's op limit]: the window records at most this many ops of a
+# run (the worker's own limit, 200,000, is for export). It draws about 12,000
+# ops a second (bench_gui.py: 20,000 drawn in 1.7 s), and what was recorded is
+# drawn even after Stop: a runaway ``while True`` loop filled 200,000 ops in a
+# few seconds, and Stop then took 19 s to show (review finding). A graph this
+# big is already past what a picture can teach; the run goes on unrecorded
+# and the status line says so.
+WINDOW_MAX_OPS = 20_000
+
+
 class RunController(QObject):
     """Run / stop snippets; ``batch(list)`` of protocol messages, then ``finished(End)``."""
 
@@ -38,7 +48,7 @@ class RunController(QObject):
         worker between windows); by default the controller makes and owns its own."""
         super().__init__(parent)
         self.timeout = timeout
-        self.run_fields = run_fields
+        self.run_fields = {"max_ops": WINDOW_MAX_OPS, **run_fields}
         self._lock = threading.Lock()
         self._buffer: list = []
         self._generation = 0
