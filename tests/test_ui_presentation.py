@@ -256,3 +256,25 @@ def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, t
         assert QImage.fromData(mime.data("image/png")).width() > 100
     finally:
         QGuiApplication.clipboard().clear()   # an image left there crashes Qt's exit
+
+
+def test_a_long_lesson_title_and_status_do_not_widen_the_window(window, folder, qtbot):
+    """GUI review: the lesson bar's one row (title, Previous, 3 / 10, Next) and a
+    long status line each set the window's smallest width: at 1024 px the window
+    grew to 1,480 px and the editor kept a letter per line. A title that ends
+    with "?" got a second full stop in the status line ("…PyTorch?. Pick")."""
+    title = "Why use dynamic computation graphs in PyTorch rather than static ones?"
+    (folder / "four.toml").write_text(SCENARIO.format(id="four", title=title))
+    (folder / "lessons" / "long.toml").write_text(
+        f'title = "{title} A lesson with a long name"\nscenarios = ["four", "one"]\n')
+    assert install(window, args(lesson=str(folder / "lessons" / "long.toml"),
+                                scenarios=str(folder)))
+    window.show()
+    c = window.classroom
+    qtbot.waitUntil(lambda: c.lesson_bar.isVisible(), timeout=3000)
+    assert c.scenario.id == "four"
+    assert window.status_text().startswith(title + " ") and "?." not in window.status_text()
+    window.set_status("x " * 400)
+    bar_min = c.lesson_bar.minimumSizeHint().width()
+    assert bar_min < 400, bar_min
+    assert window.minimumSizeHint().width() < 1100, window.minimumSizeHint().width()

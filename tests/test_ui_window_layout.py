@@ -116,8 +116,11 @@ def test_hidden_output_hides_the_error_until_reveal(qtbot, window):
     assert end.status == "error"
     assert not w.banner.isVisible() and w.editor.error_line() is None
     assert "RuntimeError" not in w.status_text() and w.problems.rows() == []
+    # no tick either: "✔ ran" answered "what error does this raise?" with "none"
+    assert "\u2714" not in w.run_label.text() and "\u2716" not in w.run_label.text()
     w.set_output_hidden(False)
     assert w.banner.isVisible() and w.editor.error_line() == 6
+    assert "\u2716" in w.run_label.text()
     assert "RuntimeError" in w.status_text() and len(w.problems.rows()) >= 1
 
 

@@ -221,7 +221,11 @@ class Classroom(QObject):
             self.lesson_bar.refresh()
         self._update_quiz_actions()
         hint = "Pick an answer (A-D), then Reveal (R) runs it." if self.quiz.buttons else ""
-        self.window.set_status(f"{scenario.title}. {hint}")
+        title = scenario.title.rstrip()
+        # "…in PyTorch?. Pick an answer" (GUI review): a title that ends a sentence
+        # gets no second full stop
+        stop = "" if title.endswith((".", "?", "!", ":", "…")) else "."
+        self.window.set_status(f"{title}{stop} {hint}".rstrip())
         return True
 
     def size_docks(self):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from graphscope import scenarios as _scn
 from graphscope.ui.presentation import NORMAL_PX
@@ -92,15 +92,25 @@ class LessonWalker(QObject):
 
 
 class LessonBar(QWidget):
-    """``Lesson title   < Previous   3 / 10   Next >``."""
+    """The lesson's title over ``< Previous   3 / 10   Next >``.
+
+    Two rows, the title wrapped: on one row the whole title set the side
+    column's smallest width (675 px for "Autograd, step by step"'s), and at
+    1024 px the window grew past the screen while the editor kept 70 px, a
+    letter per line (GUI review)."""
 
     def __init__(self, walker: LessonWalker, parent=None):
         super().__init__(parent)
         self.setObjectName("LessonBar")
         self.walker = walker
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(6, 2, 6, 2)
+        rows = QVBoxLayout(self)
+        rows.setContentsMargins(6, 2, 6, 2)
+        rows.setSpacing(0)
         self.title_label = QLabel(objectName="LessonTitle")
+        self.title_label.setWordWrap(True)
+        rows.addWidget(self.title_label)
+        lay = QHBoxLayout()
+        rows.addLayout(lay)
         self.prev_button = QPushButton("\u25C0 Previous (P)")
         self.progress_label = QLabel(objectName="LessonProgress")
         self.next_button = QPushButton("Next (N) \u25B6")
@@ -108,9 +118,10 @@ class LessonBar(QWidget):
             b.setFocusPolicy(Qt.NoFocus)
         self.prev_button.clicked.connect(walker.previous)
         self.next_button.clicked.connect(walker.next)
-        lay.addWidget(self.title_label, 1)
         lay.addWidget(self.prev_button)
+        lay.addStretch(1)
         lay.addWidget(self.progress_label)
+        lay.addStretch(1)
         lay.addWidget(self.next_button)
         walker.scenario_changed.connect(self.refresh)
         self.set_text_scale(1.0)

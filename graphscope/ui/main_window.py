@@ -212,6 +212,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.main_split)
 
         self.status_label = QLabel("Ready. Press F5 to run the snippet.", self)
+        # wrapped: on one line a long status (how a run ended, what was cut) set the
+        # window's smallest width, and at 1024 px the window grew past the screen
+        # (GUI review); a second line is better than words cut off
+        self.status_label.setWordWrap(True)
         self.run_label = QLabel("", self)
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.run_label)
@@ -831,7 +835,9 @@ class MainWindow(QMainWindow):
         if self.output_hidden and end.status not in ("stopped", "crash", "timeout"):
             self.set_status(f"The run is over: {len(self.live.trace.ops)} ops recorded. "
                             "What it printed, its values and any error stay hidden until Reveal.")
-            self.run_label.setText("\u2714 ran")
+            # no tick: for "what error does this raise?" a tick said "no error"
+            # before Reveal (GUI review: challenge-5's RuntimeError read "✔ ran")
+            self.run_label.setText("ran \u00b7 hidden")
             return False
         if self._edited:   # NOTE [edited after a run]: its line numbers are the old text's
             text += " The snippet was edited since this run: press F5 to run it again."

@@ -288,6 +288,7 @@ class TimelineBar(QWidget):
                                      self.forward_requested)
         self.last_button = button("last", "Last step (End)", self.last_requested)
         self.position_label = QLabel("0 / 0", self)
+        self.position_label.setWordWrap(True)   # a narrow window: two lines, not a wider window
         lay.addSpacing(8)
         lay.addWidget(self.position_label, 1)
         self.speed_box = QComboBox(self)
