@@ -159,3 +159,21 @@ def test_legend_swatches_show_fill_and_border_in_theme_colours(qtbot, name):
     for mark in ("shared", "view", "in-place", "hook", "freed", "\u2702", "\u2202 1.0"):
         assert mark in shapes, mark
     assert {"glow"} <= {spec[0] for spec, _ in ins.legend_swatches}
+
+
+def test_a_disabled_transport_button_looks_disabled_in_every_theme(qapp):
+    """GUI review: in the dark theme a disabled "Last step" was drawn in full
+    white; Qt's own disabled look greys toward the light palette. The icon now
+    carries a faded pixmap of its own colour for the disabled mode."""
+    from PySide6.QtGui import QIcon
+    from graphscope.ui.timeline_bar import control_icon
+
+    def max_alpha(img):
+        return max(img.pixelColor(x, y).alpha() for x in range(img.width())
+                   for y in range(img.height()))
+    for colour in ("#ffffff", "#1f2937"):
+        icon = control_icon("last", colour)
+        on = icon.pixmap(32, 32, QIcon.Mode.Normal).toImage()
+        off = icon.pixmap(32, 32, QIcon.Mode.Disabled).toImage()
+        assert max_alpha(on) == 255
+        assert max_alpha(off) < 110, colour

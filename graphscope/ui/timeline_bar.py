@@ -68,7 +68,18 @@ def control_icon(kind: str, color: str = "#1f2937", size: int = 64) -> QIcon:
         tri(s * 0.58, s * 0.26)
         bar(s * 0.14)
     p.end()
-    return QIcon(pm)
+    icon = QIcon(pm)
+    # the disabled look drawn here, not left to the style: Qt greys an icon
+    # toward the light palette, so a white icon of the dark theme stayed white
+    # and a disabled "Last step" looked as usable as the others (GUI review)
+    faded = QPixmap(size, size)
+    faded.fill(Qt.GlobalColor.transparent)
+    p = QPainter(faded)
+    p.setOpacity(0.3)
+    p.drawPixmap(0, 0, pm)
+    p.end()
+    icon.addPixmap(faded, QIcon.Mode.Disabled)
+    return icon
 
 
 class ScrubStrip(QWidget):
