@@ -530,6 +530,31 @@ def test_presentation_needs_bigger_labels_than_the_desk(canvas, traces):
     assert canvas.presentation and canvas.readable_scale() > desk
 
 
+def test_bigger_text_in_presentation_makes_the_graph_s_labels_bigger_on_screen(canvas):
+    """GUI review: in presentation mode four presses of Bigger text (100% to 140%)
+    took a projected label from 17.8 to 18.7 px: boxes grew with the text and the
+    auto view zoomed out to keep the graph fitted. The auto view now keeps labels
+    as much bigger on screen as the size the user chose."""
+    from graphscope.ui.canvas_primitives import LABEL_PX
+    graph, layout, tl = scene(synthetic_trace(60))
+    canvas.set_graph(graph, layout)
+    canvas.set_presentation(True)
+
+    def label_px():
+        return LABEL_PX * canvas.text_scale() * canvas.view_scale()
+    canvas.set_text_scale(1.6, reading=1.0)     # the presentation boost, user at 100%
+    one = label_px()
+    assert one >= 17.5
+    canvas.set_text_scale(1.6 * 1.4, reading=1.4)
+    assert label_px() >= one * 1.35
+    # and outside presentation, bigger text is bigger on screen in proportion
+    canvas.set_presentation(False)
+    canvas.set_text_scale(1.0)
+    desk = label_px()
+    canvas.set_text_scale(1.15)
+    assert desk * 1.1 <= label_px() <= desk * 1.25
+
+
 def test_boxes_grow_with_text_scale_and_long_names_fit(canvas, traces):
     from graphscope.model.graph import Node
     from graphscope.model.layout import OP_CHAR, node_size

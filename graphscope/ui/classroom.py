@@ -182,7 +182,7 @@ class Classroom(QObject):
 
     def _wire(self):
         p, w = self.presentation, self.window
-        p.scale_targets += [lambda f, m: w.set_text_scale(f),
+        p.scale_targets += [lambda f, m: w.set_text_scale(f, p.scale),
                             self.quiz.set_text_scale, self.browser.set_text_scale,
                             self.lesson_bar.set_text_scale]
         p.theme_targets += [w.set_theme, self.apply_theme]

@@ -339,14 +339,18 @@ class MainWindow(QMainWindow):
             a.setIcon(control_icon(kind, t.text))
         self._refresh_problems()
 
-    def set_text_scale(self, f: float) -> None:
-        """Scale every text in the window together (presentation mode's one control)."""
+    def set_text_scale(self, f: float, reading: float | None = None) -> None:
+        """Scale every text in the window together (presentation mode's one control).
+        ``reading``: the size the user chose, when ``f`` has a mode's boost in it
+        (the graph's auto view keeps its labels that much bigger on screen)."""
         f = max(0.6, min(4.0, float(f)))
         self.text_scale = f
         self.setStyleSheet(themes.stylesheet(self.theme, f))
         for w in (self.editor, self.console, self.problems, self.inspector, self.banner,
-                  self.timeline_bar, self.canvas, *self._panel_canvases()):
+                  self.timeline_bar):
             w.set_text_scale(f)
+        for c in (self.canvas, *self._panel_canvases()):
+            c.set_text_scale(f, reading)
         self.toolbar.setIconSize(QSize(int(24 * f), int(24 * f)))
         self._fit_editor_width()
 
@@ -402,6 +406,7 @@ class MainWindow(QMainWindow):
         enough for a question, a short console. Full screen and the text
         scale are the presentation controller's (ui/presentation.py)."""
         self.presenting = bool(on)
+        self.canvas.set_presentation(on)   # its auto view keeps labels hall-sized
         if not on:
             total = max(sum(self.centre_split.sizes()), 400)
             self.centre_split.setSizes([int(total * 0.79), total - int(total * 0.79)])
