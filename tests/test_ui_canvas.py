@@ -881,3 +881,53 @@ def test_a_region_label_keeps_clear_of_nodes_outside_the_region(qapp):
             assert got == first                               # the usual place when free
         else:
             assert not geom.nodes_in(got.adjusted(-4, -2, 4, 2)), reg.label
+
+
+RNN_SHARED_W = """import torch
+w = torch.tensor(0.5, requires_grad=True)
+with torch.no_grad():
+    h1 = torch.tensor(1.0)
+    h2 = torch.tensor(2.0)
+a = w * h1
+b = w * h2
+(a + b).backward()
+"""
+
+
+def test_a_grad_box_boxed_in_by_its_neighbours_covers_none_of_them(qapp):
+    """GUI review (rnn-shared-weight projected, graph only): w at the view's left
+    edge between two h rows, a mul to its right; every spot beside it was covered,
+    and the least covered one put ".grad: 2.0" on the mul's name. Now the box goes
+    over w's own lower half (its shape line, not its name), or further out."""
+    import graphscope
+    from PySide6.QtGui import QImage, QPainter, QTransform
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_primitives import _rect
+    from graphscope.ui.canvas_scene import SceneGeometry
+    graph, layout, tl = scene(graphscope.trace(RNN_SHARED_W))
+    geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
+    by = {n.label: i for i, n in graph.nodes.items()}
+    w, h1, h2, mul = (geom.nodes[by[k]] for k in ("w", "h1", "h2", "mul"))
+    pitch = w.h + 24
+    moved = {ng.id: (ng.x + 5000, ng.y + 5000) for ng in geom.nodes.values()}
+    moved.update({w.id: (100, 300), h1.id: (100, 300 - pitch), h2.id: (100, 300 + pitch),
+                  mul.id: (100 + w.w / 2 + 50 + mul.w / 2, 300)})
+    geom.move(moved)
+    painter = ScenePainter(geom, get_theme("light"), 1.3)
+    frame = tl.state(len(tl) - 1)
+    assert int(by["w"][1:]) in frame.leaf_grads or by["w"] in frame.leaf_grads
+    tf = QTransform().translate(-(100 - w.w / 2) * 1.3 + 4, 0).scale(1.3, 1.3)
+    img = QImage(900, 700, QImage.Format_ARGB32)
+    p = QPainter(img)
+    painter.paint_overlay(p, tf, frame, float("inf"), device_rect=QRectF(0, 0, 900, 700),
+                          scale=1.3)
+    p.end()
+    assert painter.placed_labels
+    for ng in (h1, h2, mul):
+        r = tf.mapRect(_rect(ng))
+        for b in painter.placed_labels:
+            assert not r.intersects(b.adjusted(3, 3, -3, -3)), (ng.node.label, r, b)
+    # nor w's own name, in the upper half of its box
+    name = tf.mapRect(_rect(w))
+    name.setHeight(name.height() / 2)
+    assert not any(name.intersects(b.adjusted(3, 3, -3, -3)) for b in painter.placed_labels)

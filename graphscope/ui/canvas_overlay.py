@@ -4,7 +4,7 @@ the selection and the spotlight veil. The part of ``ScenePainter``
 (canvas_paint.py) that changes with every step."""
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF, QPainter, QPainterPath, QPen, QTransform
 
 from graphscope.model.summary import format_summary
@@ -111,9 +111,10 @@ class OverlayPainter:
             inv, _ok = to_device.inverted()
             # as far as a label can reach (a long .grad box is ~350 px wide)
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
-            obstacles = [to_device.mapRect(self._footprint(self.marks_rect(ng)))
+            obstacles = [to_device.mapRect(self.ink_rect(ng))
                          for ng in self.geom.nodes_in(scene_near, limit)]
         placed: list = []
+        self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
         # .grad of leaves: the one accumulated at this step gets the big before -> after box;
         # the others a quiet line under their node, only when there is room to read it
         current = getattr(frame, "accumulated", None) if frame is not None else None
@@ -136,17 +137,29 @@ class OverlayPainter:
                 # value it has (an old change read as if made at this step)
                 text = (f".grad: {_short(before)} → {_short(after)}" if tid in changed
                         else f".grad: {_short(after)}")
-                cands = [QPointF(dr.center().x(), dr.bottom() + 8),
-                         QPointF(dr.center().x(), dr.top() - 8),
-                         QPointF(dr.right() + 8, dr.center().y()),
-                         QPointF(dr.left() - 8, dr.center().y())]
+                b, a, r, l = (QPointF(dr.center().x(), dr.bottom() + 8),
+                              QPointF(dr.center().x(), dr.top() - 8),
+                              QPointF(dr.right() + 8, dr.center().y()),
+                              QPointF(dr.left() - 8, dr.center().y()))
+                inside = QPointF(dr.center().x(), dr.center().y() - 2)
+                # beside the node first; then over its own lower half (the shape
+                # line, "scalar float32", not its name), which reads as its own;
+                # then rows further out, with a
+                # leader. A leaf between two others had only covered spots beside
+                # it, and its box sat on the next op's name (GUI review)
+                cands = [b, a, r, l, inside, b, a, b, a]
+                sides = ("below", "above", "right", "left", "below", "below2", "above2",
+                         "below4", "above4")
+                own = to_device.mapRect(self.ink_rect(ng))
+                # its own node is no obstacle but for its name (the upper half): a
+                # box kept on screen was pushed back over it
+                others = [o for o in obstacles if o != own]
+                others.append(QRectF(dr.left(), dr.top(), dr.width(), dr.height() / 2))
                 # after the run every leaf has its .grad: where their boxes would
                 # cover nodes (leaves stacked in a column), the quiet line instead
                 crowded = tid != current and len(leaf_grads) > 1
-                box = self._place_label(p, cands * 2, ("below", "above", "right", "left",
-                                                       "below2", "above2", "below3", "above3"),
-                                        text, obstacles, placed, bounds, scale,
-                                        optional=crowded)
+                box = self._place_label(p, cands, sides, text, others, placed, bounds,
+                                        scale, optional=crowded)
                 if box is None and lod == "full":
                     quiet.append((ng, dr, f".grad {_short(after)}"))
             elif lod == "full":
@@ -173,7 +186,7 @@ class OverlayPainter:
                 box = QRectF(dr.center().x() - w / 2, dr.bottom() + 2, w, fm.height())
                 # a line under its own node only; over another node (or its badges,
                 # or a label) it is left out: the inspector has the value
-                own = to_device.mapRect(self._footprint(self.marks_rect(ng)))
+                own = to_device.mapRect(self.ink_rect(ng))
                 if any(r != own and r.intersects(box) for r in obstacles) or \
                         any(r.intersects(box) for r in placed):
                     continue
@@ -286,6 +299,10 @@ class OverlayPainter:
                 if r.intersects(box):
                     ov = r.intersected(box)
                     cost += 3.0 * ov.width() * ov.height()
+            leader = _leader(pt, box)
+            if leader is not None:
+                # a spot whose leader crosses a node is worse than a free one nearer
+                cost += 200.0 * sum(1 for r in obstacles if _crosses(leader, r))
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)
@@ -299,15 +316,23 @@ class OverlayPainter:
             return None            # it would cover a node or a label: left out
         placed.append(box.adjusted(-3, -3, 3, 3))
         anchor = cands[0] if best_i is None else cands[best_i]
-        gap_y = max(box.top() - anchor.y(), anchor.y() - box.bottom(), 0.0)
-        gap_x = max(box.left() - anchor.x(), anchor.x() - box.right(), 0.0)
-        if gap_y > 6 or gap_x > 6:
-            # moved away from what it labels: a thin leader says which edge or leaf
-            end = QPointF(min(max(anchor.x(), box.left() + 6), box.right() - 6),
-                          box.bottom() if anchor.y() > box.bottom() else
-                          box.top() if anchor.y() < box.top() else box.center().y())
+        leader = _leader(anchor, box)
+        if leader is not None:
+            # moved away from what it labels: a thin leader says which edge or leaf,
+            # passing behind the nodes it crosses (clipped out), not over their names
+            p.save()
+            if bounds is not None and obstacles:
+                keep = QPainterPath()
+                keep.addRect(bounds)
+                crossed = QPainterPath()
+                for r in obstacles:
+                    if _crosses(leader, r):
+                        crossed.addRect(r)
+                if not crossed.isEmpty():
+                    p.setClipPath(keep.subtracted(crossed))
             p.setPen(QPen(qcolor(t.grad_label_border), 1.6, Qt.DotLine))
-            p.drawLine(anchor, end)
+            p.drawLine(leader)
+            p.restore()
         p.setPen(QPen(qcolor(t.grad_label_border), 2.0))
         p.setBrush(qcolor(t.grad_label_bg))
         p.drawRoundedRect(box, 6, 6)
@@ -348,3 +373,23 @@ def _short(summary) -> str:
     if isinstance(summary, str):
         return summary
     return format_summary(summary, 40)
+
+
+def _leader(anchor: QPointF, box: QRectF) -> QLineF | None:
+    """The line from ``anchor`` to the nearest point of ``box``'s edge facing it,
+    or None when the box is beside its anchor (no leader needed)."""
+    gap_y = max(box.top() - anchor.y(), anchor.y() - box.bottom(), 0.0)
+    gap_x = max(box.left() - anchor.x(), anchor.x() - box.right(), 0.0)
+    if gap_y <= 6 and gap_x <= 6:
+        return None
+    end = QPointF(min(max(anchor.x(), box.left() + 6), box.right() - 6),
+                  box.bottom() if anchor.y() > box.bottom() else
+                  box.top() if anchor.y() < box.top() else box.center().y())
+    return QLineF(anchor, end)
+
+
+def _crosses(line: QLineF, r: QRectF) -> bool:
+    """Whether ``line`` passes through ``r`` (sampled: leaders are short)."""
+    if not r.intersects(QRectF(line.p1(), line.p2()).normalized().adjusted(-1, -1, 1, 1)):
+        return False
+    return any(r.contains(line.pointAt(k / 12)) for k in range(1, 12))

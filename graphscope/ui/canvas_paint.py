@@ -522,6 +522,15 @@ class ScenePainter(RegionPainter, OverlayPainter):
         cover either (a ∇ under a .grad box)."""
         return r.adjusted(-3, -3 - self._badge_size(r) * _BADGE_RISE, 3, 3)
 
+    def ink_rect(self, ng) -> QRectF:
+        """Scene box of what node ``ng`` draws: its box, its tags, its badges if it
+        has any (reserving badge room above a node that has none kept a label
+        out of the free gap between two rows)."""
+        r = self.marks_rect(ng)
+        if self._badge_list(ng, self.shown_flags(ng.node)):
+            return self._footprint(r)
+        return r.adjusted(-3, -3, 3, 3)
+
     def _badge_size(self, r: QRectF) -> float:
         return min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
 
