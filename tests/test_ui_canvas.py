@@ -931,3 +931,47 @@ def test_a_grad_box_boxed_in_by_its_neighbours_covers_none_of_them(qapp):
     name = tf.mapRect(_rect(w))
     name.setHeight(name.height() / 2)
     assert not any(name.intersects(b.adjusted(3, 3, -3, -3)) for b in painter.placed_labels)
+
+
+Y_PLUS_S = """import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+w = torch.tensor([0.5, -1.0], requires_grad=True)
+with torch.no_grad():
+    s = x * 10
+y = x * w
+z = (y + s).sum()
+z.backward()
+"""
+
+
+def test_two_inputs_routed_alike_keep_to_their_own_tracks(qapp):
+    """GUI review: s (made under no_grad) and y both come down from the row above
+    into ``y + s``; their lanes were one line the whole way and only the two
+    arrowheads told them apart. Each now has its own track, and they do not cross."""
+    import graphscope
+    from PySide6.QtCore import QLineF
+    from graphscope.ui.canvas_scene import SceneGeometry, edge_route
+    graph, layout, _ = scene(graphscope.trace(Y_PLUS_S))
+    geom = SceneGeometry.build(graph, layout.tidy(aspect=1.2), layout.node_size)
+    by = {n.label: i for i, n in graph.nodes.items()}
+    add = geom.nodes[by["add"]]
+    routes = [edge_route(geom, geom.nodes[by[k]], add) for k in ("s", "y")]
+    assert all(r is not None for r in routes), "both inputs are routed through lanes"
+
+    def segments(route):
+        return [QLineF(a, b) for a, b in zip(route, route[1:])]
+    for a in segments(routes[0]):
+        for b in segments(routes[1]):
+            kind = a.intersects(b)[0]
+            assert kind != QLineF.IntersectionType.BoundedIntersection, (a, b)
+            # and no stretch of one runs on the other
+            same_row = abs(a.y1() - a.y2()) < 0.5 and abs(b.y1() - b.y2()) < 0.5 and \
+                abs(a.y1() - b.y1()) < 2
+            same_col = abs(a.x1() - a.x2()) < 0.5 and abs(b.x1() - b.x2()) < 0.5 and \
+                abs(a.x1() - b.x1()) < 2
+            if same_row:
+                assert max(a.x1(), a.x2()) < min(b.x1(), b.x2()) or \
+                    max(b.x1(), b.x2()) < min(a.x1(), a.x2()), (a, b)
+            if same_col:
+                assert max(a.y1(), a.y2()) < min(b.y1(), b.y2()) or \
+                    max(b.y1(), b.y2()) < min(a.y1(), a.y2()), (a, b)

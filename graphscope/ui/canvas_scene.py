@@ -633,8 +633,24 @@ def _lane(geom, s, d) -> list:
     half = geom.row_pitch / 2
     xa = s.x + cols.get(s.x, s.w / 2) + LANE_INSET
     xb = d.x - cols.get(d.x, d.w / 2) - LANE_INSET
-    lane = d.y - half if s.y <= d.y else d.y + half
+    above = s.y <= d.y
+    lane = d.y - half if above else d.y + half
     end = _left_port(geom, s, d)
+    # Two inputs of one node routed alike (both from the column above, into the
+    # same lane) ran on one line the whole way, and only their arrowheads told
+    # them apart (GUI review: s under no_grad and y into y + s). Each keeps to its
+    # own track, offset by its port (NOTE [input ports]), nested so they do not
+    # cross: the input whose port is further from the lane turns down further
+    # left, on the lane nearer the row when the lanes run right and further
+    # from it when they run left (a wrapped chain); the higher source leaves
+    # through the further right of the column gap.
+    dy = (end.y() - d.y) * 0.5
+    if dy:
+        far = dy if above else -dy
+        toward_row = 1.0 if above else -1.0
+        lane += far * toward_row if xb > xa else -far * toward_row
+        xa -= dy
+        xb -= far
     return [QPointF(s.x + s.w / 2, s.y), QPointF(xa, s.y), QPointF(xa, lane),
             QPointF(xb, lane), QPointF(xb, end.y()), end]
 
