@@ -278,3 +278,28 @@ def test_a_long_lesson_title_and_status_do_not_widen_the_window(window, folder, 
     bar_min = c.lesson_bar.minimumSizeHint().width()
     assert bar_min < 400, bar_min
     assert window.minimumSizeHint().width() < 1100, window.minimumSizeHint().width()
+
+
+def test_a_lesson_on_a_1024_px_screen_keeps_the_editor_readable(window, folder, qtbot):
+    """GUI review: at 1024x640 with the scenario browser open, a lesson made the
+    window 1,211 px wide (past the screen) and left the editor 70 px, a letter a
+    line. The browser closes when the window is too narrow for it beside the
+    lesson (the lesson bar walks the lesson), and the editor keeps 180 px."""
+    w = window
+    c = install_classroom(w, args(scenarios=str(folder)))
+    w.resize(1024, 640)
+    w.show()
+    c.browser_dock.show()
+    qtbot.wait(50)
+    assert c.browser_dock.isVisible()
+    c.open_lesson(folder / "lessons" / "l.toml")
+    qtbot.waitUntil(lambda: c.lesson_bar.isVisible(), timeout=3000)
+    qtbot.wait(50)
+    assert not c.browser_dock.isVisible()
+    assert w.width() == 1024 and w.editor.width() >= 180
+    # on a wide screen both stay
+    w.resize(1900, 1000)
+    c.browser_dock.show()
+    c.open_lesson(folder / "lessons" / "l.toml")
+    qtbot.wait(50)
+    assert c.browser_dock.isVisible()

@@ -272,7 +272,18 @@ class Classroom(QObject):
             self.browser_dock.show()
         self.lesson_bar.setVisible(bool(found))
         if found:
+            w = self.window
+            width = w.width()
             self.walker.start()
+            dock = self.browser_dock
+            if not problems and dock.isVisible() and \
+                    w.main_split.minimumSizeHint().width() + dock.minimumSizeHint().width() > width:
+                # the lesson bar walks the lesson; beside the side column and the
+                # editor the browser left no room on a 1024 px projector, and the
+                # window grew past the screen (GUI review): it closes when the
+                # window was too narrow for both (the Scenarios menu opens it again)
+                dock.hide()
+                w.resize(width, w.height())
         else:
             self.window.set_status(f"The lesson {path} has no scenario that loads.", error=True)
         return problems

@@ -663,7 +663,9 @@ class GraphCanvas(QWidget):
         p.setPen(qcolor(self._theme.text_muted))
         from graphscope.ui.canvas_primitives import font
         p.setFont(font(16 * self._text_scale))
-        p.drawText(self.rect(), Qt.AlignCenter, text)
+        # wrapped: a narrow canvas cut the sentence at both ends
+        p.drawText(self.rect().adjusted(16, 16, -16, -16),
+                   Qt.AlignCenter | Qt.TextFlag.TextWordWrap, text)
 
     def _on_enter_tick(self) -> None:
         now = self._clock.elapsed()

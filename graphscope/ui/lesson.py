@@ -111,9 +111,11 @@ class LessonBar(QWidget):
         rows.addWidget(self.title_label)
         lay = QHBoxLayout()
         rows.addLayout(lay)
-        self.prev_button = QPushButton("\u25C0 Previous (P)")
+        self.prev_button = QPushButton("\u25C0 Prev (P)")
         self.progress_label = QLabel(objectName="LessonProgress")
         self.next_button = QPushButton("Next (N) \u25B6")
+        self.prev_button.setToolTip("The previous scenario of the lesson (P)")
+        self.next_button.setToolTip("The next scenario of the lesson (N)")
         for b in (self.prev_button, self.next_button):
             b.setFocusPolicy(Qt.NoFocus)
         self.prev_button.clicked.connect(walker.previous)

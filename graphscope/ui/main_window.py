@@ -201,6 +201,9 @@ class MainWindow(QMainWindow):
         self.side_tabs.addTab(self.inspector, "Inspector")
 
         self.main_split = QSplitter(Qt.Orientation.Horizontal, self)
+        # never a letter per line: at 1024 px with the scenario browser open the
+        # splitter had left the editor 70 px (GUI review); the graph gives way first
+        self.editor.setMinimumWidth(180)
         self.main_split.addWidget(self.editor)
         self.main_split.addWidget(self.centre_split)
         self.main_split.addWidget(self.side_tabs)

@@ -104,6 +104,12 @@ class ScenarioBrowser(QWidget):
         row = QHBoxLayout()
         self.category_box = QComboBox(objectName="CategoryFilter")
         self.difficulty_box = QComboBox(objectName="DifficultyFilter")
+        for box in (self.category_box, self.difficulty_box):
+            # narrower than their longest entry when the window is: side by side
+            # they set the browser's, and so the window's, smallest width
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(8)
         row.addWidget(self.category_box, 1)
         row.addWidget(self.difficulty_box, 1)
         lay.addLayout(row)

@@ -303,6 +303,11 @@ class TimelineBar(QWidget):
         lay.addSpacing(8)
         lay.addWidget(self.position_label, 1)
         self.speed_box = QComboBox(self)
+        # as narrow as "Normal" needs, not "Normal (5/s)": the bar set the centre
+        # column's smallest width (the full text shows in the open list)
+        self.speed_box.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.speed_box.setMinimumContentsLength(7)
         self.speed_box.setToolTip("Playback speed: slow for explaining in a lecture, or instant")
         self.speed_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         for label, _ in SPEEDS:
