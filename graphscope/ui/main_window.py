@@ -798,10 +798,16 @@ class MainWindow(QMainWindow):
         n_bw = len(live.trace.backward)
         dur = f" in {end.duration:.2f} s" if end.duration else ""
         text = f"{end_status(end)}{dur}: {n_ops} ops, {n_bw} backward steps."
-        if end.status == "crash":
+        exited = end.status == "crash" and end.exit_code is not None and end.exit_code >= 0
+        if exited:
+            # an exit code, not a signal: os._exit(3) in the snippet reads as python
+            # would leave (GUI review: "crashed" for a deliberate exit)
+            text = (f"The snippet's process ended with exit code {end.exit_code} before the "
+                    "run could finish (os._exit, or native code that exited). What it "
+                    "recorded is kept.")
+        elif end.status == "crash":
             code = end.exit_code
-            how = f" (exit code {code})" if code is not None and code >= 0 else (
-                f" (signal {-code})" if code is not None else "")
+            how = f" (signal {-code})" if code is not None else ""
             text = f"The worker process crashed{how}. What it recorded is kept; Run again to restart."
         err = end.error
         if end.status == "error" and err is not None:
@@ -817,7 +823,8 @@ class MainWindow(QMainWindow):
                      else f" Recording was cut short: {cut.message}")
         label = {"ok": "\u2714 finished",
                  "exit": f"\u2714 exited ({end.exit_code})" if end.exit_code else "\u2714 exited",
-                 "error": "\u2716 exception", "crash": "\u2716 crashed",
+                 "error": "\u2716 exception",
+                 "crash": f"\u2716 ended ({end.exit_code})" if exited else "\u2716 crashed",
                  "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
         self._end_text = (text, end.status not in ("ok", "exit"), label)
         self._show_end(end)
