@@ -557,3 +557,29 @@ def test_a_forked_child_s_error_handled_by_the_hook_is_printed_once():
     assert err == "hook: child\n"
     tr = worker_trace(src, "forked.py")
     assert (tr.stdout, tr.stderr) == (out, err)
+
+
+TYPO_IN_A_FUNCTION = """
+import torch
+learning_rate = 0.1
+def step(x):
+    return x * learnin_rate
+step(torch.ones(1))
+"""
+
+TYPO_IN_AN_ATTRIBUTE = """
+import torch
+x = torch.ones(2, requires_grad=True)
+x.sum().bakward()
+"""
+
+
+@pytest.mark.parametrize("src", [TYPO_IN_A_FUNCTION, TYPO_IN_AN_ATTRIBUTE])
+def test_a_typo_s_error_keeps_python_s_did_you_mean(src):
+    """Fidelity review: python 3.11's traceback module leaves out the hint its C
+    printer adds ("Did you mean: 'learning_rate'?"), the line a student with a
+    typo reads first. The error's text in the trace is python's, byte for byte."""
+    _, err = plain_run(src, "typo.py")
+    tr = worker_trace(src, "typo.py")
+    assert "Did you mean" in err
+    assert tr.error.traceback == err

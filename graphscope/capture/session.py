@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import importlib.machinery
+import io
 import itertools
 import linecache
 import os
@@ -322,7 +323,33 @@ def _message_of(e: BaseException) -> str:
 
 def _traceback_lines(e: BaseException, frames) -> list:
     lines = ["Traceback (most recent call last):\n"] if frames else []
-    return lines + traceback.format_list(frames) + traceback.format_exception_only(type(e), e)
+    return lines + traceback.format_list(frames) + _suggested(
+        e, traceback.format_exception_only(type(e), e))
+
+
+def _suggested(e: BaseException, only: list) -> list:
+    """``only`` (``format_exception_only``'s lines) with python's "Did you mean"
+    hint: ``NameError: name 'tensr' is not defined. Did you mean: 'tensor'?``.
+    Python 3.11's traceback module does not compute it, its C printer does
+    (from the error's last frame, for a name), and a student's typo is the
+    error it helps most (fidelity review). So the C printer renders the error
+    into a buffer and its line replaces the first one; a Python whose
+    traceback module already adds the hint gives the same line, unchanged."""
+    if not only or not isinstance(e, (NameError, AttributeError)):
+        return only
+    buf, saved = io.StringIO(), sys.stderr
+    try:
+        sys.stderr = buf
+        sys.__excepthook__(type(e), e, e.__traceback__)
+    except BaseException:
+        return only
+    finally:
+        sys.stderr = saved
+    head = only[0].rstrip("\n")
+    for line in buf.getvalue().splitlines():
+        if line.startswith(head) and "Did you mean" in line[len(head):]:
+            return [line + "\n"] + only[1:]
+    return only
 
 
 def _group_lines(e: BaseException, filename: str) -> list:
