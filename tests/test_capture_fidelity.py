@@ -3,7 +3,7 @@ python prints (stdout and stderr, byte for byte) through a real worker: torch.fu
 transforms, autograd.functional, checkpointing, forward-mode AD, module hooks,
 no_grad as a method decorator, a DataLoader, deepcopy/save/load, a tensor hook,
 anomaly mode, a thread, warnings from C++ ops and from the snippet.
-(torch.compile also matches, but compiling takes seconds: not run here.)"""
+(torch.compile matches too; compiling takes seconds, so one case only.)"""
 from __future__ import annotations
 
 import pytest
@@ -583,3 +583,23 @@ def test_a_typo_s_error_keeps_python_s_did_you_mean(src):
     tr = worker_trace(src, "typo.py")
     assert "Did you mean" in err
     assert tr.error.traceback == err
+
+
+COMPILED_FUNCTION = """
+import torch
+lin = torch.nn.Linear(2, 1)
+@torch.compile(backend="eager")
+def f(x):
+    return lin(x).relu()
+print(f(torch.ones(1, 2)).shape)
+"""
+
+
+def test_a_compiled_function_calling_a_module_prints_what_python_prints():
+    """Fidelity review: Dynamo traced GraphScope's module hooks too, and warned on
+    stderr that it does not know how to trace ``sys._getframe``. (Slow: compiling
+    takes seconds; the one torch.compile test here.)"""
+    out, err = plain_run(COMPILED_FUNCTION, "compiled.py")
+    tr = worker_trace(COMPILED_FUNCTION, "compiled.py")
+    assert tr.error is None
+    assert (tr.stdout, tr.stderr) == (out, err) == ("torch.Size([1, 1])\n", "")

@@ -27,6 +27,9 @@ Tensor = torch.Tensor
 _MODULE_FILE = _module.Module._call_impl.__code__.co_filename
 
 
+_compiling = torch.compiler.is_compiling
+
+
 class ModuleHooks:
     def __init__(self, recorder) -> None:
         self.r = recorder
@@ -50,6 +53,11 @@ class ModuleHooks:
         self.r.module = None
 
     def _on_pre(self, module, args):
+        if _compiling():
+            # Dynamo traces the hooks too: reading frames there made it warn
+            # "does not know how to trace the builtin sys._getframe" on stderr
+            # (fidelity review); the module call is recorded when it runs
+            return None
         r = self.r
         if has_fast_path(module):
             self.fast_paths.install()   # (also once the op limit stopped the recording)
@@ -84,6 +92,8 @@ class ModuleHooks:
         return None
 
     def _on_post(self, module, args, output):
+        if _compiling():
+            return None   # (as in _on_pre)
         stack = self.stack
         if not stack or stack[-1][0] is not module:
             return None
