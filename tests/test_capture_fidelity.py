@@ -603,3 +603,19 @@ def test_a_compiled_function_calling_a_module_prints_what_python_prints():
     tr = worker_trace(COMPILED_FUNCTION, "compiled.py")
     assert tr.error is None
     assert (tr.stdout, tr.stderr) == (out, err) == ("torch.Size([1, 1])\n", "")
+
+
+LONE_SURROGATE = '''
+print("ok θ")
+print("bad \\udcff")
+'''
+
+
+def test_a_lone_surrogate_is_refused_by_stdout_as_python_refuses_it():
+    """Fidelity review: python's strict UTF-8 stdout raises UnicodeEncodeError
+    for a lone surrogate and writes nothing of that print; the captured stream
+    let it through to the console."""
+    out, err = plain_run(LONE_SURROGATE, "sur.py")
+    tr = worker_trace(LONE_SURROGATE, "sur.py")
+    assert out == tr.stdout == "ok θ\n"
+    assert tr.error.type == "UnicodeEncodeError" and tr.error.traceback == err

@@ -222,6 +222,11 @@ class CapturedStream(io.TextIOBase):
             # what the reconfigured stream would put out: an error for a character
             # it cannot encode, or its replacement
             s = s.encode(self._encoding, self._errors).decode(self._encoding, "replace")
+        elif not s.isascii():
+            # python's strict UTF-8 stream refuses a lone surrogate ("\udcff", from
+            # bytes decoded with surrogateescape): UnicodeEncodeError, nothing
+            # written (fidelity review: it went through to the console)
+            s.encode("utf-8")
         return self.put(s)
 
     def put(self, s: str) -> int:
