@@ -103,7 +103,7 @@ def _positive_float(text: str) -> float:
 
 # -- reading a snippet ---------------------------------------------------------------
 
-MAX_SNIPPET_BYTES = 2_000_000   # as the window's Open (main_window.MAX_FILE_BYTES)
+MAX_SNIPPET_BYTES = 2_000_000   # as the window's Open (snippet_files.MAX_FILE_BYTES)
 
 def read_snippet(path: str) -> str:
     """The snippet's text, decoded as Python would (UTF-8 or its coding line).

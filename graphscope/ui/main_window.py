@@ -5,6 +5,10 @@ The window owns one run at a time (a ``LiveRun``: trace, graph builder, layout
 and timeline growing together as messages stream in) and shows the state at the
 timeline's cursor everywhere: canvas, editor marker, inspector, console.
 
+What is shown at the timeline's cursor (stepping, playback, the inspector,
+selection) is the ``CursorViews`` mixin (window_cursor.py); opening and saving
+the snippet is ``SnippetFiles`` (snippet_files.py).
+
 Seams for the classroom features (quiz panel, scenario browser, presentation
 mode): ``load_snippet``, ``add_side_panel``, ``add_side_tab``, ``set_text_scale``,
 ``set_theme``, ``set_presentation``, ``set_output_hidden``, ``toggle_fullscreen``,
@@ -18,20 +22,18 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 """
 from __future__ import annotations
 
-import dataclasses
-import os
 from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow,
-                               QMessageBox, QPlainTextEdit, QSplitter, QTabWidget, QToolBar,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, QPlainTextEdit,
+                               QSplitter, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphscope import protocol as P
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
+from graphscope.ui.end_status import END_STATUS, end_status
 from graphscope.ui.editor import CodeEditor
 from graphscope.ui.error_banner import ErrorBanner
 from graphscope.ui.graph_canvas import GraphCanvas
@@ -39,11 +41,9 @@ from graphscope.ui.inspector import Inspector
 from graphscope.ui.live_run import LiveRun
 from graphscope.ui.problems import ProblemsList
 from graphscope.ui.run_controller import RunController
+from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
-
-MAX_FILE_BYTES = 2_000_000
-MAX_RECENT = 8
-NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
+from graphscope.ui.window_cursor import CursorViews
 
 # errors that come from Python itself, not from PyTorch (the banner says whose message it is)
 PYTHON_ERRORS = {"SyntaxError", "IndentationError", "TabError", "NameError", "ImportError",
@@ -53,33 +53,10 @@ PYTHON_ERRORS = {"SyntaxError", "IndentationError", "TabError", "NameError", "Im
 HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
                   "what the snippet prints would give the answer away.")
 
-END_STATUS = {
-    "ok": "Finished",
-    "exit": "Finished (sys.exit)",
-    "error": "The snippet raised an exception",
-    "timeout": "Stopped: the snippet ran too long (timeout)",
-    "crash": "The worker process crashed",
-    "stopped": "Stopped",
-}
+__all__ = ["MainWindow", "END_STATUS", "end_status"]
 
 
-def end_status(end) -> str:
-    """The status-bar words for how a run ended. A stop or timeout that came
-    after the snippet's last line (a thread that never ends, an atexit function
-    that waits) says so: the snippet itself finished, it was not a slow loop."""
-    err = end.error
-    if (end.status in ("timeout", "stopped") and err is not None
-            and P.AFTER_LAST_LINE in (err.message or "")):
-        if end.status == "timeout":
-            return ("Stopped after the snippet's last line: its threads or atexit "
-                    "functions ran too long (timeout)")
-        return "Stopped after the snippet's last line (its threads or atexit functions)"
-    if end.status == "exit" and end.exit_code:
-        return f"Finished (sys.exit, exit code {end.exit_code})"
-    return END_STATUS.get(end.status, end.status)
-
-
-class MainWindow(QMainWindow):
+class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     """GraphScope's window. ``settings``: a QSettings (tests pass one in a temp dir)."""
 
     run_started = Signal()
@@ -480,147 +457,6 @@ class MainWindow(QMainWindow):
         self._refresh_problems()
         self._show_cursor()
 
-    # ------------------------------------------------------------------ files
-    def load_snippet(self, source: str, name: str = "<snippet>", run: bool = False,
-                     path: Optional[os.PathLike] = None) -> None:
-        """Show ``source`` in the editor (a scenario, a file). Never runs it unless ``run``."""
-        self.stop()
-        self._reset_run_view()
-        self.editor.setPlainText(source)
-        self.editor.document().setModified(False)
-        self.path = Path(path) if path else None
-        self.display_name = name
-        self._update_title()
-        self._fit_editor_width()
-        self.set_status(f"Opened {name}. Press F5 to run it.")
-        self.run_label.setText("")   # how the last run ended is not this snippet's
-        if run:
-            self.run()
-
-    def open_file(self, path) -> bool:
-        """Open a .py file; a clear message (never a traceback) when it cannot be read."""
-        p = Path(path)
-        problem = None
-        try:
-            if not p.exists():
-                problem = f"There is no file {p}."
-            elif p.is_dir():
-                problem = f"{p} is a folder, not a Python file."
-            elif p.stat().st_size > MAX_FILE_BYTES:
-                problem = f"{p.name} is too large to be a snippet ({p.stat().st_size:,} bytes)."
-            else:
-                text = p.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as e:
-            problem = (f"{p.name} is not UTF-8 text (byte {e.start} cannot be read). "
-                       "Save it as UTF-8 and open it again.")
-        except OSError as e:
-            problem = f"{p} cannot be read: {e.strerror or e}."
-        if problem:
-            self.show_message("Cannot open file", problem)
-            return False
-        if not self.confirm_replace():
-            return False
-        self.load_snippet(text.replace("\r\n", "\n"), p.name, path=p.resolve())
-        self._add_recent(p.resolve())
-        self.file_loaded.emit(str(p.resolve()))
-        return True
-
-    def open_dialog(self) -> None:
-        start = str(self.path.parent) if self.path else str(Path.cwd())
-        path, _ = QFileDialog.getOpenFileName(self, "Open a Python snippet", start,
-                                              "Python files (*.py);;All files (*)")
-        if path:
-            self.open_file(path)
-
-    def new_file(self) -> None:
-        if self.confirm_replace():
-            self.load_snippet(NEW_SNIPPET, "untitled.py")
-
-    def save(self) -> bool:
-        if self.path is None:
-            return self.save_as()
-        return self.save_to(self.path)
-
-    def save_as(self) -> bool:
-        start = str(self.path) if self.path else str(Path.cwd() / self.display_name)
-        path, _ = QFileDialog.getSaveFileName(self, "Save snippet as", start,
-                                              "Python files (*.py);;All files (*)")
-        return self.save_to(path) if path else False
-
-    def save_to(self, path) -> bool:
-        p = Path(path)
-        try:
-            p.write_text(self.editor.toPlainText(), encoding="utf-8")
-        except OSError as e:
-            self.show_message("Cannot save file", f"{p} cannot be written: {e.strerror or e}.")
-            return False
-        self.path = p.resolve()
-        self.display_name = p.name
-        self.editor.document().setModified(False)
-        self._add_recent(self.path)
-        self._update_title()
-        self.set_status(f"Saved {p}")
-        return True
-
-    def recent_files(self) -> list[str]:
-        v = self.settings.value("recent_files", [])
-        if isinstance(v, str):
-            v = [v]
-        return [str(x) for x in (v or [])]
-
-    def _add_recent(self, p: Path) -> None:
-        items = [str(p)] + [x for x in self.recent_files() if x != str(p)]
-        self.settings.setValue("recent_files", items[:MAX_RECENT])
-        self.settings.sync()
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        files = self.recent_files()
-        if not files:
-            self.recent_menu.addAction("(none)").setEnabled(False)
-        for f in files:
-            act = self.recent_menu.addAction(f)
-            act.triggered.connect(lambda _=False, f=f: self.open_file(f))
-
-    def confirm_replace(self) -> bool:
-        """True when it is fine to replace the editor's text (a file, a scenario, a
-        new snippet): unsaved changes are saved or given up as the user says,
-        and asked about once (given up, the text no longer counts as changed)."""
-        if not self.editor.document().isModified():
-            return True
-        answer = self.ask_unsaved("Unsaved changes",
-                                  f"{self.display_name} has changes that are not saved. Save them?")
-        if answer == "save":
-            return self.save()
-        if answer == "discard":
-            self.editor.document().setModified(False)
-            return True
-        return False
-
-    def _ask_unsaved_dialog(self, title: str, text: str) -> str:
-        b = QMessageBox.question(self, title, text,
-                                 QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                                 | QMessageBox.StandardButton.Cancel)
-        return {QMessageBox.StandardButton.Save: "save",
-                QMessageBox.StandardButton.Discard: "discard"}.get(b, "cancel")
-
-    def show_message(self, title: str, text: str) -> None:
-        """A non-blocking message box plus the status line."""
-        self.last_message = (title, text)
-        self.set_status(text, error=True)
-        box = getattr(self, "_message_box", None)
-        if box is not None and box.isVisible():
-            # one box at a time: a second failed Open says its own message in it
-            # (they piled up, one over another)
-            box.setWindowTitle(title)
-            box.setText(text)
-            return
-        box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.destroyed.connect(lambda *_: setattr(self, "_message_box", None))
-        self._message_box = box
-        box.open()
-
     def dragEnterEvent(self, event) -> None:
         if any(u.toLocalFile().endswith(".py") for u in event.mimeData().urls()):
             event.acceptProposedAction()
@@ -642,10 +478,6 @@ class MainWindow(QMainWindow):
         if views:
             views["capture"].shutdown()
         super().closeEvent(event)
-
-    def _update_title(self, *_) -> None:
-        star = "*" if self.editor.document().isModified() else ""
-        self.setWindowTitle(f"{self.display_name}{star} — GraphScope")
 
     # -------------------------------------------------------------------- run
     def run(self) -> None:
@@ -919,234 +751,6 @@ class MainWindow(QMainWindow):
 
     def status_text(self) -> str:
         return self.status_label.text()
-
-    # --------------------------------------------------------------- stepping
-    @property
-    def timeline(self):
-        return self.live.timeline if self.live else None
-
-    def cursor(self) -> int:
-        return self.live.timeline.cursor if self.live else 0
-
-    def set_cursor(self, value: int) -> None:
-        self._step(lambda tl: tl.set_cursor(value))
-
-    def _on_bar_cursor(self, shown: int) -> None:
-        self.set_cursor(shown - 1)
-
-    def step_forward(self) -> None:
-        self._step(lambda tl: tl.step_forward())
-
-    def step_back(self) -> None:
-        self._step(lambda tl: tl.step_back())
-
-    def step_first(self) -> None:
-        self._step(lambda tl: tl.first())
-
-    def step_last(self) -> None:
-        self._step(lambda tl: tl.last())
-
-    def _step(self, move) -> None:
-        """A stepping button: stepping by hand ends playback, then show the new frame."""
-        if self.live:
-            self._stop_playing()
-            move(self.live.timeline)
-            self._show_cursor()
-
-    def set_speed(self, steps_per_second: float) -> None:
-        """Playback speed in steps per second; 0 = instant (no animation)."""
-        self.speed = steps_per_second
-        self.timeline_bar.set_speed(steps_per_second)
-        self.canvas.set_animated(steps_per_second != 0)
-        if self._play_timer.isActive():
-            if steps_per_second == 0:
-                self._play_timer.stop()
-                self.timeline_bar.set_playing(False)
-                if self.live:
-                    self.live.timeline.last()
-                    self._show_cursor()
-            else:
-                self._play_timer.setInterval(int(1000 / steps_per_second))
-
-    def toggle_playing(self) -> None:
-        self.set_playing(not self._play_timer.isActive())
-
-    def set_playing(self, playing: bool) -> None:
-        if not playing or self.live is None:
-            self._stop_playing()
-            return
-        tl = self.live.timeline
-        if tl.cursor >= len(tl) - 1:
-            tl.first()
-        if self.speed == 0:
-            tl.last()
-            self._show_cursor()
-            self.timeline_bar.set_playing(False)
-            return
-        self._play_timer.start(int(1000 / self.speed))
-        self.timeline_bar.set_playing(True)
-
-    def _stop_playing(self) -> None:
-        self._following = False
-        self._play_timer.stop()
-        self.timeline_bar.set_playing(False)
-
-    def is_playing(self) -> bool:
-        return self._play_timer.isActive()
-
-    def _on_play_tick(self) -> None:
-        live = self.live
-        if live is None:
-            self._stop_playing()
-            return
-        tl = live.timeline
-        if tl.cursor < len(tl) - 1:
-            tl.step_forward()
-            self._show_cursor()
-        if tl.cursor >= len(tl) - 1 and not self.controller.is_running():
-            if self._following:
-                self._fit_if_auto()
-            self._stop_playing()       # reached the end of a finished run
-
-    def _show_cursor(self) -> None:
-        """Show the frame at the cursor everywhere: canvas, editor, inspector, console."""
-        live = self.live
-        if live is None:
-            return
-        tl = live.timeline
-        frame = self._frame()
-        self.canvas.set_frame(frame)
-        if self._following:
-            # live building: the view grows with the graph (unless the user zoomed);
-            # once the run is over the view stays put while stepping
-            self._fit_if_auto()
-        self.editor.set_marker_line(None if self._edited else frame.line)
-        cur = frame.current
-        self.console.show_outputs(live.trace.outputs, frame.outputs_upto, self._console_note())
-        phase = ""
-        if cur is not None:
-            phase = "backward" if cur.kind.startswith("backward") else "forward"
-        # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
-        self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
-        if self._banner_ready:
-            # the explanation belongs to the moment it happened: the run's last step
-            at_end = tl.cursor >= len(tl) - 1
-            self.banner.setVisible(at_end and not self._banner_dismissed)
-        self._show_inspector(frame)
-        self.cursor_changed.emit(tl.cursor)
-
-    def _frame(self):
-        """The timeline's state at the cursor, as it may be shown: while output is
-        hidden without gradients (labels on edges and leaves would say what
-        ``print(x.grad)`` prints)."""
-        frame = self.live.timeline.state()
-        if self.output_hidden:
-            frame = dataclasses.replace(frame, edge_grads={}, leaf_grads={}, grad_of={},
-                                        retained_grads={}, error=None, values_hidden=True)
-        return frame
-
-    def _console_note(self) -> Optional[str]:
-        live = self.live
-        end = live.trace.end if live else None
-        if end is None or live.timeline.cursor < len(live.timeline) - 1:
-            return None
-        if end.status == "error" and end.error:
-            e = end.error
-            where = f" (line {e.line})" if e.line else ""
-            return f"{e.type}: {e.message}{where}\n"
-        if end.status in ("crash", "timeout", "stopped"):
-            return f"[{end_status(end)}]\n"
-        return None
-
-    # -------------------------------------------------------------- selection
-    def _show_inspector(self, frame) -> None:
-        """The selected node; with none selected, the node of the current step, so
-        stepping alone tells the story (the op that ran, the gradients it passed)."""
-        live = self.live
-        if self.canvas.selected() is None:
-            self._selected = None          # the user clicked the canvas background
-        if self._selected and self._selected in live.graph.nodes:
-            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame, "Selected",
-                                     live.graph)
-            return
-        nid = self._current_node(frame)
-        if nid is None:
-            self.inspector.clear_node()
-        else:
-            self.inspector.show_node(live.graph.nodes[nid], live.trace, frame, "At this step",
-                                     live.graph)
-
-    def _current_node(self, frame) -> Optional[str]:
-        cur = frame.current if frame is not None else None
-        if cur is None:
-            return None
-        g = self.live.graph
-        if cur.kind == "op" and cur.op is not None:
-            ids = g.op_nodes.get(cur.op) or []
-            for i in ids:                     # the op itself, else what it made
-                if i.startswith("o"):
-                    return i
-            if ids:
-                return ids[0]
-        hl = [i for i in sorted(frame.highlight or ()) if i in g.nodes]
-        return hl[0] if hl else None
-
-    def _on_canvas_clicked(self, node_id: str) -> None:
-        self.select_node(node_id)
-        if node_id and self.live is not None and node_id in self.live.graph.nodes:
-            self.side_tabs.setCurrentWidget(self.inspector)   # a click asks about that node
-
-    def select_node(self, node_id: str) -> None:
-        """Select a node (canvas click, problem click); "" clears the selection."""
-        live = self.live
-        if live is not None and not node_id:
-            self._selected = None
-            self.canvas.select(None)
-            self._show_inspector(self._frame())
-            return
-        if live is None or node_id not in live.graph.nodes:
-            return
-        self._selected = node_id
-        node = live.graph.nodes[node_id]
-        self.canvas.select(node_id)
-        self.inspector.show_node(node, live.trace, self._frame(), "Selected", live.graph)
-        if node.line and not self._edited:
-            self.editor.go_to_line(node.line)
-
-    def selected_node(self) -> Optional[str]:
-        return self._selected
-
-    def _on_line_clicked(self, line: int) -> None:
-        if self.live is None or self._edited:
-            return   # (NOTE [edited after a run]: line numbers of another text)
-        ids = self.live.graph.nodes_of_line(line)
-        if not ids:
-            return
-        # prefer the op (what the line did), else the first tensor it made
-        op_ids = [i for i in ids if i.startswith("o")]
-        first = (op_ids or ids)[0]
-        self._selected = first
-        self.canvas.select(first)
-        if hasattr(self.canvas, "select_many"):
-            self.canvas.select_many(ids)
-        self.inspector.show_node(self.live.graph.nodes[first], self.live.trace,
-                                 self._frame(), f"Made by line {line}", self.live.graph)
-
-    def _on_problem_activated(self, line, node_ids: list) -> None:
-        if line and not self._edited:   # (NOTE [edited after a run])
-            self.editor.go_to_line(line)
-        if node_ids and self.live and node_ids[0] in self.live.graph.nodes:
-            self.select_node(node_ids[0])
-
-    def _refresh_problems(self) -> None:
-        if self.live is None or self.output_hidden:
-            self.problems.set_problems([])
-            self.bottom_tabs.setTabText(1, "Problems")
-            return
-        rows = self.live.problem_rows()
-        self.problems.set_problems(rows)
-        n = len(rows)
-        self.bottom_tabs.setTabText(1, f"Problems ({n})" if n else "Problems")
 
     # -------------------------------------------------------------- headless
     def screenshot(self, path, size: Optional[QSize] = None) -> bool:

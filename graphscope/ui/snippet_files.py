@@ -1,0 +1,163 @@
+"""The window's snippet file: open (with a clear message for what cannot be
+read), save, recent files, and the question before unsaved changes are
+replaced. A mixin of ``MainWindow``: it uses the window's ``editor``,
+``settings``, ``path``, ``display_name``, ``set_status``, ``stop``, ``run`` and
+``ask_unsaved``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+MAX_FILE_BYTES = 2_000_000
+MAX_RECENT = 8
+NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
+
+
+class SnippetFiles:
+    def load_snippet(self, source: str, name: str = "<snippet>", run: bool = False,
+                     path: Optional[os.PathLike] = None) -> None:
+        """Show ``source`` in the editor (a scenario, a file). Never runs it unless ``run``."""
+        self.stop()
+        self._reset_run_view()
+        self.editor.setPlainText(source)
+        self.editor.document().setModified(False)
+        self.path = Path(path) if path else None
+        self.display_name = name
+        self._update_title()
+        self._fit_editor_width()
+        self.set_status(f"Opened {name}. Press F5 to run it.")
+        self.run_label.setText("")   # how the last run ended is not this snippet's
+        if run:
+            self.run()
+
+    def open_file(self, path) -> bool:
+        """Open a .py file; a clear message (never a traceback) when it cannot be read."""
+        p = Path(path)
+        problem = None
+        try:
+            if not p.exists():
+                problem = f"There is no file {p}."
+            elif p.is_dir():
+                problem = f"{p} is a folder, not a Python file."
+            elif p.stat().st_size > MAX_FILE_BYTES:
+                problem = f"{p.name} is too large to be a snippet ({p.stat().st_size:,} bytes)."
+            else:
+                text = p.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            problem = (f"{p.name} is not UTF-8 text (byte {e.start} cannot be read). "
+                       "Save it as UTF-8 and open it again.")
+        except OSError as e:
+            problem = f"{p} cannot be read: {e.strerror or e}."
+        if problem:
+            self.show_message("Cannot open file", problem)
+            return False
+        if not self.confirm_replace():
+            return False
+        self.load_snippet(text.replace("\r\n", "\n"), p.name, path=p.resolve())
+        self._add_recent(p.resolve())
+        self.file_loaded.emit(str(p.resolve()))
+        return True
+
+    def open_dialog(self) -> None:
+        start = str(self.path.parent) if self.path else str(Path.cwd())
+        path, _ = QFileDialog.getOpenFileName(self, "Open a Python snippet", start,
+                                              "Python files (*.py);;All files (*)")
+        if path:
+            self.open_file(path)
+
+    def new_file(self) -> None:
+        if self.confirm_replace():
+            self.load_snippet(NEW_SNIPPET, "untitled.py")
+
+    def save(self) -> bool:
+        if self.path is None:
+            return self.save_as()
+        return self.save_to(self.path)
+
+    def save_as(self) -> bool:
+        start = str(self.path) if self.path else str(Path.cwd() / self.display_name)
+        path, _ = QFileDialog.getSaveFileName(self, "Save snippet as", start,
+                                              "Python files (*.py);;All files (*)")
+        return self.save_to(path) if path else False
+
+    def save_to(self, path) -> bool:
+        p = Path(path)
+        try:
+            p.write_text(self.editor.toPlainText(), encoding="utf-8")
+        except OSError as e:
+            self.show_message("Cannot save file", f"{p} cannot be written: {e.strerror or e}.")
+            return False
+        self.path = p.resolve()
+        self.display_name = p.name
+        self.editor.document().setModified(False)
+        self._add_recent(self.path)
+        self._update_title()
+        self.set_status(f"Saved {p}")
+        return True
+
+    def recent_files(self) -> list[str]:
+        v = self.settings.value("recent_files", [])
+        if isinstance(v, str):
+            v = [v]
+        return [str(x) for x in (v or [])]
+
+    def _add_recent(self, p: Path) -> None:
+        items = [str(p)] + [x for x in self.recent_files() if x != str(p)]
+        self.settings.setValue("recent_files", items[:MAX_RECENT])
+        self.settings.sync()
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.recent_files()
+        if not files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+        for f in files:
+            act = self.recent_menu.addAction(f)
+            act.triggered.connect(lambda _=False, f=f: self.open_file(f))
+
+    def confirm_replace(self) -> bool:
+        """True when it is fine to replace the editor's text (a file, a scenario, a
+        new snippet): unsaved changes are saved or given up as the user says,
+        and asked about once (given up, the text no longer counts as changed)."""
+        if not self.editor.document().isModified():
+            return True
+        answer = self.ask_unsaved("Unsaved changes",
+                                  f"{self.display_name} has changes that are not saved. Save them?")
+        if answer == "save":
+            return self.save()
+        if answer == "discard":
+            self.editor.document().setModified(False)
+            return True
+        return False
+
+    def _ask_unsaved_dialog(self, title: str, text: str) -> str:
+        b = QMessageBox.question(self, title, text,
+                                 QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                                 | QMessageBox.StandardButton.Cancel)
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(b, "cancel")
+
+    def show_message(self, title: str, text: str) -> None:
+        """A non-blocking message box plus the status line."""
+        self.last_message = (title, text)
+        self.set_status(text, error=True)
+        box = getattr(self, "_message_box", None)
+        if box is not None and box.isVisible():
+            # one box at a time: a second failed Open says its own message in it
+            # (they piled up, one over another)
+            box.setWindowTitle(title)
+            box.setText(text)
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.destroyed.connect(lambda *_: setattr(self, "_message_box", None))
+        self._message_box = box
+        box.open()
+
+    def _update_title(self, *_) -> None:
+        star = "*" if self.editor.document().isModified() else ""
+        self.setWindowTitle(f"{self.display_name}{star} — GraphScope")

@@ -1,0 +1,240 @@
+"""What the window shows at the timeline's cursor: stepping and playback, the
+frame on the canvas, editor, console and inspector, and the selected node. A
+mixin of ``MainWindow``: it uses the window's ``live`` run, its widgets
+(``canvas``, ``editor``, ``console``, ``inspector``, ``timeline_bar``,
+``problems``) and its play timer."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from graphscope.ui.end_status import end_status
+
+
+class CursorViews:
+    @property
+    def timeline(self):
+        return self.live.timeline if self.live else None
+
+    def cursor(self) -> int:
+        return self.live.timeline.cursor if self.live else 0
+
+    def set_cursor(self, value: int) -> None:
+        self._step(lambda tl: tl.set_cursor(value))
+
+    def _on_bar_cursor(self, shown: int) -> None:
+        self.set_cursor(shown - 1)
+
+    def step_forward(self) -> None:
+        self._step(lambda tl: tl.step_forward())
+
+    def step_back(self) -> None:
+        self._step(lambda tl: tl.step_back())
+
+    def step_first(self) -> None:
+        self._step(lambda tl: tl.first())
+
+    def step_last(self) -> None:
+        self._step(lambda tl: tl.last())
+
+    def _step(self, move) -> None:
+        """A stepping button: stepping by hand ends playback, then show the new frame."""
+        if self.live:
+            self._stop_playing()
+            move(self.live.timeline)
+            self._show_cursor()
+
+    def set_speed(self, steps_per_second: float) -> None:
+        """Playback speed in steps per second; 0 = instant (no animation)."""
+        self.speed = steps_per_second
+        self.timeline_bar.set_speed(steps_per_second)
+        self.canvas.set_animated(steps_per_second != 0)
+        if self._play_timer.isActive():
+            if steps_per_second == 0:
+                self._play_timer.stop()
+                self.timeline_bar.set_playing(False)
+                if self.live:
+                    self.live.timeline.last()
+                    self._show_cursor()
+            else:
+                self._play_timer.setInterval(int(1000 / steps_per_second))
+
+    def toggle_playing(self) -> None:
+        self.set_playing(not self._play_timer.isActive())
+
+    def set_playing(self, playing: bool) -> None:
+        if not playing or self.live is None:
+            self._stop_playing()
+            return
+        tl = self.live.timeline
+        if tl.cursor >= len(tl) - 1:
+            tl.first()
+        if self.speed == 0:
+            tl.last()
+            self._show_cursor()
+            self.timeline_bar.set_playing(False)
+            return
+        self._play_timer.start(int(1000 / self.speed))
+        self.timeline_bar.set_playing(True)
+
+    def _stop_playing(self) -> None:
+        self._following = False
+        self._play_timer.stop()
+        self.timeline_bar.set_playing(False)
+
+    def is_playing(self) -> bool:
+        return self._play_timer.isActive()
+
+    def _on_play_tick(self) -> None:
+        live = self.live
+        if live is None:
+            self._stop_playing()
+            return
+        tl = live.timeline
+        if tl.cursor < len(tl) - 1:
+            tl.step_forward()
+            self._show_cursor()
+        if tl.cursor >= len(tl) - 1 and not self.controller.is_running():
+            if self._following:
+                self._fit_if_auto()
+            self._stop_playing()       # reached the end of a finished run
+
+    def _show_cursor(self) -> None:
+        """Show the frame at the cursor everywhere: canvas, editor, inspector, console."""
+        live = self.live
+        if live is None:
+            return
+        tl = live.timeline
+        frame = self._frame()
+        self.canvas.set_frame(frame)
+        if self._following:
+            # live building: the view grows with the graph (unless the user zoomed);
+            # once the run is over the view stays put while stepping
+            self._fit_if_auto()
+        self.editor.set_marker_line(None if self._edited else frame.line)
+        cur = frame.current
+        self.console.show_outputs(live.trace.outputs, frame.outputs_upto, self._console_note())
+        phase = ""
+        if cur is not None:
+            phase = "backward" if cur.kind.startswith("backward") else "forward"
+        # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
+        self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
+        if self._banner_ready:
+            # the explanation belongs to the moment it happened: the run's last step
+            at_end = tl.cursor >= len(tl) - 1
+            self.banner.setVisible(at_end and not self._banner_dismissed)
+        self._show_inspector(frame)
+        self.cursor_changed.emit(tl.cursor)
+
+    def _frame(self):
+        """The timeline's state at the cursor, as it may be shown: while output is
+        hidden without gradients (labels on edges and leaves would say what
+        ``print(x.grad)`` prints)."""
+        frame = self.live.timeline.state()
+        if self.output_hidden:
+            frame = dataclasses.replace(frame, edge_grads={}, leaf_grads={}, grad_of={},
+                                        retained_grads={}, error=None, values_hidden=True)
+        return frame
+
+    def _console_note(self) -> Optional[str]:
+        live = self.live
+        end = live.trace.end if live else None
+        if end is None or live.timeline.cursor < len(live.timeline) - 1:
+            return None
+        if end.status == "error" and end.error:
+            e = end.error
+            where = f" (line {e.line})" if e.line else ""
+            return f"{e.type}: {e.message}{where}\n"
+        if end.status in ("crash", "timeout", "stopped"):
+            return f"[{end_status(end)}]\n"
+        return None
+
+    # -- selection ---------------------------------------------------------------
+    def _show_inspector(self, frame) -> None:
+        """The selected node; with none selected, the node of the current step, so
+        stepping alone tells the story (the op that ran, the gradients it passed)."""
+        live = self.live
+        if self.canvas.selected() is None:
+            self._selected = None          # the user clicked the canvas background
+        if self._selected and self._selected in live.graph.nodes:
+            self.inspector.show_node(live.graph.nodes[self._selected], live.trace, frame, "Selected",
+                                     live.graph)
+            return
+        nid = self._current_node(frame)
+        if nid is None:
+            self.inspector.clear_node()
+        else:
+            self.inspector.show_node(live.graph.nodes[nid], live.trace, frame, "At this step",
+                                     live.graph)
+
+    def _current_node(self, frame) -> Optional[str]:
+        cur = frame.current if frame is not None else None
+        if cur is None:
+            return None
+        g = self.live.graph
+        if cur.kind == "op" and cur.op is not None:
+            ids = g.op_nodes.get(cur.op) or []
+            for i in ids:                     # the op itself, else what it made
+                if i.startswith("o"):
+                    return i
+            if ids:
+                return ids[0]
+        hl = [i for i in sorted(frame.highlight or ()) if i in g.nodes]
+        return hl[0] if hl else None
+
+    def _on_canvas_clicked(self, node_id: str) -> None:
+        self.select_node(node_id)
+        if node_id and self.live is not None and node_id in self.live.graph.nodes:
+            self.side_tabs.setCurrentWidget(self.inspector)   # a click asks about that node
+
+    def select_node(self, node_id: str) -> None:
+        """Select a node (canvas click, problem click); "" clears the selection."""
+        live = self.live
+        if live is not None and not node_id:
+            self._selected = None
+            self.canvas.select(None)
+            self._show_inspector(self._frame())
+            return
+        if live is None or node_id not in live.graph.nodes:
+            return
+        self._selected = node_id
+        node = live.graph.nodes[node_id]
+        self.canvas.select(node_id)
+        self.inspector.show_node(node, live.trace, self._frame(), "Selected", live.graph)
+        if node.line and not self._edited:
+            self.editor.go_to_line(node.line)
+
+    def selected_node(self) -> Optional[str]:
+        return self._selected
+
+    def _on_line_clicked(self, line: int) -> None:
+        if self.live is None or self._edited:
+            return   # (NOTE [edited after a run]: line numbers of another text)
+        ids = self.live.graph.nodes_of_line(line)
+        if not ids:
+            return
+        # prefer the op (what the line did), else the first tensor it made
+        op_ids = [i for i in ids if i.startswith("o")]
+        first = (op_ids or ids)[0]
+        self._selected = first
+        self.canvas.select(first)
+        if hasattr(self.canvas, "select_many"):
+            self.canvas.select_many(ids)
+        self.inspector.show_node(self.live.graph.nodes[first], self.live.trace,
+                                 self._frame(), f"Made by line {line}", self.live.graph)
+
+    def _on_problem_activated(self, line, node_ids: list) -> None:
+        if line and not self._edited:   # (NOTE [edited after a run])
+            self.editor.go_to_line(line)
+        if node_ids and self.live and node_ids[0] in self.live.graph.nodes:
+            self.select_node(node_ids[0])
+
+    def _refresh_problems(self) -> None:
+        if self.live is None or self.output_hidden:
+            self.problems.set_problems([])
+            self.bottom_tabs.setTabText(1, "Problems")
+            return
+        rows = self.live.problem_rows()
+        self.problems.set_problems(rows)
+        n = len(rows)
+        self.bottom_tabs.setTabText(1, f"Problems ({n})" if n else "Problems")
