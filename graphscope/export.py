@@ -166,7 +166,7 @@ def _q(text) -> str:
 def _shape_text(info) -> str:
     if info is None:
         return ""
-    from graphscope.model.graph import shape_text
+    from graphscope.model.summary import shape_text
     return f"{shape_text(info.shape)} {info.dtype}"
 
 
@@ -175,7 +175,7 @@ def _tensor_node(tid, info, trace=None) -> str:
         return f"  t{tid} [shape=box, label={_q(f't{tid}')}];"
     label = info.name or f"t{tid}"
     if trace is not None:
-        from graphscope.model.graph import tensor_label   # the window's own label
+        from graphscope.model.node_text import tensor_label   # the window's own label
         label = tensor_label(trace, info)
     attrs = ["shape=box", f"label={_q(label + chr(10) + _shape_text(info))}"]
     style = ["rounded"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from graphscope.model.graph import tensor_label
+from graphscope.model.node_text import tensor_label
 
 
 def node_tensors(trace) -> dict:

@@ -19,23 +19,27 @@ consumers connect to the newest version.
 """
 from __future__ import annotations
 
-import ast
-import bisect
 import contextlib
 import functools
 import gc
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from graphscope import protocol as P
-from graphscope.model.summary import shape_text  # noqa: F401 (re-exported)
+from graphscope.model.branch_nodes import BranchDecisions
+from graphscope.model.graph_types import Edge, Graph, GraphDelta, Node, RegionBox
+from graphscope.model.node_text import (EXPR_CHARS, dtype_text, expr_label, made_by_text,
+                                        shape_text, tensor_detail, tensor_label)
 from graphscope.model.trace import note_module_text
 
 # A tensor used by more consumers than this (an RNN's weights over 500 steps,
 # the input sequence) gets a ghost copy beside each further consumer, so no edge
 # spans the whole graph (the shape that stalls Graphviz, /work/shared/ANCHORS.md).
 # A weight shared by two layers (the shared-weights lesson) stays one node.
+__all__ = ["FANOUT_LIMIT", "EXPR_CHARS", "Edge", "Graph", "GraphBuilder", "GraphDelta", "Node",
+           "RegionBox", "build_graph", "changed_tensors", "expr_label", "gc_paused",
+           "inplace_tracked", "shape_text", "step_events", "tensor_detail", "tensor_label"]
+
 FANOUT_LIMIT = 4
 
 # Ops that make no op node: the factory's output tensor stands for itself, and
@@ -50,191 +54,6 @@ _KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", 
 FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "inference",
                    "detached", "missing_requires_grad", "retains_grad", "error", "branch",
                    "inplace", "view", "module", "hook"})
-
-
-@dataclass(eq=False, slots=True)
-class Node:
-    id: str
-    kind: str                      # "tensor" | "op"
-    label: str
-    detail: str
-    op: Optional[int] = None       # op id (op nodes; tensors: the op that made it)
-    tensor: Optional[int] = None   # tensor id (tensor nodes)
-    line: Optional[int] = None
-    step: Optional[int] = None
-    flags: frozenset = frozenset()
-    ghost_of: Optional[str] = None
-    region: Optional[int] = None   # index into Graph.regions
-
-    def __repr__(self):
-        return f"Node({self.id!r}, {self.label!r}, {self.detail!r}, step={self.step}, flags={sorted(self.flags)})"
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    src: str
-    dst: str
-    kind: str                      # "data" | "nograd" | "detach"
-    step: Optional[int] = None
-
-
-@dataclass
-class RegionBox:
-    label: str                     # "torch.no_grad(), lines 3-4"
-    kind: str                      # no_grad | inference_mode | set_grad_enabled
-    node_ids: list
-    lines: tuple                   # (start_line, end_line)
-
-
-@dataclass
-class GraphDelta:
-    """What one message changed: new nodes/edges in order, nodes whose text or flags changed."""
-    nodes: list = field(default_factory=list)
-    edges: list = field(default_factory=list)
-    changed: list = field(default_factory=list)
-    regions_changed: bool = False
-
-    def __bool__(self):
-        return bool(self.nodes or self.edges or self.changed or self.regions_changed)
-
-    def merge(self, other: "GraphDelta") -> None:
-        if not (other.nodes or other.edges or other.changed or other.regions_changed):
-            return
-        self.nodes += other.nodes
-        self.edges += other.edges
-        seen = {n.id for n in self.changed}
-        self.changed += [n for n in other.changed if n.id not in seen]
-        self.regions_changed |= other.regions_changed
-
-
-class Graph:
-    """Nodes in insertion order (which is step order), edges, regions, adjacency."""
-
-    def __init__(self):
-        self.nodes: dict[str, Node] = {}
-        self.edges: list[Edge] = []
-        self.regions: list[RegionBox] = []
-        self.preds: dict[str, list[str]] = {}
-        self.succs: dict[str, list[str]] = {}
-        self.tensor_node: dict[int, str] = {}        # tensor id -> newest node carrying it
-        self.op_nodes: dict[int, list[str]] = {}     # op id -> nodes that op created
-        self.in_src: dict[tuple, str] = {}           # (op id, tensor id) -> node feeding it
-        self.out_node: dict[tuple, str] = {}         # (op id, tensor id) -> node it produced
-        self._node_steps: list[int] = []             # step of each node, in order
-        self._nx = None
-        self._nx_size = -1
-
-    # -- queries ------------------------------------------------------------
-    def __len__(self):
-        return len(self.nodes)
-
-    def node(self, node_id: str) -> Optional[Node]:
-        return self.nodes.get(node_id)
-
-    def edge_kind(self, src: str, dst: str) -> Optional[str]:
-        for e in self.edges:
-            if e.src == src and e.dst == dst:
-                return e.kind
-        return None
-
-    def count_upto(self, step: int) -> int:
-        """How many nodes (a prefix of ``nodes``) exist at timeline step ``step``."""
-        return bisect.bisect_right(self._node_steps, step)
-
-    def nodes_of_line(self, line: int) -> list[str]:
-        """Nodes created by ops on source line ``line`` (editor click -> selection)."""
-        return [n.id for n in self.nodes.values() if n.line == line and n.ghost_of is None]
-
-    def nodes_of_tensor(self, tensor_id: int) -> list[str]:
-        """Every node drawing this tensor: original, versions and ghosts."""
-        return [n.id for n in self.nodes.values() if n.tensor == tensor_id]
-
-    @property
-    def nx(self):
-        """A networkx.DiGraph view (built on demand; for analysis, not hot loops)."""
-        if self._nx is None or self._nx_size != (len(self.nodes), len(self.edges)):
-            import networkx as nx
-            g = nx.DiGraph()
-            for n in self.nodes.values():
-                g.add_node(n.id, kind=n.kind, label=n.label, step=n.step)
-            for e in self.edges:
-                g.add_edge(e.src, e.dst, kind=e.kind, step=e.step)
-            self._nx, self._nx_size = g, (len(self.nodes), len(self.edges))
-        return self._nx
-
-    # -- growing (GraphBuilder only) -----------------------------------------
-    def _add_node(self, node: Node) -> Node:
-        self.nodes[node.id] = node
-        self.preds[node.id] = []
-        self.succs[node.id] = []
-        # steps are non-decreasing in insertion order (NOTE [step numbering])
-        s = node.step if node.step is not None else (self._node_steps[-1] if self._node_steps else 0)
-        if self._node_steps and s < self._node_steps[-1]:
-            s = self._node_steps[-1]
-        self._node_steps.append(s)
-        return node
-
-    def _add_edge(self, edge: Edge) -> Edge:
-        self.edges.append(edge)
-        self.succs[edge.src].append(edge.dst)
-        self.preds[edge.dst].append(edge.src)
-        return edge
-
-
-def dtype_text(dtype) -> str:
-    return str(dtype or "").removeprefix("torch.")
-
-
-_DETAIL_CACHE: dict = {}
-
-
-EXPR_CHARS = 22   # an expression label longer than this is cut: boxes grow with labels
-
-
-def expr_label(expr: Optional[str]) -> Optional[str]:
-    """The text of an expression as a node label: short enough for a box."""
-    if not expr:
-        return None
-    if len(expr) <= EXPR_CHARS:
-        return expr
-    # both ends: a chain and its link differ at the end (``….sum()``), calls of
-    # one function at the start
-    n = (EXPR_CHARS - 1) // 2
-    head, tail = expr[:n], expr[-(EXPR_CHARS - 1 - n):]
-    # cut between tokens, not inside a name ("torch.stac…"), and no dot or space
-    # beside the ellipsis ("F.relu(s….conv(x))" reads as a typo)
-    if _word(expr[n]) and _word(head[-1]):
-        cut = max(head.rfind(c) for c in " .([")
-        if cut >= len(head) // 2:     # (not at the cost of most of it)
-            head = head[:cut + 1]
-    if _word(tail[0]) and _word(expr[-len(tail) - 1]):
-        cut = min((i for i in (tail.find(c) for c in " .") if i >= 0), default=-1)
-        if 0 <= cut <= len(tail) // 2:
-            tail = tail[cut:]
-    return head.rstrip(". ") + "\u2026" + tail.lstrip(". ")
-
-
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def made_by_text(op, tid: int) -> Optional[str]:
-    """The label of tensor ``tid`` from ``op``, when ``op`` made it: the snippet's
-    text of the call, cut for a box (None when there is none)."""
-    if op is None or op.outputs[:1] != [tid]:
-        return None
-    return expr_label(getattr(op, "expr", None))
-
-
-def tensor_label(trace, info) -> str:
-    """How a tensor of ``trace`` is called on screen: its name, else the text that
-    made it (the op's, else the module call's), else ``t<id>`` (the canvas, the
-    inspector and the DOT export agree)."""
-    if info.name:
-        return info.name
-    op = trace.op_by_id(info.created_by) if info.created_by is not None else None
-    return (made_by_text(op, info.id) or expr_label(trace._module_texts.get(info.id))
-            or f"t{info.id}")
 
 
 def changed_tensors(op: P.Op) -> list:
@@ -253,18 +72,6 @@ def inplace_tracked(op: P.Op, changed: list, tensors: dict) -> bool:
     return bool(op.grad_fn) or any(
         (i := tensors.get(t)) is not None and i.requires_grad and not i.is_leaf
         for t in changed)
-
-
-def tensor_detail(info: Optional[P.TensorInfo]) -> str:
-    if info is None:
-        return ""
-    key = (tuple(info.shape) if info.shape is not None else None, info.dtype)
-    text = _DETAIL_CACHE.get(key)
-    if text is None:
-        text = f"{shape_text(info.shape)} {dtype_text(info.dtype)}".strip()
-        if len(_DETAIL_CACHE) < 4096:
-            _DETAIL_CACHE[key] = text
-    return text
 
 
 @contextlib.contextmanager
@@ -292,7 +99,7 @@ def step_events(trace) -> list:
     return ev
 
 
-class GraphBuilder:
+class GraphBuilder(BranchDecisions):
     """Grows a Graph one protocol message at a time.
 
     ``apply(msg)`` returns a GraphDelta. Messages that are not about the graph
@@ -433,19 +240,8 @@ class GraphBuilder:
         self.ops[op.id] = op
         g = self.graph
         d = GraphDelta()
-        if self._undecided:
-            self._decide_pending(op, d)
-        if self._decisions and op.line is not None:
-            # an op outside a decision's loop: the loop is over, a new evaluation of the
-            # line (the function called again) is a new decision (NOTE [branch nodes])
-            for line, dec in list(self._decisions.items()):
-                if not dec.span[0] <= op.line <= dec.span[1]:
-                    del self._decisions[line]
-                elif dec.once and op.line != line:
-                    # an ``if`` in no loop, its body running: when its condition is
-                    # read again, that is the function called again, a new decision
-                    # (``f(a), f(b)`` showed one "2×, last False" for two graphs)
-                    del self._decisions[line]
+        if self._undecided or self._decisions:
+            self._decisions_before_op(op, d)
         created = g.op_nodes.setdefault(op.id, [])
         if getattr(op, "failed", None):
             # also a factory or a fact (``torch.tensor(2, requires_grad=True)``,
@@ -818,111 +614,7 @@ class GraphBuilder:
                 box.node_ids.append(nid)
         d.regions_changed = True
 
-    # -- branches, backward, end ------------------------------------------------------
-    def _on_branch(self, msg: P.Branch) -> GraphDelta:
-        if msg.tensor is None:
-            return GraphDelta()
-        self._branch_tensors.add(msg.tensor)
-        d = GraphDelta()
-        for nid in self._tensor_node_ids(msg.tensor):
-            node = self.graph.nodes[nid]
-            if "branch" not in node.flags:
-                node.flags = node.flags | {"branch"}
-                d.changed.append(node)
-        self._decision_node(msg, d)
-        return d
-
-    # NOTE [branch nodes]: a Branch that decided an ``if`` / ``while`` / conditional
-    # expression / ``assert`` becomes a decision node ``b<line>.<k>`` (kind "op", flag
-    # "branch": the canvas draws a flowchart hexagon) after the tensor it read, joined
-    # by a "nograd" edge: Python control flow, not autograd. Its label is the condition
-    # as written (``if y.item() > 1.5``), its detail the value read and where it sent
-    # the program (``2.0 → if-branch (line 5)``). Reads at the same line while the
-    # program stays in its loop (a ``while``, an ``if`` in a ``for``) fold into one node
-    # that counts them and shows the last; an op outside the loop or a backward call
-    # ends that, so a function called twice, or two passes, show two decisions. Where the value alone does
-    # not tell the direction, the next op on another line does: the node is updated
-    # then (GraphDelta.changed). A value read for printing or arithmetic (no control
-    # statement at its line) is no decision and draws nothing.
-    def _decision_node(self, msg: P.Branch, d: GraphDelta) -> None:
-        from graphscope.model import diagnostics as dg   # it imports this module
-        if msg.line is None or not self.source:
-            return
-        if self._tree is None:
-            try:
-                self._tree = ast.parse(self.source)
-            except (SyntaxError, ValueError):
-                self._tree = False
-        if not self._tree:
-            return
-        ctl = dg._control_at(self._tree, msg.line)
-        if ctl is None:
-            return
-        g = self.graph
-        dec = self._decisions.get(msg.line)
-        src = self._input_node_plain(msg.tensor)
-        if dec is None or dec.ctl is not ctl:
-            k = self._decision_count[msg.line] = self._decision_count.get(msg.line, -1) + 1
-            nid = f"b{msg.line}.{k}"
-            node = Node(id=nid, kind="op", label=_condition_label(self.source, ctl),
-                        detail="", op=msg.op, line=msg.line, step=self.step,
-                        flags=_BRANCH_FLAGS)
-            span = _loop_span(self._tree, ctl)
-            dec = self._decisions[msg.line] = _Decision(node, ctl, span)
-            # a condition in no loop is read once per evaluation (``if a and b`` reads
-            # twice on its own line: one evaluation while no other line runs)
-            dec.once = not isinstance(ctl, ast.While) and span == (
-                ctl.lineno, ctl.end_lineno or ctl.lineno)
-            g._add_node(node)
-            d.nodes.append(node)
-            if msg.op is not None:
-                g.op_nodes.setdefault(msg.op, []).append(nid)
-        dec.count += 1
-        dec.last = msg
-        dec.went = dg._went(_Ops([]), ctl, msg, [])
-        if src is not None and len(dec.sources) < self.fanout_limit and src not in dec.sources:
-            dec.sources.append(src)
-            d.edges.append(g._add_edge(Edge(src, dec.node.id, "nograd", self.step)))
-        if dec.went is None:
-            if dec not in self._undecided:
-                self._undecided.append(dec)
-        elif dec in self._undecided:
-            self._undecided.remove(dec)
-        self._describe(dec, d)
-
-    def _input_node_plain(self, tid) -> Optional[str]:
-        """The newest node drawing tensor ``tid`` (drawn now if it was deferred)."""
-        if tid is None:
-            return None
-        if tid in self._pending:
-            self._materialise(tid, None, self.step, GraphDelta())
-        return self.graph.tensor_node.get(tid)
-
-    def _decide_pending(self, op: P.Op, d: GraphDelta) -> None:
-        """The first op after an undecided branch, on another line, says which way it went."""
-        from graphscope.model import diagnostics as dg
-        for dec in list(self._undecided):
-            went = dg._went(_Ops([op]), dec.ctl, dec.last, [op.seq])
-            if went is None and (op.line is None or op.line == dec.last.line):
-                continue            # still evaluating the condition's own line
-            dec.went = went
-            self._undecided.remove(dec)
-            self._describe(dec, d)
-
-    def _describe(self, dec: "_Decision", d: GraphDelta) -> None:
-        from graphscope.model import diagnostics as dg
-        b = dec.last
-        value = dg._value_text(b.value)
-        where = _direction_text(dec.ctl, dec.went)
-        text = f"{value} \u2192 {where}" if where else f"read {value}"
-        if dec.count > 1:
-            text = f"{dec.count}\u00d7, last {text}"
-        node = dec.node
-        if text != node.detail:
-            node.detail = text
-            if node not in d.nodes and node not in d.changed:
-                d.changed.append(node)
-
+    # -- backward, end -------------------------------------------------------------
     def _on_backward_call(self, msg: P.BackwardCall) -> GraphDelta:
         self.step += 1
         self._decisions.clear()      # a new pass decides afresh (NOTE [branch nodes])
@@ -999,65 +691,6 @@ class GraphBuilder:
 
 
 _NO_FLAGS: frozenset = frozenset()
-_BRANCH_FLAGS = frozenset({"branch"})
-
-
-class _Decision:
-    """One decision node while its line keeps being evaluated (NOTE [branch nodes])."""
-    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources", "once")
-
-    def __init__(self, node: Node, ctl, span: tuple):
-        self.node, self.ctl, self.span = node, ctl, span
-        self.count, self.last, self.went, self.sources = 0, None, None, []
-        self.once = False   # not in a loop: a new reading after its body ran is new
-
-
-class _Ops:
-    """The few ops ``diagnostics._went`` looks at, in a trace's shape."""
-    __slots__ = ("ops",)
-
-    def __init__(self, ops):
-        self.ops = ops
-
-
-def _loop_span(tree, ctl) -> tuple:
-    """Lines of the innermost loop around (or being) ``ctl``: while ops run there, new
-    evaluations of ``ctl`` are the same decision repeated."""
-    best = ctl if isinstance(ctl, ast.While) else None
-    for n in ast.walk(tree):
-        if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and n is not ctl \
-                and n.lineno <= ctl.lineno <= (n.end_lineno or n.lineno) \
-                and (best is None or n.lineno > best.lineno):
-            if best is ctl:
-                break      # ctl is itself the loop
-            best = n
-    best = best or ctl
-    return (best.lineno, best.end_lineno or best.lineno)
-
-
-def _condition_label(source: str, ctl) -> str:
-    test = ctl.ifs[0] if isinstance(ctl, ast.comprehension) else ctl.test
-    text = " ".join((ast.get_source_segment(source, test) or "condition").split())
-    kw = {ast.While: "while", ast.Assert: "assert"}.get(type(ctl), "if")
-    label = f"{kw} {text}"
-    return label if len(label) <= 40 else label[:39] + "\u2026"
-
-
-def _direction_text(ctl, went) -> str:
-    """Where the program went: ``if-branch (line 5)``, ``loop ended``; '' if unknown."""
-    if went is None:
-        return ""
-    if isinstance(ctl, ast.If):
-        if went:
-            return f"if-branch (line {ctl.body[0].lineno})"
-        return f"else-branch (line {ctl.orelse[0].lineno})" if ctl.orelse else "if skipped"
-    if isinstance(ctl, ast.While):
-        return f"loop body (line {ctl.body[0].lineno})" if went else "loop ended"
-    if isinstance(ctl, ast.IfExp):
-        return "first value" if went else "else value"
-    if isinstance(ctl, ast.Assert):
-        return "assert passed" if went else "assert failed"
-    return "kept" if went else "skipped"
 _FLAG_SETS: dict = {}
 
 

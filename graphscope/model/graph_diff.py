@@ -409,7 +409,7 @@ def pass_subgraph(graph, node_ids, extra_edges=()):
     the edges between them, plus ``extra_edges`` ((src, dst, kind) between kept ids).
     Nodes are copies: flags and labels of the whole-run graph, steps kept."""
     import dataclasses as _dc
-    from graphscope.model.graph import Edge, Graph, RegionBox
+    from graphscope.model.graph_types import Edge, Graph, RegionBox
     keep = [n for n in dict.fromkeys(node_ids) if n in graph.nodes]
     keep.sort(key=lambda n: (graph.nodes[n].step if graph.nodes[n].step is not None else -1))
     sub = Graph()

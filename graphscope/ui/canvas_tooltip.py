@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from graphscope.model.graph import shape_text
+from graphscope.model.summary import shape_text
 
 
 def _tensor_info(node, trace):

@@ -18,7 +18,7 @@ from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
-from graphscope.model.graph import shape_text, tensor_label
+from graphscope.model.node_text import shape_text, tensor_label
 from graphscope.model.grad_receivers import arriving_tensors, receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at

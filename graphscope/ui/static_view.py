@@ -36,7 +36,7 @@ TOOLS = (("fx", "torch.fx"), ("jit", "torch.jit.trace"), ("export", "torch.expor
 def static_graph(result: dict):
     """A model Graph of a static result's node list (fx / export / dynamo: args name
     earlier nodes; jit: ``%name`` inputs), for the canvas."""
-    from graphscope.model.graph import Edge, Graph, Node
+    from graphscope.model.graph_types import Edge, Graph, Node
     g = Graph()
     rows = result.get("graph") or []
     names: dict = {}

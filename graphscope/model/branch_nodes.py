@@ -1,0 +1,197 @@
+"""Decision nodes: where a tensor's value decided Python control flow
+(NOTE [branch nodes]). A mixin of ``GraphBuilder`` (graph.py): it uses the
+builder's graph, step counter, source text and lookups, and keeps the
+decisions of the current pass in ``_decisions`` / ``_undecided``."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from graphscope import protocol as P
+from graphscope.model.graph_types import Edge, GraphDelta, Node
+
+
+class BranchDecisions:
+    def _on_branch(self, msg: P.Branch) -> GraphDelta:
+        if msg.tensor is None:
+            return GraphDelta()
+        self._branch_tensors.add(msg.tensor)
+        d = GraphDelta()
+        for nid in self._tensor_node_ids(msg.tensor):
+            node = self.graph.nodes[nid]
+            if "branch" not in node.flags:
+                node.flags = node.flags | {"branch"}
+                d.changed.append(node)
+        self._decision_node(msg, d)
+        return d
+
+    # NOTE [branch nodes]: a Branch that decided an ``if`` / ``while`` / conditional
+    # expression / ``assert`` becomes a decision node ``b<line>.<k>`` (kind "op", flag
+    # "branch": the canvas draws a flowchart hexagon) after the tensor it read, joined
+    # by a "nograd" edge: Python control flow, not autograd. Its label is the condition
+    # as written (``if y.item() > 1.5``), its detail the value read and where it sent
+    # the program (``2.0 → if-branch (line 5)``). Reads at the same line while the
+    # program stays in its loop (a ``while``, an ``if`` in a ``for``) fold into one node
+    # that counts them and shows the last; an op outside the loop or a backward call
+    # ends that, so a function called twice, or two passes, show two decisions. Where the value alone does
+    # not tell the direction, the next op on another line does: the node is updated
+    # then (GraphDelta.changed). A value read for printing or arithmetic (no control
+    # statement at its line) is no decision and draws nothing.
+    def _decision_node(self, msg: P.Branch, d: GraphDelta) -> None:
+        from graphscope.model import diagnostics as dg   # it imports this module
+        if msg.line is None or not self.source:
+            return
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.source)
+            except (SyntaxError, ValueError):
+                self._tree = False
+        if not self._tree:
+            return
+        ctl = dg._control_at(self._tree, msg.line)
+        if ctl is None:
+            return
+        g = self.graph
+        dec = self._decisions.get(msg.line)
+        src = self._input_node_plain(msg.tensor)
+        if dec is None or dec.ctl is not ctl:
+            k = self._decision_count[msg.line] = self._decision_count.get(msg.line, -1) + 1
+            nid = f"b{msg.line}.{k}"
+            node = Node(id=nid, kind="op", label=_condition_label(self.source, ctl),
+                        detail="", op=msg.op, line=msg.line, step=self.step,
+                        flags=_BRANCH_FLAGS)
+            span = _loop_span(self._tree, ctl)
+            dec = self._decisions[msg.line] = _Decision(node, ctl, span)
+            # a condition in no loop is read once per evaluation (``if a and b`` reads
+            # twice on its own line: one evaluation while no other line runs)
+            dec.once = not isinstance(ctl, ast.While) and span == (
+                ctl.lineno, ctl.end_lineno or ctl.lineno)
+            g._add_node(node)
+            d.nodes.append(node)
+            if msg.op is not None:
+                g.op_nodes.setdefault(msg.op, []).append(nid)
+        dec.count += 1
+        dec.last = msg
+        dec.went = dg._went(_Ops([]), ctl, msg, [])
+        if src is not None and len(dec.sources) < self.fanout_limit and src not in dec.sources:
+            dec.sources.append(src)
+            d.edges.append(g._add_edge(Edge(src, dec.node.id, "nograd", self.step)))
+        if dec.went is None:
+            if dec not in self._undecided:
+                self._undecided.append(dec)
+        elif dec in self._undecided:
+            self._undecided.remove(dec)
+        self._describe(dec, d)
+
+    def _input_node_plain(self, tid) -> Optional[str]:
+        """The newest node drawing tensor ``tid`` (drawn now if it was deferred)."""
+        if tid is None:
+            return None
+        if tid in self._pending:
+            self._materialise(tid, None, self.step, GraphDelta())
+        return self.graph.tensor_node.get(tid)
+
+    def _decide_pending(self, op: P.Op, d: GraphDelta) -> None:
+        """The first op after an undecided branch, on another line, says which way it went."""
+        from graphscope.model import diagnostics as dg
+        for dec in list(self._undecided):
+            went = dg._went(_Ops([op]), dec.ctl, dec.last, [op.seq])
+            if went is None and (op.line is None or op.line == dec.last.line):
+                continue            # still evaluating the condition's own line
+            dec.went = went
+            self._undecided.remove(dec)
+            self._describe(dec, d)
+
+    def _describe(self, dec: "_Decision", d: GraphDelta) -> None:
+        from graphscope.model import diagnostics as dg
+        b = dec.last
+        value = dg._value_text(b.value)
+        where = _direction_text(dec.ctl, dec.went)
+        text = f"{value} \u2192 {where}" if where else f"read {value}"
+        if dec.count > 1:
+            text = f"{dec.count}\u00d7, last {text}"
+        node = dec.node
+        if text != node.detail:
+            node.detail = text
+            if node not in d.nodes and node not in d.changed:
+                d.changed.append(node)
+
+    def _decisions_before_op(self, op: P.Op, d: GraphDelta) -> None:
+        """An op ran: it may say where an undecided branch went, and an op outside a
+        decision's loop ends that decision."""
+        if self._undecided:
+            self._decide_pending(op, d)
+        if self._decisions and op.line is not None:
+            # an op outside a decision's loop: the loop is over, a new evaluation of the
+            # line (the function called again) is a new decision (NOTE [branch nodes])
+            for line, dec in list(self._decisions.items()):
+                if not dec.span[0] <= op.line <= dec.span[1]:
+                    del self._decisions[line]
+                elif dec.once and op.line != line:
+                    # an ``if`` in no loop, its body running: when its condition is
+                    # read again, that is the function called again, a new decision
+                    # (``f(a), f(b)`` showed one "2×, last False" for two graphs)
+                    del self._decisions[line]
+
+
+_BRANCH_FLAGS = frozenset({"branch"})
+
+
+
+
+class _Decision:
+    """One decision node while its line keeps being evaluated (NOTE [branch nodes])."""
+    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources", "once")
+
+    def __init__(self, node: Node, ctl, span: tuple):
+        self.node, self.ctl, self.span = node, ctl, span
+        self.count, self.last, self.went, self.sources = 0, None, None, []
+        self.once = False   # not in a loop: a new reading after its body ran is new
+
+
+class _Ops:
+    """The few ops ``diagnostics._went`` looks at, in a trace's shape."""
+    __slots__ = ("ops",)
+
+    def __init__(self, ops):
+        self.ops = ops
+
+
+def _loop_span(tree, ctl) -> tuple:
+    """Lines of the innermost loop around (or being) ``ctl``: while ops run there, new
+    evaluations of ``ctl`` are the same decision repeated."""
+    best = ctl if isinstance(ctl, ast.While) else None
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and n is not ctl \
+                and n.lineno <= ctl.lineno <= (n.end_lineno or n.lineno) \
+                and (best is None or n.lineno > best.lineno):
+            if best is ctl:
+                break      # ctl is itself the loop
+            best = n
+    best = best or ctl
+    return (best.lineno, best.end_lineno or best.lineno)
+
+
+def _condition_label(source: str, ctl) -> str:
+    test = ctl.ifs[0] if isinstance(ctl, ast.comprehension) else ctl.test
+    text = " ".join((ast.get_source_segment(source, test) or "condition").split())
+    kw = {ast.While: "while", ast.Assert: "assert"}.get(type(ctl), "if")
+    label = f"{kw} {text}"
+    return label if len(label) <= 40 else label[:39] + "\u2026"
+
+
+def _direction_text(ctl, went) -> str:
+    """Where the program went: ``if-branch (line 5)``, ``loop ended``; '' if unknown."""
+    if went is None:
+        return ""
+    if isinstance(ctl, ast.If):
+        if went:
+            return f"if-branch (line {ctl.body[0].lineno})"
+        return f"else-branch (line {ctl.orelse[0].lineno})" if ctl.orelse else "if skipped"
+    if isinstance(ctl, ast.While):
+        return f"loop body (line {ctl.body[0].lineno})" if went else "loop ended"
+    if isinstance(ctl, ast.IfExp):
+        return "first value" if went else "else value"
+    if isinstance(ctl, ast.Assert):
+        return "assert passed" if went else "assert failed"
+    return "kept" if went else "skipped"

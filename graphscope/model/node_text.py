@@ -1,0 +1,77 @@
+"""What a node says: a tensor's label (its name, else the snippet's text that
+made it, cut for a box) and its detail line (shape and dtype). The canvas,
+the inspector and the DOT export agree because they all ask here."""
+from __future__ import annotations
+
+from typing import Optional
+
+from graphscope import protocol as P
+from graphscope.model.summary import shape_text
+
+
+def dtype_text(dtype) -> str:
+    return str(dtype or "").removeprefix("torch.")
+
+
+_DETAIL_CACHE: dict = {}
+
+
+EXPR_CHARS = 22   # an expression label longer than this is cut: boxes grow with labels
+
+
+def expr_label(expr: Optional[str]) -> Optional[str]:
+    """The text of an expression as a node label: short enough for a box."""
+    if not expr:
+        return None
+    if len(expr) <= EXPR_CHARS:
+        return expr
+    # both ends: a chain and its link differ at the end (``….sum()``), calls of
+    # one function at the start
+    n = (EXPR_CHARS - 1) // 2
+    head, tail = expr[:n], expr[-(EXPR_CHARS - 1 - n):]
+    # cut between tokens, not inside a name ("torch.stac…"), and no dot or space
+    # beside the ellipsis ("F.relu(s….conv(x))" reads as a typo)
+    if _word(expr[n]) and _word(head[-1]):
+        cut = max(head.rfind(c) for c in " .([")
+        if cut >= len(head) // 2:     # (not at the cost of most of it)
+            head = head[:cut + 1]
+    if _word(tail[0]) and _word(expr[-len(tail) - 1]):
+        cut = min((i for i in (tail.find(c) for c in " .") if i >= 0), default=-1)
+        if 0 <= cut <= len(tail) // 2:
+            tail = tail[cut:]
+    return head.rstrip(". ") + "\u2026" + tail.lstrip(". ")
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def made_by_text(op, tid: int) -> Optional[str]:
+    """The label of tensor ``tid`` from ``op``, when ``op`` made it: the snippet's
+    text of the call, cut for a box (None when there is none)."""
+    if op is None or op.outputs[:1] != [tid]:
+        return None
+    return expr_label(getattr(op, "expr", None))
+
+
+def tensor_label(trace, info) -> str:
+    """How a tensor of ``trace`` is called on screen: its name, else the text that
+    made it (the op's, else the module call's), else ``t<id>`` (the canvas, the
+    inspector and the DOT export agree)."""
+    if info.name:
+        return info.name
+    op = trace.op_by_id(info.created_by) if info.created_by is not None else None
+    return (made_by_text(op, info.id) or expr_label(trace._module_texts.get(info.id))
+            or f"t{info.id}")
+
+
+def tensor_detail(info: Optional[P.TensorInfo]) -> str:
+    if info is None:
+        return ""
+    key = (tuple(info.shape) if info.shape is not None else None, info.dtype)
+    text = _DETAIL_CACHE.get(key)
+    if text is None:
+        text = f"{shape_text(info.shape)} {dtype_text(info.dtype)}".strip()
+        if len(_DETAIL_CACHE) < 4096:
+            _DETAIL_CACHE[key] = text
+    return text
