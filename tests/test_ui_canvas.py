@@ -547,6 +547,17 @@ def test_bigger_text_in_presentation_makes_the_graph_s_labels_bigger_on_screen(c
     assert one >= 17.5
     canvas.set_text_scale(1.6 * 1.4, reading=1.4)
     assert label_px() >= one * 1.35
+    # at 300% the hall size is still no bigger than the fit's cap: a small graph
+    # is fitted, not followed (review: past 290% it never fitted)
+    from graphscope.ui.graph_canvas import MAX_FIT_LABEL_PX
+    small, slayout, _ = scene(synthetic_trace(1))
+    canvas.resize(1600, 1000)
+    canvas.set_graph(small, slayout)
+    canvas.set_text_scale(1.6 * 3.0, reading=3.0)
+    assert canvas.readable_scale() * LABEL_PX * canvas.text_scale() <= MAX_FIT_LABEL_PX + 1e-6
+    assert abs(canvas.view_scale() - canvas.fit_scale()) < 1e-6
+    canvas.resize(900, 500)
+    canvas.set_graph(graph, layout)
     # and outside presentation, bigger text is bigger on screen in proportion
     canvas.set_presentation(False)
     canvas.set_text_scale(1.0)
@@ -975,3 +986,72 @@ def test_two_inputs_routed_alike_keep_to_their_own_tracks(qapp):
             if same_col:
                 assert max(a.y1(), a.y2()) < min(b.y1(), b.y2()) or \
                     max(b.y1(), b.y2()) < min(a.y1(), a.y2()), (a, b)
+
+
+def test_two_inputs_from_the_same_column_never_cross_above_or_below(qapp):
+    """Review of the lane offsets: for two sources below their node (or wrapped
+    back to it), the lower one's run into the column gap crossed the higher
+    one's. Every pair of rows, above and below, left and right: no crossing."""
+    import itertools
+    from PySide6.QtCore import QLineF
+    from graphscope.ui.canvas_scene import NodeGeom, SceneGeometry, _lane
+
+    class N:
+        def __init__(self, kind):
+            self.kind, self.flags, self.label, self.detail = kind, frozenset(), "n", None
+
+    def crosses(r1, r2):
+        for a, b in itertools.product(zip(r1, r1[1:]), zip(r2, r2[1:])):
+            sa, sb = QLineF(*a), QLineF(*b)
+            if sa.length() > 1e-6 and sb.length() > 1e-6 and \
+                    sa.intersects(sb)[0] == QLineF.IntersectionType.BoundedIntersection:
+                return True
+        return False
+    for col in (-2, -1, 1, 2):
+        for r1, r2 in itertools.combinations((-3, -2, -1, 1, 2, 3), 2):
+            g = SceneGeometry()
+            g.row_pitch = 70.0
+            d = NodeGeom("d", N("op"), 1000.0, 500.0, 104.0, 36.0, 10, "op")
+            a = NodeGeom("a", N("tensor"), 1000.0 + col * 200, 500.0 + r1 * 70, 132.0, 52.0, 0, "t")
+            b = NodeGeom("b", N("tensor"), 1000.0 + col * 200, 500.0 + r2 * 70, 132.0, 52.0, 1, "t")
+            g.nodes.update(d=d, a=a, b=b)
+            g._ins["d"] = {"a": None, "b": None}
+            assert not crosses(_lane(g, a, d), _lane(g, b, d)), (col, r1, r2)
+
+
+W_TIMES_H = """import torch
+w = torch.tensor(0.5, requires_grad=True)
+h = torch.tensor(2.0)
+b = w * h
+b.backward()
+"""
+
+
+def test_a_grad_box_never_covers_its_own_leaf_s_badge(qapp):
+    """Review: the leaf's own marks were taken out of the obstacles so its box could
+    sit over its shape line, and the "above" spot then landed on its ∇ badge."""
+    import graphscope
+    from PySide6.QtGui import QImage, QPainter, QTransform
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_scene import SceneGeometry
+    graph, layout, tl = scene(graphscope.trace(W_TIMES_H))
+    geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
+    by = {n.label: i for i, n in graph.nodes.items()}
+    w, h, mul = (geom.nodes[by[k]] for k in ("w", "h", "mul"))
+    moved = {ng.id: (ng.x + 5000, ng.y + 5000) for ng in geom.nodes.values()}
+    moved.update({w.id: (400, 300), h.id: (400, 300 + w.h + 24), mul.id: (900, 300)})
+    geom.move(moved)
+    painter = ScenePainter(geom, get_theme("light"), 1.3)
+    tf = QTransform().scale(1.3, 1.3)
+    img = QImage(1400, 900, QImage.Format_ARGB32)
+    p = QPainter(img)
+    painter.paint_overlay(p, tf, tl.state(len(tl) - 1), float("inf"),
+                          device_rect=QRectF(0, 0, 1400, 900), scale=1.3)
+    p.end()
+    assert painter._badge_list(w, painter.shown_flags(w.node)), "w has its ∇ badge"
+    r = painter.marks_rect(w)
+    badges = tf.mapRect(QRectF(r.left(), painter.ink_rect(w).top(), r.width(),
+                               r.top() - painter.ink_rect(w).top()))
+    assert painter.placed_labels
+    for box in painter.placed_labels:
+        assert not box.adjusted(2, 2, -2, -2).intersects(badges), (box, badges)

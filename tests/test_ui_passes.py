@@ -206,6 +206,12 @@ def test_installed_in_the_main_window_after_a_run(qtbot, tmp_path, shots):
                 for i in range(panels["static"].target.count())] == ["layer", "model"]
         assert panels["docks"]["passes"].isVisible()
         assert w.grab().save(os.path.join(shots, "window_with_passes.png"))
+        # presentation reaches the panels' canvases too (a review: they kept
+        # desk-sized labels on the projector)
+        w.set_presentation(True)
+        assert w._panel_canvases() and all(c.presentation for c in w._panel_canvases())
+        w.set_presentation(False)
+        assert not any(c.presentation for c in w._panel_canvases())
         panels["capture"].shutdown()
     finally:
         w.controller.shutdown()

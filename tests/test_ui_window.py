@@ -304,6 +304,11 @@ def test_worker_crash_is_reported_then_next_run_works(qtbot, window):
     assert end.status == "crash"
     assert "ended with exit code 3" in w.status_text() and "crashed" not in w.status_text()
     assert w.banner.isVisible()
+    # the worker's own exit code for a lost event pipe says why, not "os._exit"
+    end = run_source(qtbot, w, "import os\nos.closerange(3, 1000)\nimport torch\n"
+                               "x = torch.ones(2) * 2\nprint(x)\n")
+    assert end.status == "crash" and end.exit_code == 72
+    assert "The run ended early" in w.status_text() and "descriptor" in w.status_text()
     end = run_source(qtbot, w, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     assert end.status == "crash"
     assert "crashed (signal 11)" in w.status_text() and "crashed" in w.run_label.text()

@@ -103,7 +103,11 @@ class OverlayPainter:
         for tid in leaf_grads:
             ng = nodes.get(tid if isinstance(tid, str) else f"t{tid}")
             if ng is not None:
-                near = near.united(to_device.mapRect(_rect(ng)))
+                dr = to_device.mapRect(_rect(ng))
+                # only leaves in view get a box (below): one far off screen made
+                # the obstacles thousands of nodes a label never reaches
+                if bounds is None or bounds.intersects(dr):
+                    near = near.united(dr)
         obstacles = []
         if not near.isNull() and lod != "tiny":
             # (at the tiniest level nodes are dots a label may cover; and a margin of
@@ -151,10 +155,11 @@ class OverlayPainter:
                 sides = ("below", "above", "right", "left", "below", "below2", "above2",
                          "below4", "above4")
                 own = to_device.mapRect(self.ink_rect(ng))
-                # its own node is no obstacle but for its name (the upper half): a
-                # box kept on screen was pushed back over it
+                # its own node is no obstacle but for its name (the upper half: a
+                # box kept on screen was pushed back over it) and its badges
                 others = [o for o in obstacles if o != own]
-                others.append(QRectF(dr.left(), dr.top(), dr.width(), dr.height() / 2))
+                others.append(QRectF(dr.left(), own.top(), dr.width(),
+                                     dr.top() - own.top() + dr.height() / 2))
                 # after the run every leaf has its .grad: where their boxes would
                 # cover nodes (leaves stacked in a column), the quiet line instead
                 crowded = tid != current and len(leaf_grads) > 1
@@ -302,7 +307,9 @@ class OverlayPainter:
             leader = _leader(pt, box)
             if leader is not None:
                 # a spot whose leader crosses a node is worse than a free one nearer
-                cost += 200.0 * sum(1 for r in obstacles if _crosses(leader, r))
+                reach = _reach(leader)
+                cost += 200.0 * sum(1 for r in obstacles
+                                    if r.intersects(reach) and _crosses(leader, r))
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)
@@ -388,8 +395,27 @@ def _leader(anchor: QPointF, box: QRectF) -> QLineF | None:
     return QLineF(anchor, end)
 
 
+def _reach(line: QLineF) -> QRectF:
+    """The box around a leader: obstacles outside it cannot cross it."""
+    return QRectF(line.p1(), line.p2()).normalized().adjusted(-1, -1, 1, 1)
+
+
 def _crosses(line: QLineF, r: QRectF) -> bool:
-    """Whether ``line`` passes through ``r`` (sampled: leaders are short)."""
-    if not r.intersects(QRectF(line.p1(), line.p2()).normalized().adjusted(-1, -1, 1, 1)):
-        return False
-    return any(r.contains(line.pointAt(k / 12)) for k in range(1, 12))
+    """Whether segment ``line`` passes through rectangle ``r`` (Liang-Barsky: the
+    part of the segment inside the rectangle is not empty)."""
+    x0, y0, dx, dy = line.x1(), line.y1(), line.dx(), line.dy()
+    lo, hi = 0.0, 1.0
+    for p_, q_ in ((-dx, x0 - r.left()), (dx, r.right() - x0),
+                   (-dy, y0 - r.top()), (dy, r.bottom() - y0)):
+        if p_ == 0:
+            if q_ < 0:
+                return False      # parallel to this edge and outside it
+        else:
+            t = q_ / p_
+            if p_ < 0:
+                lo = max(lo, t)
+            else:
+                hi = min(hi, t)
+            if lo > hi:
+                return False
+    return True

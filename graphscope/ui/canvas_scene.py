@@ -642,14 +642,14 @@ def _lane(geom, s, d) -> list:
     # own track, offset by its port (NOTE [input ports]), nested so they do not
     # cross: the input whose port is further from the lane turns down further
     # left, on the lane nearer the row when the lanes run right and further
-    # from it when they run left (a wrapped chain); the higher source leaves
-    # through the further right of the column gap.
+    # from it when they run left (a wrapped chain); the source whose port is
+    # further from the lane leaves through the further left of the column gap.
     dy = (end.y() - d.y) * 0.5
     if dy:
         far = dy if above else -dy
         toward_row = 1.0 if above else -1.0
         lane += far * toward_row if xb > xa else -far * toward_row
-        xa -= dy
+        xa -= far
         xb -= far
     return [QPointF(s.x + s.w / 2, s.y), QPointF(xa, s.y), QPointF(xa, lane),
             QPointF(xb, lane), QPointF(xb, end.y()), end]

@@ -276,7 +276,7 @@ class Classroom(QObject):
             width = w.width()
             self.walker.start()
             dock = self.browser_dock
-            if not problems and dock.isVisible() and \
+            if not problems and dock.isVisible() and not dock.isFloating() and \
                     w.main_split.minimumSizeHint().width() + dock.minimumSizeHint().width() > width:
                 # the lesson bar walks the lesson; beside the side column and the
                 # editor the browser left no room on a 1024 px projector, and the

@@ -325,7 +325,8 @@ class GraphCanvas(QWidget):
     def readable_scale(self) -> float:
         """The least zoom at which node labels are readable (larger in presentation)."""
         px = (PRESENT_PX if self.presentation else READABLE_PX) * self._reading_scale
-        return px / (LABEL_PX * self._text_scale)
+        # never above the fit's own cap: at 300% a 2-op graph was never fitted
+        return min(px, MAX_FIT_LABEL_PX) / (LABEL_PX * self._text_scale)
 
     def _fit_rect(self):
         r = self._geom.bounds(self._limit)

@@ -386,7 +386,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         enough for a question, a short console. Full screen and the text
         scale are the presentation controller's (ui/presentation.py)."""
         self.presenting = bool(on)
-        self.canvas.set_presentation(on)   # its auto view keeps labels hall-sized
+        for c in (self.canvas, *self._panel_canvases()):
+            c.set_presentation(on)   # their auto views keep labels hall-sized
         if not on:
             total = max(sum(self.centre_split.sizes()), 400)
             self.centre_split.setSizes([int(total * 0.79), total - int(total * 0.79)])
@@ -631,7 +632,10 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         dur = f" in {end.duration:.2f} s" if end.duration else ""
         text = f"{end_status(end)}{dur}: {n_ops} ops, {n_bw} backward steps."
         exited = end.status == "crash" and end.exit_code is not None and end.exit_code >= 0
-        if exited:
+        if exited and end.exit_code == 72 and end.error is not None:
+            # the worker's own code for a lost event pipe (runner._exit_text says why)
+            text = f"The run ended early: {end.error.message}. What it recorded is kept."
+        elif exited:
             # an exit code, not a signal: os._exit(3) in the snippet reads as python
             # would leave (GUI review: "crashed" for a deliberate exit)
             text = (f"The snippet's process ended with exit code {end.exit_code} before the "

@@ -417,7 +417,8 @@ class StaticCaptureController(QObject):
 
     def capture(self, source: str, request: dict, filename: str = "<snippet>") -> None:
         self.trace = Trace(source=source, filename=filename)
-        self.controller.run_fields = {"static": dict(request, filename=filename)}
+        self.controller.run_fields = {**self.controller.run_fields,
+                                      "static": dict(request, filename=filename)}
         self.controller.run(source, filename)
 
     def is_running(self) -> bool:
