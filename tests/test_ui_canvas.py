@@ -549,7 +549,7 @@ def test_bigger_text_in_presentation_makes_the_graph_s_labels_bigger_on_screen(c
     assert label_px() >= one * 1.35
     # at 300% the hall size is still no bigger than the fit's cap: a small graph
     # is fitted, not followed (review: past 290% it never fitted)
-    from graphscope.ui.graph_canvas import MAX_FIT_LABEL_PX
+    from graphscope.ui.canvas_view import MAX_FIT_LABEL_PX
     small, slayout, _ = scene(synthetic_trace(1))
     canvas.resize(1600, 1000)
     canvas.set_graph(small, slayout)

@@ -2,7 +2,8 @@
 
 Not one QGraphicsItem per node (20,000 items repaint in ~350 ms): the canvas paints a
 ``SceneGeometry`` with a ``ScenePainter`` (canvas_paint.py), keeps the static layer as
-a pixmap, and draws only what changes on top.
+a pixmap, and draws only what changes on top. Where it looks (fitting, following
+the current step, zoom, pan) is its ``CanvasView`` mixin (canvas_view.py).
 
 NOTE [canvas cache]: the pixmap holds everything visible at a *base* step for the
 current view (size, zoom, pan, theme, text scale, geometry version). A paint at
@@ -20,13 +21,14 @@ import math
 
 from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF, Qt, QTimer,
                             QVariantAnimation, Signal)
-from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPolygonF, QTransform
+from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from graphscope.ui.canvas_paint import ScenePainter
-from graphscope.ui.canvas_primitives import LABEL_PX, lod_for, qcolor
+from graphscope.ui.canvas_primitives import lod_for, qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
 from graphscope.ui.canvas_tooltip import tooltip_text
+from graphscope.ui.canvas_view import PAN_MS, CanvasView
 from graphscope.ui.theme import Theme, get_theme
 
 ENTER_MS = 200          # entrance of a new node
@@ -34,18 +36,11 @@ TIDY_MS = 450           # the one smooth tidy pass
 ANIMATE_MAX = 3000      # above this many nodes, place without animation
 OVERLAY_MAX = 150       # nodes drawn over the cached layer before it is rebuilt
 KEEP_BACK = 40          # nodes before the cursor the rebuilt cache leaves out
-MAX_FIT_SCALE = 2.8      # a small graph is drawn big (a 3-node graph fills the view)
-MAX_FIT_LABEL_PX = 52.0  # ... but its labels no bigger than this on screen
 EDGE_HINT_PX = 26.0      # the fade along a side the graph goes on past (NOTE [more beyond])
 EDGE_HINT_MARGIN = 12.0  # ... when it goes on more than this many pixels
-READABLE_PX = 12.5       # a label this big on screen reads at a desk
-PRESENT_PX = 18.0        # ... and from the back of a lecture hall
-FOLLOW_MARGIN = 0.18     # follow recentres once the current node is this close to an edge
-PAN_MS = 260
-MIN_SCALE, MAX_SCALE = 0.002, 8.0
 
 
-class GraphCanvas(QWidget):
+class GraphCanvas(CanvasView, QWidget):
     """The graph view. Reads a model ``Graph`` and layout; never changes them."""
 
     node_clicked = Signal(str)
@@ -305,178 +300,6 @@ class GraphCanvas(QWidget):
     def set_speed(self, speed: str) -> None:
         self.set_animated(str(speed).lower() != "instant")
 
-    # -- view -------------------------------------------------------------------------
-    def fit(self, keep_auto: bool = False) -> None:
-        """Zoom and pan so every visible node (and region label) is in view; a small
-        graph is zoomed in up to MAX_FIT_SCALE. ``fit()`` is the user's Fit (key 0): it
-        always shows everything and hands the view back to the canvas (NOTE [auto
-        view]). ``fit(keep_auto=True)`` is the automatic refit while a run streams in:
-        it follows the current node instead when the fitted graph would be unreadable."""
-        if keep_auto and self._auto_fit and self._follow and self._auto_view(animate=False):
-            return
-        self._fit_all()
-        if not keep_auto:
-            self._auto_fit = True
-
-    def fit_scale(self) -> float:
-        """The zoom at which the visible graph fits the view."""
-        return self._fit_rect()[1]
-
-    def readable_scale(self) -> float:
-        """The least zoom at which node labels are readable (larger in presentation)."""
-        px = (PRESENT_PX if self.presentation else READABLE_PX) * self._reading_scale
-        # never above the fit's own cap: at 300% a 2-op graph was never fitted
-        return min(px, MAX_FIT_LABEL_PX) / (LABEL_PX * self._text_scale)
-
-    def _fit_rect(self):
-        r = self._geom.bounds(self._limit)
-        if r.isNull() or r.isEmpty():
-            r = self._geom.bounds()
-        if r.isNull():
-            return r, 1.0
-        # room for a region's label, which sits above its box or, when other nodes
-        # cover that, below it (ScenePainter._region_label_rect)
-        label = 70 * min(self._text_scale, 2.0)
-        r = r.adjusted(-40, -label, 40, label if self._painter.regions else 40)
-        if self._painter.regions:
-            ext = self._painter.regions_extent(self._limit)
-            if not ext.isNull():
-                r = r.united(ext.adjusted(-20, 0, 20, 0))
-        w, h = max(self.width(), 1), max(self.height(), 1)
-        cap = min(MAX_FIT_SCALE, MAX_FIT_LABEL_PX / (LABEL_PX * self._text_scale))
-        return r, min(w / r.width(), h / r.height(), cap)
-
-    def _fit_all(self) -> None:
-        self._pan_anim.stop()
-        self._following_now = False
-        r, s = self._fit_rect()
-        if r.isNull():
-            self._scale, self._tx, self._ty = 1.0, self.width() / 2, self.height() / 2
-            self._invalidate()
-            self.update()
-            return
-        w, h = max(self.width(), 1), max(self.height(), 1)
-        self._set_view(s, w / 2 - r.center().x() * s, h / 2 - r.center().y() * s)
-
-    def _current_rect(self) -> QRectF | None:
-        """Scene box of the current step's nodes (the frame's highlight), else of the
-        newest visible node."""
-        nodes = self._geom.nodes
-        hl = getattr(self._frame, "highlight", None) if self._frame is not None else None
-        ids = [i if isinstance(i, str) else f"t{i}" for i in (hl or ())]
-        ngs = [nodes[i] for i in ids if i in nodes and nodes[i].step <= self._limit]
-        if not ngs:
-            newest = self._geom.last_upto(self._limit)
-            ngs = [newest] if newest is not None else []
-        if not ngs:
-            return None
-        r = QRectF(ngs[0].rect)
-        for ng in ngs[1:]:
-            r = r.united(ng.rect)
-        s = self.readable_scale()
-        if r.width() * s > self.width() * 0.9 or r.height() * s > self.height() * 0.9:
-            # an op at the end of a row and its output at the start of the next:
-            # centred on both, the view showed neither; the output is what is new
-            tensors = [ng for ng in ngs if ng.node.kind == "tensor"] or ngs
-            r = QRectF(tensors[-1].rect)
-        return r
-
-    def _auto_view(self, animate: bool) -> bool:
-        """NOTE [auto view]: follow the current node when the fitted graph would be
-        unreadable. Returns False when fitting everything is the better view."""
-        want = self.readable_scale()
-        if self.fit_scale() >= want * 0.98:
-            if self._following_now:
-                self._fit_all()
-            return False
-        target = self._current_rect()
-        if target is None:
-            return False
-        w, h = max(self.width(), 1), max(self.height(), 1)
-        s = self._scale if (self._following_now and self._scale >= want * 0.98) else want
-        # keep the node where it is while it stays well inside the view: a recentre
-        # every step would make a lecture hall seasick (and rebuild the cache each time)
-        if self._following_now and abs(s - self._scale) < 1e-9:
-            dr = self.transform().mapRect(target)
-            mx, my = w * FOLLOW_MARGIN, h * FOLLOW_MARGIN
-            if dr.left() >= mx and dr.right() <= w - mx and dr.top() >= my and dr.bottom() <= h - my:
-                return True
-        c = target.center()
-        tx, ty = self._within_graph(s, w / 2 - c.x() * s, h / 2 - c.y() * s)
-        self._following_now = True
-        if animate and self._animated and self.isVisible() and abs(s - self._scale) < 1e-9:
-            self._pan_from, self._pan_to = (self._tx, self._ty), (tx, ty)
-            self._pan_anim.stop()
-            self._pan_anim.start()
-        else:
-            self._pan_anim.stop()
-            self._set_view(s, tx, ty)
-        return True
-
-    def _within_graph(self, s: float, tx: float, ty: float) -> tuple[float, float]:
-        """The pan ``(tx, ty)`` at zoom ``s`` moved so the view shows no empty canvas
-        beyond the graph's edge where the graph is wider (or taller) than the
-        view: centred on a node near the graph's left edge, the left half of the
-        view was empty while the graph ran off its right. The current node stays
-        in view: it is inside the graph."""
-        r = self._fit_rect()[0]
-        if r.isNull():
-            return tx, ty
-        w, h = max(self.width(), 1), max(self.height(), 1)
-
-        def clamp(t, lo_edge, hi_edge, size):
-            span = (hi_edge - lo_edge) * s
-            if span <= size:
-                return size / 2 - (lo_edge + hi_edge) / 2 * s   # narrower: centred
-            return min(-lo_edge * s, max(size - hi_edge * s, t))
-
-        return clamp(tx, r.left(), r.right(), w), clamp(ty, r.top(), r.bottom(), h)
-
-    def _on_pan_step(self, value) -> None:
-        if self._pan_from is None:
-            return
-        a = float(value)
-        (x0, y0), (x1, y1) = self._pan_from, self._pan_to
-        self._set_view(self._scale, x0 + (x1 - x0) * a, y0 + (y1 - y0) * a)
-
-    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
-        anchor = anchor if anchor is not None else QPointF(self.width() / 2, self.height() / 2)
-        self._pan_anim.stop()
-        s = min(MAX_SCALE, max(MIN_SCALE, self._scale * factor))
-        f = s / self._scale
-        self._set_view(s, anchor.x() - (anchor.x() - self._tx) * f,
-                       anchor.y() - (anchor.y() - self._ty) * f)
-        self._auto_fit = False
-
-    def pan_by(self, dx: float, dy: float) -> None:
-        self._pan_anim.stop()
-        self._set_view(self._scale, self._tx + dx, self._ty + dy)
-        self._auto_fit = False
-
-    def center_on(self, node_id: str) -> None:
-        ng = self._geom.nodes.get(node_id)
-        if ng is None:
-            return
-        self._set_view(self._scale, self.width() / 2 - ng.x * self._scale,
-                       self.height() / 2 - ng.y * self._scale)
-
-    def view_scale(self) -> float:
-        return self._scale
-
-    def transform(self) -> QTransform:
-        """Scene -> widget coordinates."""
-        return QTransform(self._scale, 0, 0, self._scale, self._tx, self._ty)
-
-    def node_view_rect(self, node_id: str) -> QRectF | None:
-        ng = self._geom.nodes.get(node_id)
-        return None if ng is None else self.transform().mapRect(ng.rect)
-
-    def node_at(self, pos: QPointF) -> str | None:
-        """Id of the visible node under widget point ``pos``."""
-        x = (pos.x() - self._tx) / self._scale
-        y = (pos.y() - self._ty) / self._scale
-        return self._geom.node_at(x, y, self._limit, slack=3.0 / self._scale)
-
     def select(self, node_id: str | None, center: bool = False) -> None:
         self._selected = node_id if node_id in self._geom.nodes else None
         if center and self._selected:
@@ -490,11 +313,6 @@ class GraphCanvas(QWidget):
 
     def geometry_model(self) -> SceneGeometry:
         return self._geom
-
-    def _set_view(self, s, tx, ty) -> None:
-        if (s, tx, ty) != (self._scale, self._tx, self._ty):
-            self._scale, self._tx, self._ty = s, tx, ty
-            self.update()
 
     # -- painting ---------------------------------------------------------------------
     def _invalidate(self) -> None:
