@@ -655,7 +655,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
                         "(explained at the last step, above the graph).")
         if live.trace.truncated and live.trace.truncation is not None:
             cut = live.trace.truncation
-            text += (f" {cut.message}" if cut.reason == "unrecorded"
+            # (the op limit's message says itself that recording stopped: "Recording
+            # was cut short: Recording stopped after ..." read twice)
+            text += (f" {cut.message}" if cut.reason in ("unrecorded", "ops")
                      else f" Recording was cut short: {cut.message}")
         label = {"ok": "\u2714 finished",
                  "exit": f"\u2714 exited ({end.exit_code})" if end.exit_code else "\u2714 exited",
