@@ -64,9 +64,10 @@ from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
 from graphscope.capture.source_text import method_call_starts, source_span
 from graphscope.capture.tracebacks import without_our_frames
+from graphscope.capture.special_calls import BRANCH_KINDS, SpecialCalls
 from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
-                                             no_subclass_dispatch, retains_grad, shape_of,
-                                             version_of)
+                                             no_subclass_dispatch, read_plainly, retains_grad,
+                                             shape_of, version_of)
 from graphscope.capture.tensor_ids import TensorIds
 
 Tensor = torch.Tensor
@@ -79,8 +80,6 @@ _dtype_name = summaries.dtype_name
 
 # getters that make a new tensor and are recorded; every other getset is passed through
 _VIEW_GETTERS = {"T", "mT", "H", "mH", "real", "imag"}
-_BRANCH_KINDS = {"__bool__": "bool", "item": "item", "tolist": "tolist", "__int__": "int",
-                 "__float__": "float", "__index__": "index", "__complex__": "complex"}
 
 
 AFTER_NUMEL = 1 << 16   # values after in-place changes kept up to this size (_record)
@@ -103,15 +102,6 @@ def _inplace_before(args, ins):
     if type(a0) is list or type(a0) is tuple:   # the _foreach_*_ ops
         return in_fns, [(t, version_of(t)) for t in a0 if isinstance(t, Tensor)]
     return in_fns, version_of(ins[0])
-
-
-def _plainly(read, t, *args):
-    """``read(t, *args)``, for a tensor subclass without its __torch_function__
-    (NOTE [subclass reads]); a plain tensor or Parameter needs no guard."""
-    if type(t) is Tensor or type(t) is _Parameter:
-        return read(t, *args)
-    with no_subclass_dispatch():
-        return read(t, *args)
 
 
 def _any_subclass(ts) -> bool:
@@ -146,12 +136,7 @@ def _nodes_of(ins) -> list:
         return [grad_fn_of(t) for t in ins]
 
 
-def _as_text(v):
-    """Nested lists of complex numbers as their text, ``"(1+2j)"``."""
-    return [_as_text(x) for x in v] if isinstance(v, list) else str(v)
-
-
-class Recorder(TorchFunctionMode):
+class Recorder(SpecialCalls, TorchFunctionMode):
     """Records the snippet's torch calls; see the module docstring."""
 
     def __init__(self, run: P.Run, emit, seq=None, stats_batch=None) -> None:
@@ -204,7 +189,7 @@ class Recorder(TorchFunctionMode):
         sp[_TB.data.__set__] = Recorder._data_set
         for a in _VIEW_GETTERS:
             sp[getattr(_TB, a).__get__] = Recorder._view_get
-        for name in _BRANCH_KINDS:
+        for name in BRANCH_KINDS:
             f = getattr(_TB, name, None)
             if f is not None:
                 sp[f] = Recorder._branch
@@ -429,7 +414,7 @@ class Recorder(TorchFunctionMode):
             outs.append(result)
         elif isinstance(result, (list, tuple, dict)):
             flatten_tensors(result, outs)
-        if inplace_kw and isinstance(before, int) and _plainly(version_of, ins[0]) == before:
+        if inplace_kw and isinstance(before, int) and read_plainly(version_of, ins[0]) == before:
             # inplace=True that changed nothing (dropout in eval mode): a plain call
             kind, before, in_fns = "call", None, None
         if not outs and before is None and kind not in _RECORD_WITHOUT_OUTPUT:
@@ -771,122 +756,3 @@ class Recorder(TorchFunctionMode):
             self.emit(P.Truncated("ops", self.max_ops,
                                   f"Recording stopped after {self.max_ops:,} ops (the limit); "
                                   "the snippet kept running, later ops are not shown."))
-
-    # -- special calls -------------------------------------------------------------
-    def _grad_read(self, func, args, kwargs):
-        """An optimizer reads each ``.grad`` two or three times a step, so this is
-        a hot path: one frame walk finds both the caller and the snippet frame
-        (as ``_call`` does), and a leaf's ``.grad`` is read directly: only a
-        non-leaf's warns (NOTE [warning attribution] in call_sites.py)."""
-        t = args[0]
-        caller, frame, opaque = locate_call(sys._getframe(1), self.filename)
-        if not opaque and frame is not None:
-            opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
-        if caller is None or (isinstance(t, Tensor) and _plainly(flags_of, t, None)[1]):
-            result = func(*args, **kwargs)
-        else:
-            result = call_from(caller, func, args, kwargs)
-        if opaque:   # NOTE [static tracers]
-            return result
-        outs = [result] if isinstance(result, Tensor) else []
-        # the snippet's own ``w.grad`` names what it hands out (not an optimizer's read)
-        expr = self._expr_at(frame, "grad") if frame is not None and caller is frame else None
-        try:
-            self._record("grad", "torch.Tensor.grad", "grad_read", _is_grad_enabled(), [t],
-                         outs, None, None, frame, expr=expr)
-        except Exception as bad:
-            self.could_not_record(bad)
-        return result
-
-    def _grad_write(self, func, args, kwargs):
-        grad_enabled = _is_grad_enabled()
-        result = func(*args, **kwargs)
-        t = args[0]
-        ins = [t]
-        if len(args) > 1 and isinstance(args[1], Tensor):
-            ins.append(args[1])
-        op = self._record("grad", "torch.Tensor.grad", "grad_write", grad_enabled, ins, [],
-                          None, None if len(ins) > 1 else ["None"])
-        if op is not None:
-            tid = self.ids.get(t)
-            g = args[1] if len(args) > 1 else None
-            fields = {"grad": None, "grad_stats": None}
-            if isinstance(g, Tensor):
-                with no_subclass_dispatch():   # NOTE [subclass reads]
-                    fields["grad"], fields["grad_stats"] = self.memo.value_of(g)
-            self.emit(P.TensorUpdate(tid, fields))
-        return result
-
-    def _requires_grad_set(self, func, args, kwargs):
-        grad_enabled = _is_grad_enabled()
-        result = func(*args, **kwargs)
-        t = args[0]
-        self._record("requires_grad", "torch.Tensor.requires_grad", "requires_grad",
-                     grad_enabled, [t], [t], None, [repr(args[1]) if len(args) > 1 else ""])
-        return result
-
-    def _data_get(self, func, args, kwargs):
-        return self._named_get(func, args, kwargs, "data", "detach")
-
-    def _data_set(self, func, args, kwargs):
-        """``w.data = t`` (a hand-written SGD step of older tutorials): w now holds
-        t's values without its version counter moving, so it is recorded as an
-        in-place ``data`` op with w's value after (NOTE [values after in-place])."""
-        grad_enabled = _is_grad_enabled()
-        t = args[0]
-        before = version_of(t) if isinstance(t, Tensor) else None
-        result = call_as_caller(func, args, kwargs)
-        if before is not None:
-            self.memo.forget(t)   # same version, new values
-            ins = [t] + [a for a in args[1:2] if isinstance(a, Tensor)]
-            self._record("data", "torch.Tensor.data", "inplace", grad_enabled, ins, [],
-                         before, None)
-        return result
-
-    def _view_get(self, func, args, kwargs):
-        return self._named_get(func, args, kwargs, func.__self__.__name__, "view")
-
-    def _named_get(self, func, args, kwargs, name, kind):
-        grad_enabled = _is_grad_enabled()
-        result = call_as_caller(func, args, kwargs)
-        if isinstance(result, Tensor):
-            self._record(name, "torch.Tensor." + name, kind, grad_enabled, [args[0]],
-                         [result], None, None)
-        return result
-
-    def _branch(self, func, args, kwargs):
-        kind = _BRANCH_KINDS.get(func.__name__, "item")
-        grad_enabled = _is_grad_enabled()
-        t = args[0] if args and isinstance(args[0], Tensor) else None
-        try:
-            value = call_as_caller(func, args, kwargs)
-        except BaseException as e:
-            self._failed_call(e, func.__name__.strip("_"), "torch.Tensor." + func.__name__,
-                              "item", grad_enabled, [t] if t is not None else [])
-            raise
-        op_id = self._record(kind if kind != "int" and kind != "float" else kind,
-                             "torch.Tensor." + func.__name__,
-                             "bool" if kind == "bool" else "item", grad_enabled,
-                             [t] if t is not None else [], [], None, None)
-        if op_id is not None:
-            shown = value
-            with no_subclass_dispatch():   # NOTE [subclass reads]
-                big = kind == "tolist" and t is not None and t.numel() > self.value_limit
-                cplx = kind == "tolist" and t is not None and t.is_complex()
-            if big:
-                shown = None
-            elif isinstance(shown, complex):
-                shown = str(shown)
-            elif cplx:
-                shown = _as_text(shown)   # as a trace file has them (JSON has no complex)
-            frame = self.snippet_frame()
-            bid = self.n_branches
-            self.n_branches = bid + 1
-            self.emit(P.Branch(bid, next(self.seq), frame.f_lineno if frame else None, kind,
-                               self.ids.get(t) if t is not None else None, shown, op_id))
-        return value
-
-    def _backward(self, func, args, kwargs):
-        if self.backward is None:
-            return func(*args, **kwargs)
-        return self.backward.run(func, args, kwargs)

@@ -78,3 +78,13 @@ def retains_grad(t) -> bool:
 # NOTE [subclass reads] in recorder.py: GraphScope's reads of a tensor subclass's
 # facts go without its own __torch_function__
 no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
+
+
+def read_plainly(read, t, *args):
+    """``read(t, *args)``, for a tensor subclass without its __torch_function__
+    (NOTE [subclass reads] in recorder.py); a plain tensor or Parameter needs no
+    guard."""
+    if type(t) is torch.Tensor or type(t) is torch.nn.Parameter:
+        return read(t, *args)
+    with no_subclass_dispatch():
+        return read(t, *args)
