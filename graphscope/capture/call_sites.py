@@ -93,18 +93,24 @@ def locate_call(f, filename):
         f = f.f_back
     if f is None:
         return None, None, False
-    s = f if filename is not None else None
+    s, opaque = snippet_frame_of(f, filename) if filename is not None else (None, False)
+    if skipped_dispatch and f.f_back is not None:
+        f = f.f_back   # the torch Python function that dispatched to the mode
+    return f, s, opaque
+
+
+def snippet_frame_of(f, filename):
+    """(the first frame from ``f`` outwards whose file is the snippet's, or None;
+    whether a tracer's frame lies on the way: NOTE [static tracers] in recorder.py)."""
     opaque = False
-    while s is not None:
-        code = s.f_code
+    while f is not None:
+        code = f.f_code
         if code.co_filename == filename:
             break
         if id(code) in OPAQUE_CODES:
             opaque = True
-        s = s.f_back
-    if skipped_dispatch and f.f_back is not None:
-        f = f.f_back   # the torch Python function that dispatched to the mode
-    return f, s, opaque
+        f = f.f_back
+    return f, opaque
 
 
 def call_as_caller(func, args, kwargs):

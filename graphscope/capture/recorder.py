@@ -58,7 +58,7 @@ from graphscope.capture.aliases import alias_of
 from graphscope.capture.call_names import short_name
 from graphscope.capture.call_sites import (CAPTURE_DIR, OPAQUE_CODES, call_as_caller, call_from,
                                            dispatched_original, forget_call_sites, locate_call,
-                                           patched_original)
+                                           patched_original, snippet_frame_of)
 from graphscope.capture.custom_functions import CustomFunctions
 from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
@@ -264,16 +264,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
     def where(self, depth: int = 2):
         """(innermost snippet frame, opaque): the frame as ``snippet_frame`` finds it
         from ``depth`` frames up, and whether a tracer runs the call (NOTE [static tracers])."""
-        f = sys._getframe(depth)
-        fn = self.filename
-        opaque = False
-        while f is not None:
-            code = f.f_code
-            if code.co_filename == fn:
-                break
-            if id(code) in OPAQUE_CODES:
-                opaque = True
-            f = f.f_back
+        f, opaque = snippet_frame_of(sys._getframe(depth), self.filename)
         if f is not None and not opaque:
             opaque = self._vopaque if f is self._vframe else self._above_opaque(f)
         return f, opaque
