@@ -148,18 +148,22 @@ class OverlayPainter:
                 inside = QPointF(dr.center().x(), dr.center().y() - 2)
                 # beside the node first; then over its own lower half (the shape
                 # line, "scalar float32", not its name), which reads as its own;
-                # then rows further out, with a
-                # leader. A leaf between two others had only covered spots beside
-                # it, and its box sat on the next op's name (GUI review)
+                # then rows further out, with a leader. A leaf between two others
+                # had only covered spots beside it, and its box sat on the next
+                # op's name (GUI review)
                 cands = [b, a, r, l, inside, b, a, b, a]
                 sides = ("below", "above", "right", "left", "below", "below2", "above2",
                          "below4", "above4")
                 own = to_device.mapRect(self.ink_rect(ng))
                 # its own node is no obstacle but for its name (the upper half: a
-                # box kept on screen was pushed back over it) and its badges
+                # box kept on screen was pushed back over it), its badges above
+                # and its tags below
                 others = [o for o in obstacles if o != own]
                 others.append(QRectF(dr.left(), own.top(), dr.width(),
                                      dr.top() - own.top() + dr.height() / 2))
+                if own.bottom() > dr.bottom() + 4:
+                    others.append(QRectF(own.left(), dr.bottom(), own.width(),
+                                         own.bottom() - dr.bottom()))
                 # after the run every leaf has its .grad: where their boxes would
                 # cover nodes (leaves stacked in a column), the quiet line instead
                 crowded = tid != current and len(leaf_grads) > 1
