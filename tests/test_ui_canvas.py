@@ -1055,3 +1055,36 @@ def test_a_grad_box_never_covers_its_own_leaf_s_badge(qapp):
     assert painter.placed_labels
     for box in painter.placed_labels:
         assert not box.adjusted(2, 2, -2, -2).intersects(badges), (box, badges)
+
+
+THREE_LEAVES = """import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+w = torch.tensor([0.5, -1.0], requires_grad=True)
+b = torch.tensor(0.1, requires_grad=True)
+y = (x * w).sum() + b
+y.backward()
+"""
+
+
+def test_at_a_step_that_accumulates_into_one_leaf_every_leaf_keeps_its_box(qapp):
+    """Visual review: at the last backward step (its gradient accumulated into one
+    leaf) the other leaves' .grad boxes became grey captions or vanished, and the
+    end of backward read as if their gradients had been erased."""
+    import graphscope
+    from PySide6.QtGui import QImage, QPainter, QTransform
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_scene import SceneGeometry
+    graph, layout, tl = scene(graphscope.trace(THREE_LEAVES))
+    geom = SceneGeometry.build(graph, layout.positions, layout.node_size)
+    last = max(i for i in range(len(tl)) if tl.state(i).accumulated is not None)
+    frame = tl.state(last)
+    assert len(frame.leaf_grads) == 3 and frame.accumulated in frame.leaf_grads
+    painter = ScenePainter(geom, get_theme("light"), 1.0)
+    r = geom.bounds()
+    tf = QTransform().translate(200 - r.left(), 200 - r.top())
+    img = QImage(int(r.width()) + 400, int(r.height()) + 400, QImage.Format_ARGB32)
+    p = QPainter(img)
+    painter.paint_overlay(p, tf, frame, float("inf"),
+                          device_rect=QRectF(0, 0, img.width(), img.height()), scale=1.0)
+    p.end()
+    assert len(painter.placed_labels) == 3

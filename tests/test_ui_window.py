@@ -331,6 +331,20 @@ def test_a_crash_is_said_even_while_a_quiz_hides_the_output(qtbot, window):
     assert "hidden until Reveal" in w.status_text() and "forty-two" not in w.console.text()
 
 
+def test_graphscope_s_own_failure_is_said_while_a_quiz_hides_the_output(qtbot, window):
+    """Visual review: runs whose recorder failed read "The run is over: 0 ops
+    recorded" under a quiz, as if the snippet had made no tensor. GraphScope's own
+    failure is never the answer a quiz hides."""
+    w = window
+    w.set_output_hidden(True)
+    run_source(qtbot, w, BASIC)
+    assert "hidden until Reveal" in w.status_text()
+    end = P.End("error", P.ErrorInfo("InternalError", "GraphScope's recorder failed: "
+                                     "AttributeError: x"), None, 0.1)
+    w.controller.finished.emit(end)
+    assert "InternalError" in w.status_text() and "hidden until Reveal" not in w.status_text()
+
+
 def test_live_playback_follows_the_stream(qtbot, window):
     w = window
     w.load_snippet(BASIC, "snippet.py")

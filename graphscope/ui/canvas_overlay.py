@@ -119,12 +119,13 @@ class OverlayPainter:
                          for ng in self.geom.nodes_in(scene_near, limit)]
         placed: list = []
         self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
-        # .grad of leaves: the one accumulated at this step gets the big before -> after box;
-        # the others a quiet line under their node, only when there is room to read it
+        # .grad of leaves: the one accumulated at this step first (before -> after), then
+        # the others where a box fits, else a quiet line under their node when there
+        # is room to read it
         current = getattr(frame, "accumulated", None) if frame is not None else None
         changed = getattr(frame, "grad_changed", None) or frozenset()
         quiet = []
-        for tid, pair in leaf_grads.items():
+        for tid, pair in sorted(leaf_grads.items(), key=lambda kv: kv[0] != current):
             nid = tid if isinstance(tid, str) else f"t{tid}"
             ng = nodes.get(nid)
             if ng is None or ng.step > limit:
@@ -136,42 +137,42 @@ class OverlayPainter:
                 # its node is out of view: kept on screen, the box sat beside some
                 # other node and read as that node's .grad (review finding)
                 continue
-            if current is None or tid == current or len(leaf_grads) == 1:
-                # "before -> after" at the step that changed it; at any other the
-                # value it has (an old change read as if made at this step)
-                text = (f".grad: {_short(before)} → {_short(after)}" if tid in changed
-                        else f".grad: {_short(after)}")
-                b, a, r, l = (QPointF(dr.center().x(), dr.bottom() + 8),
-                              QPointF(dr.center().x(), dr.top() - 8),
-                              QPointF(dr.right() + 8, dr.center().y()),
-                              QPointF(dr.left() - 8, dr.center().y()))
-                inside = QPointF(dr.center().x(), dr.center().y() - 2)
-                # beside the node first; then over its own lower half (the shape
-                # line, "scalar float32", not its name), which reads as its own;
-                # then rows further out, with a leader. A leaf between two others
-                # had only covered spots beside it, and its box sat on the next
-                # op's name (GUI review)
-                cands = [b, a, r, l, inside, b, a, b, a]
-                sides = ("below", "above", "right", "left", "below", "below2", "above2",
-                         "below4", "above4")
-                own = to_device.mapRect(self.ink_rect(ng))
-                # its own node is no obstacle but for its name (the upper half: a
-                # box kept on screen was pushed back over it), its badges above
-                # and its tags below
-                others = [o for o in obstacles if o != own]
-                others.append(QRectF(dr.left(), own.top(), dr.width(),
-                                     dr.top() - own.top() + dr.height() / 2))
-                if own.bottom() > dr.bottom() + 4:
-                    others.append(QRectF(own.left(), dr.bottom(), own.width(),
-                                         own.bottom() - dr.bottom()))
-                # after the run every leaf has its .grad: where their boxes would
-                # cover nodes (leaves stacked in a column), the quiet line instead
-                crowded = tid != current and len(leaf_grads) > 1
-                box = self._place_label(p, cands, sides, text, others, placed, bounds,
-                                        scale, optional=crowded)
-                if box is None and lod == "full":
-                    quiet.append((ng, dr, f".grad {_short(after)}"))
-            elif lod == "full":
+            # every leaf in view gets its box: at a step that accumulated into one
+            # leaf, the others had only grey captions (or nothing), and the last
+            # backward step read as if their gradients were erased (visual review).
+            # "before -> after" at the step that changed it; at any other the
+            # value it has (an old change read as if made at this step)
+            text = (f".grad: {_short(before)} → {_short(after)}" if tid in changed
+                    else f".grad: {_short(after)}")
+            b, a, r, l = (QPointF(dr.center().x(), dr.bottom() + 8),
+                          QPointF(dr.center().x(), dr.top() - 8),
+                          QPointF(dr.right() + 8, dr.center().y()),
+                          QPointF(dr.left() - 8, dr.center().y()))
+            inside = QPointF(dr.center().x(), dr.top() + dr.height() * 0.62 - 4)
+            # beside the node first; then over its own lower half (the shape
+            # line, "scalar float32", not its name), which reads as its own;
+            # then rows further out, with a leader. A leaf between two others
+            # had only covered spots beside it, and its box sat on the next
+            # op's name (GUI review)
+            cands = [b, a, r, l, inside, b, a, b, a]
+            sides = ("below", "above", "right", "left", "below", "below2", "above2",
+                     "below4", "above4")
+            own = to_device.mapRect(self.ink_rect(ng))
+            # its own node is no obstacle but for its name (the upper part: a
+            # box kept on screen was pushed back over it; the glyphs reach
+            # below the middle), its badges above and its tags below
+            others = [o for o in obstacles if o != own]
+            others.append(QRectF(dr.left(), own.top(), dr.width(),
+                                 dr.top() - own.top() + dr.height() * 0.62))
+            if own.bottom() > dr.bottom() + 4:
+                others.append(QRectF(own.left(), dr.bottom(), own.width(),
+                                     own.bottom() - dr.bottom()))
+            # after the run every leaf has its .grad: where their boxes would
+            # cover nodes (leaves stacked in a column), the quiet line instead
+            crowded = tid != current and len(leaf_grads) > 1
+            box = self._place_label(p, cands, sides, text, others, placed, bounds,
+                                    scale, optional=crowded)
+            if box is None and lod == "full":
                 quiet.append((ng, dr, f".grad {_short(after)}"))
         for path, text in labels:
             cands, sides = [], []

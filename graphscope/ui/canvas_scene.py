@@ -644,7 +644,10 @@ def _lane(geom, s, d) -> list:
     # left, on the lane nearer the row when the lanes run right and further
     # from it when they run left (a wrapped chain); the source whose port is
     # further from the lane leaves through the further left of the column gap.
-    dy = (end.y() - d.y) * 0.5
+    # (only for a node of two or three inputs: the many inputs of an RNN cell were
+    # tracks 2 px apart, one thick bar across the canvas, visual review)
+    srcs = geom._ins.get(d.id) if geom is not None else None
+    dy = end.y() - d.y if srcs is not None and len(srcs) <= 3 else 0.0
     if dy:
         far = dy if above else -dy
         toward_row = 1.0 if above else -1.0

@@ -50,6 +50,10 @@ PYTHON_ERRORS = {"SyntaxError", "IndentationError", "TabError", "NameError", "Im
                  "ModuleNotFoundError", "AttributeError", "KeyboardInterrupt", "ZeroDivisionError",
                  "EOFError", "SystemExit", "KeyError", "IndexError"}
 
+# GraphScope's own failures: never the answer a quiz hides (a failing recorder read
+# "The run is over: 0 ops recorded", as if the snippet had made no tensor)
+_OUR_FAILURES = frozenset({"InternalError", "WorkerStartError", "Crash"})
+
 HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
                   "what the snippet prints would give the answer away.")
 
@@ -685,7 +689,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             return False
         text, error, label = self._end_text
         # a crash or timeout is never the answer a quiz hides: it is said as it is
-        if self.output_hidden and end.status not in ("stopped", "crash", "timeout"):
+        ours = end.error is not None and end.error.type in _OUR_FAILURES
+        if self.output_hidden and end.status not in ("stopped", "crash", "timeout") \
+                and not ours:
             self.set_status(f"The run is over: {len(self.live.trace.ops)} ops recorded. "
                             "What it printed, its values and any error stay hidden until Reveal.")
             # no tick: for "what error does this raise?" a tick said "no error"
