@@ -169,6 +169,26 @@ class LayeredLayout:
                           if nid in self.layer}
         return True
 
+    def settle(self) -> None:
+        """Place every node again, as if the whole graph had come in one batch.
+
+        NOTE [one layout per graph]: a source (a tensor nothing made) waits for a
+        consumer in its own batch and is placed beside it, else at the start of the
+        band: so where it went depended on how the run's messages were cut into
+        batches, which depends on timing. Two runs of one scenario came out in
+        different layouts (visual review: slides made before a lecture did not
+        match the lecture). At the end of a streamed run the window settles the
+        layout, before its one tidy pass; a stored trace is laid out in one batch
+        anyway, so the window and the exported picture agree. This object stays
+        the layout (the canvas holds it)."""
+        fresh = LayeredLayout(None, wrap=self.wrap)
+        fresh.text_scale, fresh.aspect = self.text_scale, self.aspect
+        fresh.col_pitch, fresh.row_pitch = self.col_pitch, self.row_pitch
+        fresh.graph = self.graph
+        if self.graph is not None and len(self.graph.nodes):
+            fresh.add(self.graph)
+        self.__dict__.update(fresh.__dict__)
+
     # -- incremental ----------------------------------------------------------
     def add(self, graph_or_new_nodes) -> dict:
         """Place nodes not placed yet; returns ``{node_id: (x, y)}`` of the new ones.

@@ -18,6 +18,9 @@ from graphscope.model.passes import passes_of
 from graphscope.ui.problems import ProblemRow, row_from
 
 
+SETTLE_MAX = 5000   # nodes: a bigger graph keeps its streamed layout (as the window's re-tidy)
+
+
 class LiveRun:
     def __init__(self, source: str, filename: str = "<snippet>"):
         self.trace = Trace(source=source, filename=filename)
@@ -27,6 +30,7 @@ class LiveRun:
         self.timeline = Timeline(self.trace, self.graph)
         self._diagnosis = None
         self._diagnosed = False
+        self._batches = 0          # batches that placed nodes (NOTE [one layout per graph])
 
     @property
     def finished(self) -> bool:
@@ -39,6 +43,7 @@ class LiveRun:
         delta = self.builder.extend(msgs)
         if delta.nodes:
             self.layout.add(delta.nodes)
+            self._batches += 1
         self.timeline.refresh(follow=follow)
         return delta
 
@@ -47,6 +52,8 @@ class LiveRun:
         self.trace.apply(end)
         delta = self.builder.apply(end)
         self.timeline.refresh()
+        if self._batches > 1 and len(self.graph) <= SETTLE_MAX:
+            self.layout.settle()   # NOTE [one layout per graph] in model/layout.py
         return delta
 
     def step_kinds(self, start: int = 0) -> list[str]:
