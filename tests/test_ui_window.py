@@ -121,6 +121,13 @@ def test_run_builds_graph_and_stepping_goes_back(qtbot, window):
     qtbot.keyClick(w.canvas, Qt.Key.Key_PageDown)
     assert w.cursor() == 1
     assert w.timeline_bar.strip.value() == 2       # the bar counts steps shown
+    # the toolbar's step buttons are enabled as the bar's are (a review: at the
+    # last step the toolbar's looked usable)
+    w.step_last()
+    assert not w.forward_action.isEnabled() and not w.last_action.isEnabled()
+    assert w.back_action.isEnabled() and w.timeline_bar.back_button.isEnabled()
+    w.step_back()
+    assert w.forward_action.isEnabled() and w.last_action.isEnabled()
 
 
 def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):

@@ -119,6 +119,13 @@ class CursorViews:
             phase = "backward" if cur.kind.startswith("backward") else "forward"
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
         self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
+        # the toolbar's step buttons as the bar's (visual review: at the last step
+        # the toolbar's looked usable while the bar's were greyed)
+        shown = tl.cursor + 1
+        for act in (self.first_action, self.back_action):
+            act.setEnabled(shown > 0)
+        for act in (self.forward_action, self.last_action):
+            act.setEnabled(shown < len(tl))
         if self._banner_ready:
             # the explanation belongs to the moment it happened: the run's last step
             at_end = tl.cursor >= len(tl) - 1
