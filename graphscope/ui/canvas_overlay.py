@@ -162,8 +162,10 @@ class OverlayPainter:
             # box kept on screen was pushed back over it; the glyphs reach
             # below the middle), its badges above and its tags below
             others = [o for o in obstacles if o != own]
-            others.append(QRectF(dr.left(), own.top(), dr.width(),
-                                 dr.top() - own.top() + dr.height() * 0.62))
+            others.append(QRectF(dr.left(), dr.top(), dr.width(), dr.height() * 0.62))
+            badges = self.badge_rect(ng)
+            if badges is not None:
+                others.append(to_device.mapRect(badges))
             if own.bottom() > dr.bottom() + 4:
                 others.append(QRectF(own.left(), dr.bottom(), own.width(),
                                      own.bottom() - dr.bottom()))

@@ -531,6 +531,18 @@ class ScenePainter(RegionPainter, OverlayPainter):
             return self._footprint(r)
         return r.adjusted(-3, -3, 3, 3)
 
+    def badge_rect(self, ng) -> QRectF | None:
+        """Scene box of the badges ``_badges`` draws on ``ng`` (right-aligned,
+        mostly above its box), or None when it has none."""
+        n = len(self._badge_list(ng, self.shown_flags(ng.node)))
+        if not n:
+            return None
+        r = _rect(ng)
+        d = self._badge_size(r)
+        right = r.right() - d * 0.55 + d / 2
+        return QRectF(right - d - (n - 1) * d * 1.1, r.top() - d * _BADGE_RISE - d * 0.1,
+                      d + (n - 1) * d * 1.1, d * 1.1)
+
     def _badge_size(self, r: QRectF) -> float:
         return min(26.0, r.height() * 0.62) * min(self.text_scale, 1.4)
 
