@@ -576,9 +576,18 @@ def test_inspector_names_the_branch_a_value_decided(qtbot, window):
 
 def test_matrix_value_gets_a_heat_map(qtbot, window):
     w = window
-    run_source(qtbot, w, "import torch\nm = torch.arange(12.0).reshape(3, 4)\n")
+    run_source(qtbot, w, "import torch\nm = torch.arange(12.0).reshape(3, 4)\n"
+                         "v = torch.arange(40.0)\n")
     w.select_node(node_by_label(w, "m").id)
     assert w.inspector.histogram_shown() and w.inspector.plot_kind == "heatmap"
+    # a review: ticks 0, 0.5, 1 ... between the cells, and no colour scale
+    plot = w.inspector.plot
+    assert plot.getAxis("bottom")._tickLevels == [[(i + 0.5, str(i)) for i in range(4)]]
+    assert plot.getAxis("left")._tickLevels == [[(i + 0.5, str(i)) for i in range(3)]]
+    assert "dark 0 \u2192 yellow 11" in plot.getPlotItem().titleLabel.text
+    # a histogram after it has its own ticks again
+    w.select_node(node_by_label(w, "v").id)
+    assert w.inspector.plot_kind == "histogram" and plot.getAxis("bottom")._tickLevels is None
 
 
 @pytest.mark.parametrize("shape", ["3, 2, 2", "5, 2, 3"])

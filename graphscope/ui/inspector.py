@@ -474,7 +474,14 @@ class Inspector(QWidget):
         img.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(img)
         self.plot.getViewBox().invertY(True)
-        self.plot.setTitle("heat map")
+        # row and column numbers on the cells' centres, and what the colours mean
+        # (a review: ticks 0, 0.5, 1 ... between the cells, and no scale)
+        rows, cols = data.shape
+        self.plot.getAxis("bottom").setTicks([_cell_ticks(cols)])
+        self.plot.getAxis("left").setTicks([_cell_ticks(rows)])
+        lo, hi = float(np.nanmin(data)), float(np.nanmax(data))
+        self.plot.setTitle(f"dark {lo:.3g} \u2192 yellow {hi:.3g}",
+                           size=f"{10 * getattr(self, '_scale', 1.0):.0f}pt")
         self.plot.show()
         self.plot.autoRange()
         self.plot_kind = "heatmap"
@@ -483,6 +490,8 @@ class Inspector(QWidget):
     def _show_histogram(self, summary: dict) -> None:
         self.plot.clear()
         self.plot.getViewBox().invertY(False)
+        for axis in ("left", "bottom"):
+            self.plot.getAxis(axis).setTicks(None)   # (a heat map's cell indices)
         self.plot_kind = None
         if self._show_heatmap(summary.get("value")):
             return
@@ -549,6 +558,13 @@ class Inspector(QWidget):
             else:
                 key.hide()
                 val.hide()
+
+
+def _cell_ticks(n: int) -> list:
+    """(position, label) of every cell index on a heat map's axis (each k-th when
+    there are many): the centre of cell i is i + 0.5."""
+    step = max(1, -(-n // 8))
+    return [(i + 0.5, str(i)) for i in range(0, n, step)]
 
 
 def _hooks_text(trace, tid: int) -> Optional[str]:
