@@ -1088,3 +1088,26 @@ def test_at_a_step_that_accumulates_into_one_leaf_every_leaf_keeps_its_box(qapp)
                           device_rect=QRectF(0, 0, img.width(), img.height()), scale=1.0)
     p.end()
     assert len(painter.placed_labels) == 3
+
+
+def test_lanes_from_one_column_gap_to_different_rows_keep_their_own_tracks(qapp):
+    """Visual review: two sums in one column feeding the next band left through the
+    same vertical track and met in a T (which sum feeds which?); a tensor's lanes
+    to its detach and to its numpy() merged the same way. Lanes to different rows
+    leave the column gap on different tracks, whatever the row numbers."""
+    from graphscope.ui.canvas_scene import NodeGeom, SceneGeometry, _lane
+
+    class N:
+        def __init__(self, kind):
+            self.kind, self.flags, self.label, self.detail = kind, frozenset(), "n", None
+    for base in (0.0, 35.0, 84.0, 500.0):
+        for rows in ((1, 2), (2, 3), (3, 4), (1, 3)):
+            g = SceneGeometry()
+            g.row_pitch = 84.0
+            s1 = NodeGeom("s1", N("op"), 900.0, base, 104.0, 36.0, 0, "op")
+            s2 = NodeGeom("s2", N("op"), 900.0, base + 84.0, 104.0, 36.0, 1, "op")
+            d1 = NodeGeom("d1", N("tensor"), 100.0, base + rows[0] * 84.0 + 84.0, 132.0, 52.0, 2, "t")
+            d2 = NodeGeom("d2", N("tensor"), 100.0, base + rows[1] * 84.0 + 84.0, 132.0, 52.0, 3, "t")
+            g.nodes.update(s1=s1, s2=s2, d1=d1, d2=d2)
+            a, b = _lane(g, s1, d1), _lane(g, s2, d2)
+            assert abs(a[1].x() - b[1].x()) >= 6, (base, rows)

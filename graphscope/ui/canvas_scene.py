@@ -555,6 +555,7 @@ class SceneGeometry:
 # Lanes never cross a node box, so no edge is drawn behind a node it doesn't touch.
 LANE_INSET = 12.0
 PORT_GAP = 12.0   # scene units between the inputs entering one node (NOTE [input ports])
+LANE_STEP = 7.0   # scene units between the tracks of lanes leaving one column gap
 
 
 def _columns(geom) -> dict:
@@ -654,6 +655,12 @@ def _lane(geom, s, d) -> list:
         lane += far * toward_row if xb > xa else -far * toward_row
         xa -= far
         xb -= far
+    # Lanes that leave one column gap for lanes of different rows (two sums
+    # feeding the next band: which feeds which?) shared the gap's vertical track
+    # and met in a T (visual review): each lane row leaves through its own track,
+    # so they cross, clearly two edges, instead of merging. (Three tracks, by the
+    # lane's row: rows three apart share one again.)
+    xa += LANE_STEP * (math.floor(lane / geom.row_pitch) % 3 - 1)
     return [QPointF(s.x + s.w / 2, s.y), QPointF(xa, s.y), QPointF(xa, lane),
             QPointF(xb, lane), QPointF(xb, end.y()), end]
 
