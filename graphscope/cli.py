@@ -124,20 +124,19 @@ def read_snippet(path: str) -> str:
         data = p.read_bytes()
     except OSError as e:
         raise CommandError(f"{path}: cannot read it ({e.strerror or e})") from None
+    not_utf8 = CommandError(f"{path}: not UTF-8 text (save it as UTF-8, or declare its "
+                            "encoding in a '# -*- coding: ... -*-' line)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as e:
         if "unknown encoding" in str(e):
             raise CommandError(f"{path}: its coding line names an encoding Python does "
                                f"not know ({e})") from None
-        encoding = None
+        raise not_utf8 from None
     try:
-        if encoding is None:
-            raise UnicodeDecodeError("utf-8", b"", 0, 1, "")
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
-        raise CommandError(f"{path}: not UTF-8 text (save it as UTF-8, or declare its "
-                           "encoding in a '# -*- coding: ... -*-' line)") from None
+        raise not_utf8 from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.strip():

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 import marshal
 import operator
 import struct
+import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
@@ -244,6 +244,11 @@ class Ready:
     torch_version: str
     python: str
 
+
+
+# The worker's exit status when the snippet closed the event pipe's descriptor
+# (``os.closerange(3, ...)``): the worker, the runner and the window agree on it.
+EXIT_PIPE_CLOSED = 72
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
 class Run:

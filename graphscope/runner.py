@@ -440,7 +440,7 @@ def _exit_text(rc: Optional[int]) -> str:
         return f"worker killed by {name}" + (f" ({hint})" if hint else "")
     if rc == 0:
         return "worker exited with code 0 before the snippet finished (os._exit(0)?)"
-    if rc == 72:   # capture.worker.EXIT_PIPE_CLOSED (the runner never imports capture)
+    if rc == P.EXIT_PIPE_CLOSED:
         # (a snippet's own os._exit(72) reads so too: the question says it may not be)
         return ("the worker lost the file descriptor GraphScope records through: did the "
                 "snippet close descriptors it did not open (os.close, os.closerange)? "

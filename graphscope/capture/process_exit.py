@@ -80,8 +80,6 @@ def before_exit() -> None:
             sys.unraisablehook = hook   # (unless an atexit function set its own)
 
 
-
-
 def _without_our_frames(hook, unraisable) -> None:
     """``hook(unraisable)`` with GraphScope's frames left out of its traceback."""
     new = without_our_frames(unraisable.exc_traceback)

@@ -309,7 +309,6 @@ def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo):
     return dataclasses.replace(error, traceback=""), None
 
 
-
 def _message_of(e: BaseException) -> str:
     """The exception's message as python prints it after its class name; the
     snippet's own ``__str__`` may fail, and python then prints this."""

@@ -160,11 +160,8 @@ def _write_all(fd: int, data: bytes) -> None:
             view = view[n:]
     except (BrokenPipeError, OSError) as e:
         if getattr(e, "errno", None) == errno.EBADF:
-            os._exit(EXIT_PIPE_CLOSED)   # the snippet closed it (os.closerange(3, ...))
+            os._exit(P.EXIT_PIPE_CLOSED)   # the snippet closed it (os.closerange(3, ...))
         os._exit(71)  # the runner closed the pipe: it stopped us or died
-
-
-EXIT_PIPE_CLOSED = 72   # runner._exit_text says what it means
 
 
 def _row_maker():

@@ -129,7 +129,6 @@ class SceneGeometry:
         grid_ready = self._grid_ready
         if size_of != self._size_fn:
             self._sizes, self._size_fn = {}, size_of
-        sizes = self._sizes
         # a layout whose boxes depend only on the label's length says so (layout.py)
         by_len = bool(getattr(size_of, "by_length", False))
         styles: dict = {}      # (kind, flags) -> style: flags are shared frozensets
@@ -140,14 +139,7 @@ class SceneGeometry:
             pos = positions.get(nid)
             if node is None or pos is None:
                 continue
-            detail = node.detail
-            label = node.label
-            key = (node.kind, (len(label) if label else 0) if by_len else label,
-                   tuple(detail) if isinstance(detail, list) else detail)
-            wh = sizes.get(key)
-            if wh is None:
-                wh = sizes[key] = _size(node, size_of)
-            w, h = wh
+            w, h = self._box_size(node, by_len)
             st = node.step
             st = -1.0 if st is None else float(st)
             skey = (node.kind, node.flags)
@@ -260,10 +252,25 @@ class SceneGeometry:
             ng = self.nodes.get(nid)
             if ng is not None:
                 ng.x, ng.y = float(x), float(y)
+        self._boxes_changed()
+
+    def _boxes_changed(self) -> None:
+        """Placed boxes moved or changed size: what is derived from them is remade."""
         self._grid_ready = self._edge_grid_ready = False   # rebuilt when next asked
         self._prefix = (-1, None)
         self._bounds = None
         self.version += 1
+
+    def _box_size(self, node, by_len: bool) -> tuple:
+        """(w, h) of ``node``'s box from the size function, memoised by what it
+        depends on (the label's length only, for a layout that says so)."""
+        detail, label = node.detail, node.label
+        key = (node.kind, (len(label) if label else 0) if by_len else label,
+               tuple(detail) if isinstance(detail, list) else detail)
+        wh = self._sizes.get(key)
+        if wh is None:
+            wh = self._sizes[key] = _size(node, self._size_fn)
+        return wh
 
     def resize(self, node_ids) -> bool:
         """Size ``node_ids`` again for their labels and details now. A node is
@@ -274,28 +281,18 @@ class SceneGeometry:
         left a later long name elided). Which one a picture showed depended on
         whether the window drew between the two messages. Returns whether any
         box changed."""
-        nodes, sizes, size_fn = self.nodes, self._sizes, self._size_fn
-        by_len = bool(getattr(size_fn, "by_length", False))
+        by_len = bool(getattr(self._size_fn, "by_length", False))
         changed = False
         for nid in node_ids:
-            ng = nodes.get(nid)
+            ng = self.nodes.get(nid)
             if ng is None:
                 continue
-            node = ng.node
-            detail, label = node.detail, node.label
-            key = (node.kind, (len(label) if label else 0) if by_len else label,
-                   tuple(detail) if isinstance(detail, list) else detail)
-            wh = sizes.get(key)
-            if wh is None:
-                wh = sizes[key] = _size(node, size_fn)
+            wh = self._box_size(ng.node, by_len)
             if (ng.w, ng.h) != wh:
                 ng.w, ng.h = wh
                 changed = True
         if changed:
-            self._grid_ready = self._edge_grid_ready = False   # rebuilt when next asked
-            self._prefix = (-1, None)
-            self._bounds = None
-            self.version += 1
+            self._boxes_changed()
         return changed
 
     def _ensure_sorted(self) -> None:
@@ -647,7 +644,7 @@ def _lane(geom, s, d) -> list:
     # further from the lane leaves through the further left of the column gap.
     # (only for a node of two or three inputs: the many inputs of an RNN cell were
     # tracks 2 px apart, one thick bar across the canvas, visual review)
-    srcs = geom._ins.get(d.id) if geom is not None else None
+    srcs = geom._ins.get(d.id)
     dy = end.y() - d.y if srcs is not None and len(srcs) <= 3 else 0.0
     if dy:
         far = dy if above else -dy

@@ -18,7 +18,9 @@ from graphscope.model.passes import passes_of
 from graphscope.ui.problems import ProblemRow, row_from
 
 
-SETTLE_MAX = 5000   # nodes: a bigger graph keeps its streamed layout (as the window's re-tidy)
+# nodes: a bigger graph keeps its streamed layout at the end of a run and its wrap
+# when the window is resized (a layout or a tidy takes ~0.1 s per 1,000)
+RELAYOUT_MAX = 5000
 
 
 class LiveRun:
@@ -52,7 +54,7 @@ class LiveRun:
         self.trace.apply(end)
         delta = self.builder.apply(end)
         self.timeline.refresh()
-        if self._batches > 1 and len(self.graph) <= SETTLE_MAX:
+        if self._batches > 1 and len(self.graph) <= RELAYOUT_MAX:
             self.layout.settle()   # NOTE [one layout per graph] in model/layout.py
         return delta
 

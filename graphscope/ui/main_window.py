@@ -38,7 +38,7 @@ from graphscope.ui.editor import CodeEditor
 from graphscope.ui.error_banner import ErrorBanner
 from graphscope.ui.graph_canvas import GraphCanvas
 from graphscope.ui.inspector import Inspector
-from graphscope.ui.live_run import LiveRun
+from graphscope.ui.live_run import RELAYOUT_MAX, LiveRun
 from graphscope.ui.problems import ProblemsList
 from graphscope.ui.run_controller import RunController
 from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
@@ -589,12 +589,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         if delta.changed or delta.regions_changed:
             self.canvas.update_nodes([n.id for n in delta.changed])
 
-    RETIDY_MAX = 5000     # nodes: a bigger graph keeps its wrap (a tidy takes ~0.1 s per 1,000)
 
     def _retidy(self) -> None:
         live = self.live
         if live is None or not live.finished or self._tidy_aspect is None \
-                or len(live.graph) > self.RETIDY_MAX:
+                or len(live.graph) > RELAYOUT_MAX:
             return
         aspect = self.canvas.view_aspect()
         if abs(aspect / self._tidy_aspect - 1) < 0.15:
@@ -636,7 +635,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         dur = f" in {end.duration:.2f} s" if end.duration else ""
         text = f"{end_status(end)}{dur}: {n_ops} ops, {n_bw} backward steps."
         exited = end.status == "crash" and end.exit_code is not None and end.exit_code >= 0
-        if exited and end.exit_code == 72 and end.error is not None:
+        if exited and end.exit_code == P.EXIT_PIPE_CLOSED and end.error is not None:
             # the worker's own code for a lost event pipe (runner._exit_text says why)
             text = f"The run ended early: {end.error.message}. What it recorded is kept."
         elif exited:
