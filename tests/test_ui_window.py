@@ -311,6 +311,9 @@ def test_worker_crash_is_reported_then_next_run_works(qtbot, window):
     assert end.status == "crash"
     assert "ended with exit code 3" in w.status_text() and "crashed" not in w.status_text()
     assert w.banner.isVisible()
+    # the console's marker and the banner say it as the status line does
+    assert "[The snippet's process ended with exit code 3]" in w.console.text()
+    assert "crash" not in w.console.text()
     # the worker's own exit code for a lost event pipe says why, not "os._exit"
     end = run_source(qtbot, w, "import os\nos.closerange(3, 1000)\nimport torch\n"
                                "x = torch.ones(2) * 2\nprint(x)\n")

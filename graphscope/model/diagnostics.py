@@ -349,6 +349,18 @@ def _timeout(ctx: _Context) -> Diagnosis:
 
 
 def _crash(ctx: _Context) -> Diagnosis:
+    end = ctx.trace.end
+    code = end.exit_code if end is not None else None
+    if code is not None and code >= 0:
+        # an exit code, not a signal: the process left (os._exit(3) in the
+        # snippet), it did not crash (the status line says the same)
+        text = (f"The process running the snippet exited with code {code} before the run "
+                f"could finish, without a Python exception ({ctx.error.message}). "
+                "Everything recorded up to that moment is kept.")
+        fix = ("os._exit() ends the process at once, as it does under python: nothing after "
+               "it runs, not even the end of the run. A native extension can exit the same way.")
+        return Diagnosis("The snippet's process ended early", text, fix, ctx.error.line, [],
+                         "crash")
     text = ("The process running the snippet died without a Python exception "
             f"({ctx.error.message}). Everything recorded up to that moment is kept.")
     fix = ("Common causes: running out of memory (a tensor far larger than intended), os._exit(), "

@@ -26,4 +26,10 @@ def end_status(end) -> str:
         return "Stopped after the snippet's last line (its threads or atexit functions)"
     if end.status == "exit" and end.exit_code:
         return f"Finished (sys.exit, exit code {end.exit_code})"
+    if end.status == "crash" and end.exit_code is not None:
+        if end.exit_code >= 0:
+            # an exit code, not a signal: os._exit(3) in the snippet is no crash
+            # (GUI review: "crashed" for a deliberate exit)
+            return f"The snippet's process ended with exit code {end.exit_code}"
+        return f"The worker process crashed (signal {-end.exit_code})"
     return END_STATUS.get(end.status, end.status)

@@ -639,15 +639,10 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             # the worker's own code for a lost event pipe (runner._exit_text says why)
             text = f"The run ended early: {end.error.message}. What it recorded is kept."
         elif exited:
-            # an exit code, not a signal: os._exit(3) in the snippet reads as python
-            # would leave (GUI review: "crashed" for a deliberate exit)
-            text = (f"The snippet's process ended with exit code {end.exit_code} before the "
-                    "run could finish (os._exit, or native code that exited). What it "
-                    "recorded is kept.")
+            text = (f"{end_status(end)} before the run could finish (os._exit, or native "
+                    "code that exited). What it recorded is kept.")
         elif end.status == "crash":
-            code = end.exit_code
-            how = f" (signal {-code})" if code is not None else ""
-            text = f"The worker process crashed{how}. What it recorded is kept; Run again to restart."
+            text = f"{end_status(end)}. What it recorded is kept; Run again to restart."
         err = end.error
         if end.status == "error" and err is not None:
             where = f" at line {err.line}" if err.line else ""
