@@ -1111,3 +1111,40 @@ def test_lanes_from_one_column_gap_to_different_rows_keep_their_own_tracks(qapp)
             g.nodes.update(s1=s1, s2=s2, d1=d1, d2=d2)
             a, b = _lane(g, s1, d1), _lane(g, s2, d2)
             assert abs(a[1].x() - b[1].x()) >= 6, (base, rows)
+
+
+WELCOME = """import torch
+w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+x = torch.tensor([1.0, 2.0, 3.0])
+y = w * x
+loss = (y ** 2).sum()
+with torch.no_grad():
+    report = loss * 100
+loss.backward()
+"""
+
+
+def test_a_gradient_chip_keeps_off_a_region_s_label(canvas, qtbot):
+    """The welcome scenario, backward: the "∂ 1.0" chip on sum -> loss sat on
+    "torch.no_grad(), lines 6-7". Region labels are obstacles for the chips."""
+    import graphscope
+    tr = graphscope.trace(WELCOME)
+    graph, layout, tl = scene(tr)
+    canvas.resize(820, 640)                    # the canvas of a 1600x1000 window
+    layout.tidy(aspect=canvas.view_aspect())
+    canvas.set_graph(graph, layout, tr)
+    checked = 0
+    for i in range(len(tl)):
+        frame = tl.state(i)
+        if not frame.edge_grads:
+            continue
+        canvas.set_frame(frame)
+        canvas.grab()
+        painter, tf = canvas._painter, canvas.transform()
+        labels = [tf.mapRect(lab) for _, lab in painter._region_boxes(canvas._limit)]
+        assert labels
+        for box in painter.placed_labels:
+            for lab in labels:
+                assert not box.adjusted(2, 2, -2, -2).intersects(lab), (i, box, lab)
+        checked += 1
+    assert checked >= 3

@@ -117,6 +117,11 @@ class OverlayPainter:
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
             obstacles = [to_device.mapRect(self.ink_rect(ng))
                          for ng in self.geom.nodes_in(scene_near, limit)]
+            if lod == "full" and self.regions:
+                # a region's label too: a gradient chip sat on "torch.no_grad(),
+                # lines 9-10" in the welcome scenario
+                obstacles += [to_device.mapRect(label) for box, label
+                              in self._region_boxes(limit) if box.intersects(scene_near)]
         placed: list = []
         self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
         # .grad of leaves: the one accumulated at this step first (before -> after), then
