@@ -1148,3 +1148,33 @@ def test_a_gradient_chip_keeps_off_a_region_s_label(canvas, qtbot):
                 assert not box.adjusted(2, 2, -2, -2).intersects(lab), (i, box, lab)
         checked += 1
     assert checked >= 3
+
+
+def test_a_lane_keeps_out_of_a_region_box_s_head(canvas, qtbot):
+    """The welcome scenario (the first screen a user sees): the lane from sum back
+    to loss, a wrapped chain, ran inside the no_grad box, under its label and along
+    its top edge, as if that edge were in the region (NOTE [lanes over a region])."""
+    import graphscope
+    from graphscope.ui.canvas_scene import edge_route
+    tr = graphscope.trace(WELCOME)
+    graph, layout, tl = scene(tr)
+    canvas.resize(820, 640)                    # the canvas of a 1600x1000 window
+    layout.tidy(aspect=canvas.view_aspect())
+    canvas.set_graph(graph, layout, tr)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    canvas.grab()
+    painter, geom = canvas._painter, canvas._geom
+    heads = [QRectF(box.left(), box.top(), box.width(), label.bottom() - box.top())
+             for box, label in painter._region_boxes(float("inf"))]
+    assert heads
+    lanes = 0
+    for e in geom.edges:
+        route = edge_route(geom, geom.nodes[e.src], geom.nodes[e.dst])
+        if route is None:
+            continue
+        a, b = route[2], route[3]              # the lane's run along the row gap
+        run = QRectF(min(a.x(), b.x()), a.y() - 1, abs(b.x() - a.x()), 2)
+        lanes += 1
+        for head in heads:
+            assert not run.intersects(head), (e.src, e.dst, run, head)
+    assert lanes

@@ -45,6 +45,19 @@ class ScenePainter(RegionPainter, OverlayPainter):
         self.text_scale = float(text_scale)
         self.regions = list(regions or ())
 
+    @property
+    def text_scale(self) -> float:
+        return self._text_scale
+
+    @text_scale.setter
+    def text_scale(self, f: float) -> None:
+        self._text_scale = float(f)
+        head, geom = self.region_head(), self.geom
+        if geom is not None and head != geom.region_head:
+            # the lanes keep out of the region boxes' heads (NOTE [lanes over a region])
+            geom.region_head = head
+            geom._routes_version = -1
+
     # -- static layer -------------------------------------------------------------
     def paint_static(self, p: QPainter, scale: float, view: QRectF, limit: float = NEVER,
                      start: float = -math.inf, exclude=frozenset(), regions: bool = True) -> str:

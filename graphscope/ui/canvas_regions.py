@@ -9,6 +9,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF, QPen
 
 from graphscope.ui.canvas_primitives import _clusters, _rect, _union, font, qcolor
+from graphscope.ui.canvas_scene import REGION_PAD
 
 
 class RegionPainter:
@@ -112,8 +113,8 @@ class RegionPainter:
         if hit is not None:
             return hit
         r = _union(members)
-        pad = 18.0
-        label_h = 26.0 * min(self.text_scale, 2.0)
+        pad = REGION_PAD
+        label_h = self._region_label_h()
         # the tensors made in a region nearly all carry a "no grad" tag below them:
         # the box's bottom edge passes under that row, not through it
         tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
@@ -138,6 +139,14 @@ class RegionPainter:
             cache.clear()
         cache[key] = out
         return out
+
+    def _region_label_h(self) -> float:
+        return 26.0 * min(self.text_scale, 2.0)
+
+    def region_head(self) -> float:
+        """How far a region's box reaches above its nodes (NOTE [lanes over a region]
+        in canvas_scene.py: the lanes keep out of it)."""
+        return REGION_PAD + self._region_label_h()
 
     def _region_font(self):
         return font(14 * min(self.text_scale, 2.0), True)

@@ -90,6 +90,10 @@ class SceneGeometry:
     _bounds: QRectF | None = None
     _edge_keys: set = field(default_factory=set)
     row_pitch: float = 70.0                        # the layout's row distance (edge lanes)
+    # how far a grad-mode region's box reaches above its nodes: its padding and
+    # label (canvas_regions.py; set by ScenePainter with the text scale). Lanes
+    # keep out of that band (NOTE [lanes over a region]).
+    region_head: float = 44.0
     _routes: dict = field(default_factory=dict)    # (src, dst) -> lane points or None
     _routes_version: int = -1
     _columns: tuple = (None, -1)                   # ({column centre x: half width}, version)
@@ -553,6 +557,7 @@ class SceneGeometry:
 LANE_INSET = 12.0
 PORT_GAP = 12.0   # scene units between the inputs entering one node (NOTE [input ports])
 LANE_STEP = 7.0   # scene units between the tracks of lanes leaving one column gap
+REGION_PAD = 18.0  # a grad-mode region's box around its nodes (canvas_regions.py)
 
 
 def _columns(geom) -> dict:
@@ -645,6 +650,8 @@ def _lane(geom, s, d) -> list:
     # (only for a node of two or three inputs: the many inputs of an RNN cell were
     # tracks 2 px apart, one thick bar across the canvas, visual review)
     srcs = geom._ins.get(d.id)
+    spread = PORT_GAP if srcs is not None and 2 <= len(srcs) <= 3 else 0.0
+    lane = _clear_of_regions(geom, lane, min(xa, xb), max(xa, xb), spread)
     dy = end.y() - d.y if srcs is not None and len(srcs) <= 3 else 0.0
     if dy:
         far = dy if above else -dy
@@ -660,6 +667,36 @@ def _lane(geom, s, d) -> list:
     xa += LANE_STEP * (math.floor(lane / geom.row_pitch) % 3 - 1)
     return [QPointF(s.x + s.w / 2, s.y), QPointF(xa, s.y), QPointF(xa, lane),
             QPointF(xb, lane), QPointF(xb, end.y()), end]
+
+
+# NOTE [lanes over a region]: a grad-mode region's box reaches above its nodes
+# by its padding and its label ("torch.no_grad(), lines 9-10"), a good part of
+# the half row where lanes run. In the welcome scenario the lane from ``sum``
+# back to ``loss`` (a wrapped chain) ran inside the no_grad box, under its label
+# and along its top edge: it read as if that edge were in the region. A lane
+# that would pass through such a band goes above the box instead, when the gap
+# there is free of nodes (a band gap of a wrapped chain, a row with nothing
+# above); where it is not (two full rows a pitch apart) it stays, and the label
+# is painted on its own background over it.
+def _clear_of_regions(geom, lane: float, x0: float, x1: float, spread: float) -> float:
+    """``lane``, or a lane above the region boxes whose head it would run through
+    between ``x0`` and ``x1``; ``spread``: how far the lane's tracks reach either side."""
+    head, pad = geom.region_head, REGION_PAD
+    probe = QRectF(x0 - pad, lane - spread - 2, x1 - x0 + 2 * pad, head + 2 * spread + 4)
+    top = None
+    for ng in geom.nodes_in(probe):
+        node = ng.node
+        if node is None or getattr(node, "region", None) is None:
+            continue
+        t = ng.y - ng.h / 2
+        if lane - spread < t and lane + spread > t - head and (top is None or t < top):
+            top = t
+    if top is None:
+        return lane
+    new = top - head - 6 - spread
+    if geom.nodes_in(QRectF(x0, new - spread - 4, x1 - x0, 2 * spread + 8)):
+        return lane    # no room above the box: see the NOTE
+    return new
 
 
 def _left_port(geom, s, d) -> QPointF:
