@@ -9,7 +9,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QTransform
 
 from graphscope.ui.canvas_primitives import LABEL_PX
-from graphscope.ui.canvas_scene import PORT_GAP
+from graphscope.ui.canvas_scene import NEVER, PORT_GAP
 
 MAX_FIT_SCALE = 2.8      # a small graph is drawn big (a 3-node graph fills the view)
 MAX_FIT_LABEL_PX = 52.0  # ... but its labels no bigger than this on screen
@@ -22,7 +22,8 @@ MIN_SCALE, MAX_SCALE = 0.002, 8.0
 
 class CanvasView:
     def fit(self, keep_auto: bool = False) -> None:
-        """Zoom and pan so every visible node (and region label) is in view; a small
+        """Zoom and pan so every node (and region label) is in view, also those the
+        cursor does not show yet (NOTE [a steady view]); a small
         graph is zoomed in up to MAX_FIT_SCALE. ``fit()`` is the user's Fit (key 0): it
         always shows everything and hands the view back to the canvas (NOTE [auto
         view]). ``fit(keep_auto=True)`` is the automatic refit while a run streams in:
@@ -44,9 +45,13 @@ class CanvasView:
         return min(px, MAX_FIT_LABEL_PX) / (LABEL_PX * self._text_scale)
 
     def _fit_rect(self):
-        r = self._geom.bounds(self._limit)
-        if r.isNull() or r.isEmpty():
-            r = self._geom.bounds()
+        # NOTE [a steady view]: the whole graph recorded so far, not the part the
+        # cursor shows. Fitted to the shown part, a playback of the welcome
+        # scenario zoomed 2.8 -> 2.1 -> 1.5 -> 1.4 -> 1.0 over its first five
+        # steps while every node was already placed; now the view is the final
+        # one from the first step and nodes appear where they will stay. (A run
+        # still streaming in grows the graph, and the view with it.)
+        r = self._geom.bounds()
         if r.isNull():
             return r, 1.0
         # room for a region's label, which sits above its box or, when other nodes
@@ -58,7 +63,7 @@ class CanvasView:
             label = max(label, self._geom.region_head + 6 + PORT_GAP + 24)
         r = r.adjusted(-40, -label, 40, label if self._painter.regions else 40)
         if self._painter.regions:
-            ext = self._painter.regions_extent(self._limit)
+            ext = self._painter.regions_extent(NEVER)
             if not ext.isNull():
                 r = r.united(ext.adjusted(-20, 0, 20, 0))
         w, h = max(self.width(), 1), max(self.height(), 1)
