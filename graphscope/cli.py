@@ -19,12 +19,12 @@ No GraphScope traceback reaches the user: every failure is one line on stderr
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import re
 import sys
-import tokenize
 from pathlib import Path
+
+from graphscope.snippet_source import UnreadableSnippet, decode_as_python, read_bytes
 
 PROG = "graphscope"
 EXIT_OK, EXIT_SNIPPET_FAILED, EXIT_USAGE = 0, 1, 2
@@ -103,42 +103,13 @@ def _positive_float(text: str) -> float:
 
 # -- reading a snippet ---------------------------------------------------------------
 
-MAX_SNIPPET_BYTES = 2_000_000   # as the window's Open (snippet_files.MAX_FILE_BYTES)
-
 def read_snippet(path: str) -> str:
     """The snippet's text, decoded as Python would (UTF-8 or its coding line).
     Raises CommandError with a one-line reason otherwise."""
-    p = Path(path)
-    if not p.exists():
-        raise CommandError(f"{path}: no such file")
-    if p.is_dir():
-        raise CommandError(f"{path}: is a folder, not a Python file")
-    if not p.is_file():
-        # a FIFO blocked for ever, /dev/zero read until memory ran out
-        raise CommandError(f"{path}: not a regular file (a pipe or a device)")
     try:
-        size = p.stat().st_size
-        if size > MAX_SNIPPET_BYTES:
-            raise CommandError(f"{path}: too large to be a snippet ({size:,} bytes; "
-                               f"at most {MAX_SNIPPET_BYTES:,})")
-        data = p.read_bytes()
-    except OSError as e:
-        raise CommandError(f"{path}: cannot read it ({e.strerror or e})") from None
-    not_utf8 = CommandError(f"{path}: not UTF-8 text (save it as UTF-8, or declare its "
-                            "encoding in a '# -*- coding: ... -*-' line)")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as e:
-        if "unknown encoding" in str(e):
-            raise CommandError(f"{path}: its coding line names an encoding Python does "
-                               f"not know ({e})") from None
-        raise not_utf8 from None
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError):
-        raise not_utf8 from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+        text = decode_as_python(read_bytes(path))
+    except UnreadableSnippet as e:
+        raise CommandError(f"{path}: {e.reason}") from None
     if not text.strip():
         raise CommandError(f"{path}: the file is empty, nothing to run")
     return text

@@ -16,6 +16,7 @@ FORBIDDEN = {
     "model": {"torch", "PySide6", "pyqtgraph", "shiboken6", "graphscope.ui", "graphscope.capture", "graphscope.runner"},
     "ui": {"torch", "graphscope.capture"},
     "protocol.py": {"torch", "PySide6", "pyqtgraph", "graphscope"},
+    "snippet_source.py": {"torch", "PySide6", "pyqtgraph", "graphscope"},
     "runner.py": {"torch", "PySide6", "graphscope.ui", "graphscope.capture"},
     "scenarios.py": {"torch", "PySide6", "graphscope.ui"},
 }

@@ -3,7 +3,9 @@
 One warm Runner is shared by the tests of this module (starting a worker means
 importing torch); each test gets its own window.
 """
+import os
 import textwrap
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QRectF, QSettings, Qt
@@ -381,9 +383,16 @@ def test_files_open_save_recent_and_bad_input(qtbot, window, tmp_path):
     assert "good.py" in w.windowTitle()
     assert w.recent_files()[0] == str(good.resolve())
 
-    for bad, words in ((tmp_path / "missing.py", "no file"), (tmp_path, "folder")):
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)          # read_bytes on it blocked the window for ever
+    for bad, words in ((tmp_path / "missing.py", "no such file"), (tmp_path, "folder"),
+                       (fifo, "not a regular file"), (Path("/dev/zero"), "not a regular file")):
         assert not w.open_file(bad)
         assert words in w.last_message[1]
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbfprint('bom')\n")   # Notepad's UTF-8
+    assert w.open_file(bom) and w.editor.toPlainText() == "print('bom')\n"
+    assert w.open_file(good)
     latin = tmp_path / "latin.py"
     latin.write_bytes(b"x = '\xe9'\n")
     assert not w.open_file(latin)

@@ -12,7 +12,8 @@ from typing import Optional
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-MAX_FILE_BYTES = 2_000_000
+from graphscope.snippet_source import UnreadableSnippet, read_bytes
+
 MAX_RECENT = 8
 NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
 
@@ -39,19 +40,12 @@ class SnippetFiles:
         p = Path(path)
         problem = None
         try:
-            if not p.exists():
-                problem = f"There is no file {p}."
-            elif p.is_dir():
-                problem = f"{p} is a folder, not a Python file."
-            elif p.stat().st_size > MAX_FILE_BYTES:
-                problem = f"{p.name} is too large to be a snippet ({p.stat().st_size:,} bytes)."
-            else:
-                text = p.read_bytes().decode("utf-8")
+            text = read_bytes(p).decode("utf-8-sig")   # a byte-order mark dropped, as python does
+        except UnreadableSnippet as e:
+            problem = f"Cannot open {p}: {e.reason}."
         except UnicodeDecodeError as e:
             problem = (f"{p.name} is not UTF-8 text (byte {e.start} cannot be read). "
                        "Save it as UTF-8 and open it again.")
-        except OSError as e:
-            problem = f"{p} cannot be read: {e.strerror or e}."
         if problem:
             self.show_message("Cannot open file", problem)
             return False

@@ -1,0 +1,68 @@
+"""Reading a snippet file: the checks the command line and the window share.
+
+Neither torch nor Qt: ``graphscope export`` reads the file before any worker
+starts, and the window's Open reads it in the GUI thread. Both refuse, with
+one reason in plain words (``UnreadableSnippet``), what python itself would
+not run or what would hang or flood them: a missing file, a folder, a pipe or
+a device (a FIFO blocked the window for ever; ``/dev/zero`` was read until
+memory ran out), a file too big to be a snippet. How the bytes become text
+differs, and stays with each: the command line decodes as python does (UTF-8
+or the file's coding line); the window only takes UTF-8, the encoding it
+saves in.
+"""
+from __future__ import annotations
+
+import io
+import tokenize
+from pathlib import Path
+
+MAX_SNIPPET_BYTES = 2_000_000
+
+
+class UnreadableSnippet(Exception):
+    """``reason``: why the file cannot be a snippet, a phrase without the path
+    ("no such file"), for ``f"{path}: {reason}"``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def read_bytes(path) -> bytes:
+    """The file's bytes, or UnreadableSnippet."""
+    p = Path(path)
+    try:
+        if not p.exists():
+            raise UnreadableSnippet("no such file")
+        if p.is_dir():
+            raise UnreadableSnippet("is a folder, not a Python file")
+        if not p.is_file():
+            raise UnreadableSnippet("not a regular file (a pipe or a device)")
+        size = p.stat().st_size
+        if size > MAX_SNIPPET_BYTES:
+            raise UnreadableSnippet(f"too large to be a snippet ({size:,} bytes; "
+                                    f"at most {MAX_SNIPPET_BYTES:,})")
+        return p.read_bytes()
+    except OSError as e:
+        raise UnreadableSnippet(f"cannot read it ({e.strerror or e})") from None
+
+
+NOT_UTF8 = ("not UTF-8 text (save it as UTF-8, or declare its encoding in a "
+            "'# -*- coding: ... -*-' line)")
+
+
+def decode_as_python(data: bytes) -> str:
+    """``data`` decoded as python decodes a script (UTF-8, or its coding line;
+    a byte-order mark dropped), or UnreadableSnippet."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        if "unknown encoding" in str(e):
+            raise UnreadableSnippet(f"its coding line names an encoding Python does "
+                                    f"not know ({e})") from None
+        raise UnreadableSnippet(NOT_UTF8) from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        raise UnreadableSnippet(NOT_UTF8) from None
+    return text[1:] if text.startswith("\ufeff") else text
