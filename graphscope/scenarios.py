@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from graphscope.snippet_source import UnreadableSnippet, read_bytes
+
 CATEGORIES = ("conceptual", "predict_output", "model_choice", "hyperparameter", "debug", "practice")
 # The problem set's own words, easiest first (the browser sorts by this order).
 DIFFICULTIES = ("easy", "medium", "intermediate", "advanced", "hard", "expert")
@@ -176,9 +178,13 @@ def _read_toml(path: Path):
     """(data, key_lines) or raise ScenarioError with a file:line problem."""
     try:
         # utf-8-sig: a file saved by Windows Notepad starts with a byte-order
-        # mark, which tomllib reads as "Invalid statement"
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
+        # mark, which tomllib reads as "Invalid statement"; read_bytes refuses a
+        # pipe or a device (a FIFO named *.toml in a lessons folder blocked the
+        # loading for ever) and a file too big to be a scenario
+        text = read_bytes(path).decode("utf-8-sig")
+    except UnreadableSnippet as e:
+        raise ScenarioError([f"{path}:1: cannot read file: {e.reason}"])
+    except UnicodeDecodeError as e:
         raise ScenarioError([f"{path}:1: cannot read file: {e}"])
     try:
         data = tomllib.loads(text)

@@ -2,6 +2,7 @@
 malformed files give the documented ``file:line: message`` problems without
 stopping the others. Snippets here are tiny and torch-free, so running them is
 cheap; the bundled snippets themselves are run in test_scenarios_run.py."""
+import os
 import re
 import subprocess
 import sys
@@ -269,9 +270,12 @@ def test_lesson_problems(tmp_path):
     text = 'title = "L"\nscenarios = [\n  "a",\n  "zzz",\n]\n'
     write(tmp_path / "lessons", "l.toml", text)
     write(tmp_path / "lessons", "bad.toml", 'title = "no list"\n')
+    os.mkfifo(tmp_path / "lessons" / "pipe.toml")    # reading it blocked for ever
     lessons, problems = S.load_lessons(tmp_path)
     assert [l.id for l in lessons] == ["l"]
-    assert problems == [f"{tmp_path / 'lessons' / 'bad.toml'}:1: missing field 'scenarios'"]
+    assert problems == [f"{tmp_path / 'lessons' / 'bad.toml'}:1: missing field 'scenarios'",
+                        f"{tmp_path / 'lessons' / 'pipe.toml'}:1: cannot read file: "
+                        "not a regular file (a pipe or a device)"]
     assert S.check_lesson(lessons[0], {"a"}) == [
         f"{tmp_path / 'lessons' / 'l.toml'}:2: lesson names unknown scenario 'zzz'"]
 
