@@ -197,6 +197,14 @@ class Truncated:
     message: str
 
 
+def output_cut(limit: int) -> Truncated:
+    """The Truncated message for output past ``limit`` characters, one wording
+    whether the worker's python streams or the runner (which also counts what
+    C code and subprocesses write to fd 1/2) reached it first."""
+    return Truncated("output", limit, f"Output stopped after {limit:,} characters (the "
+                                      "limit); the snippet kept running.")
+
+
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
 class ErrorInfo:
     type: str                    # exception class name, "SyntaxError", "Timeout", "Crash", "Stopped"

@@ -59,14 +59,6 @@ _SIGNAL_HINTS = {
 OnMessages = Callable[[list], None]
 
 
-def _output_cut(limit: int):
-    """The Truncated message for output past ``limit`` characters, counted over
-    what python wrote and what was written below it (fd 1/2)."""
-    return P.Truncated(reason="output", limit=limit,
-                       message=f"output passed {limit:,} characters (what python wrote and "
-                               f"what was written below it, fd 1/2); the rest is not shown")
-
-
 def _pipe() -> tuple[int, int]:
     """``os.pipe()`` with both ends above the standard streams' numbers.
 
@@ -346,7 +338,7 @@ class _RunSession:
                                     if room > 0:
                                         batch.append(P.Output(seq=msg.seq, stream=msg.stream,
                                                               text=msg.text[:room]))
-                                    batch.append(_output_cut(run.max_output))
+                                    batch.append(P.output_cut(run.max_output))
                                     continue
                             elif t == "truncated" and msg.reason == "output":
                                 if out_capped:
@@ -372,7 +364,7 @@ class _RunSession:
                         out_chars += len(text)
                         if out_chars > run.max_output:
                             out_capped = True
-                            batch.append(_output_cut(run.max_output))
+                            batch.append(P.output_cut(run.max_output))
                         else:
                             batch.append(P.Output(seq=last_seq, stream=kind, text=text))
             self._deliver(batch)

@@ -178,6 +178,9 @@ def test_one_output_budget_for_python_and_below_it(first, second):
     assert tr.status == "ok"
     assert tr.truncated and tr.truncation.reason == "output"
     assert len(tr.stdout) + len(tr.stderr) <= 400_000 + 70_000   # (a pipe read's slack)
+    # one wording, whichever side counted past the limit first
+    assert tr.truncation.message == ("Output stopped after 400,000 characters (the limit); "
+                                     "the snippet kept running.")
 
 
 def test_a_snippet_that_closes_graphscope_s_descriptors_is_told_so():

@@ -36,9 +36,7 @@ class OutputLimit:
         self.left = 0
         if not self.hit:
             self.hit = True
-            self.emit(P.Truncated("output", self.limit,
-                                  f"Output stopped after {self.limit:,} characters (the limit); "
-                                  "the snippet kept running."))
+            self.emit(P.output_cut(self.limit))
         return kept
 
 
