@@ -321,9 +321,7 @@ def _replacing(path):
         try:
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except OSError:
-            mask = os.umask(0)
-            os.umask(mask)
-            mode = 0o666 & ~mask
+            mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)
         yield tmp
         os.replace(tmp, target)
@@ -333,6 +331,23 @@ def _replacing(path):
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it: ``os.umask`` can only be
+    read by setting it, and in the window a thread of Qt's own (Python's wait
+    for the GIL) could create a file in the moment it is 0, world-writable.
+    Linux shows it in /proc."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)   # elsewhere: set to a strict mask for the moment it takes
+    os.umask(mask)
+    return mask
 
 
 def renderer():

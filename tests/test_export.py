@@ -97,6 +97,24 @@ def test_write_json_and_dot_files(trace, tmp_path):
         export.write(trace, tmp_path / "t.gif", "gif")
 
 
+def test_a_new_file_gets_the_mode_the_umask_gives_and_an_old_one_keeps_its_own(trace, tmp_path):
+    """The file is written beside its place and moved there: it must get the mode
+    ``open`` would have given it, and a file it replaces keeps its mode."""
+    import os
+    old = os.umask(0o027)
+    try:
+        export.write(trace, tmp_path / "new.json", "json")
+        assert os.umask(0o027) == 0o027          # read, not changed
+        kept = tmp_path / "kept.json"
+        kept.write_text("{}")
+        kept.chmod(0o604)
+        export.write(trace, kept, "json")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
+    assert kept.stat().st_mode & 0o777 == 0o604 and kept.stat().st_size > 2
+
+
 def test_dot_quotes_awkward_names():
     from graphscope import protocol as P
     tr = Trace()
