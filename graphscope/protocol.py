@@ -216,9 +216,12 @@ class ErrorInfo:
     tensor: Optional[int] = None # tensor involved, if known
 
 
+END_STATUSES = ("ok", "exit", "error", "timeout", "crash", "stopped")
+
+
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
 class End:
-    """How the snippet ended. ``status``: ok | exit | error | timeout | crash | stopped."""
+    """How the snippet ended. ``status``: one of END_STATUSES."""
     T: ClassVar[str] = "end"
     status: str
     error: Optional[ErrorInfo] = None
@@ -461,6 +464,7 @@ def check_types(msg) -> None:
     right by construction, but a hand-edited trace with ``"inputs": null``
     loaded, then failed deep in the model with a TypeError."""
     cls = type(msg)
+    name_of = getattr(cls, "T", cls.__name__)   # (ErrorInfo is part of End, not a message)
     hints = _HINTS.get(cls)
     if hints is None:
         hints = _HINTS[cls] = {f.name: _expected(t) for f, t in zip(
@@ -475,10 +479,10 @@ def check_types(msg) -> None:
                 isinstance(v, bool) and bool not in types)):
             if name in _CHECKED_LISTS and isinstance(v, list) and not all(
                     type(i) is int for i in v):
-                raise ProtocolError(f"bad {cls.T!r} message: {name} must hold whole "
+                raise ProtocolError(f"bad {name_of!r} message: {name} must hold whole "
                                     f"numbers, not {v!r:.60}")
             continue
-        raise ProtocolError(f"bad {cls.T!r} message: {name} must be "
+        raise ProtocolError(f"bad {name_of!r} message: {name} must be "
                             f"{' or '.join(t.__name__ for t in types or ())}"
                             f"{' or null' if optional else ''}, not {v!r:.60}")
     # one level down where the model reads without looking: shapes and summaries

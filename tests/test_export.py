@@ -215,6 +215,16 @@ def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
     (lambda d: d["ops"][0].update(alias="zz"), "alias must be dict"),
     (lambda d: d["ops"][0].update(seq="3"), "seq must be int"),
     (lambda d: d["ops"][0].update(grad_enabled=1), "grad_enabled must be bool"),
+    # the run's end and the static results (docs review: these loaded, then a crash
+    # trace with "exit_code": "x" raised a TypeError in the window's status line)
+    (lambda d: d.update(status=5), "status must be one of"),
+    (lambda d: d.update(status="bogus"), "status must be one of"),
+    (lambda d: d.update(status="crash", exit_code="x"), "exit_code must be int"),
+    (lambda d: d.update(status="exit", exit_code=True), "exit_code must be int"),
+    (lambda d: d.update(duration="x"), "duration must be float"),
+    (lambda d: d.update(status="error", error={"type": 3, "message": None}), "type must be str"),
+    (lambda d: d.update(static="x"), "static must be an object"),
+    (lambda d: d.update(static={"fx": {"target": 3, "ok": True}}), "target must be str"),
 ])
 def test_a_damaged_trace_file_is_refused_with_what_is_wrong(trace, change, words):
     """A hand-edited trace with ``"inputs": null`` loaded, then failed in the model
@@ -225,6 +235,19 @@ def test_a_damaged_trace_file_is_refused_with_what_is_wrong(trace, change, words
     change(d)
     with pytest.raises(TraceFormatError, match=re.escape(words)):
         Trace.from_json(json.dumps(d))
+
+
+def test_passes_in_a_trace_file_are_made_again_from_its_rows(trace):
+    """A trace whose "passes" was damaged ("xx") loaded, then the passes panel
+    raised AttributeError: passes are derived, so they are derived again."""
+    from graphscope.model.passes import passes_of
+    d = json.loads(export.to_json(trace))
+    good = d["passes"]
+    assert good
+    d["passes"] = "xx"
+    tr = Trace.from_json(json.dumps(d))
+    assert tr.passes == good
+    assert len(passes_of(tr)) == len(good)
 
 
 def test_a_trace_nested_too_deeply_is_refused():

@@ -289,14 +289,28 @@ class Trace:
             if d.get("truncation"):
                 tr.apply(_checked({**d["truncation"], "t": "truncated"}))
             tr.truncated = bool(d.get("truncated"))
-            tr.static = d.get("static")
+            static = d.get("static")
+            if static is not None and not isinstance(static, dict):
+                raise P.ProtocolError(f"static must be an object, not {static!r:.60}")
+            for kind, row in (static or {}).items():
+                tr.apply(_checked({**row, "t": "static", "kind": kind}))
             status = d.get("status")
             if status and status != "running":
-                err = P.error_from_dict(d["error"]) if d.get("error") else None
+                if status not in P.END_STATUSES:
+                    raise P.ProtocolError(f"status must be one of {', '.join(P.END_STATUSES)}"
+                                          f" or running, not {status!r:.60}")
+                err = d.get("error")
+                if err is not None:
+                    if not isinstance(err, dict):
+                        raise P.ProtocolError(f"error must be an object, not {err!r:.60}")
+                    err = P.error_from_dict(err)
+                    P.check_types(err)
                 tr.end = P.End(status=status, error=err, exit_code=d.get("exit_code"),
                                duration=d.get("duration"))
-            tr.passes = d.get("passes") or []
-            if not tr.passes and tr.end is not None:
+                P.check_types(tr.end)
+            # passes are derived from the rows: made again here, so a damaged
+            # "passes" in the file cannot reach the passes panel
+            if tr.end is not None:
                 tr._fill_passes()
         except (P.ProtocolError, TypeError, ValueError, KeyError, AttributeError,
                 IndexError, RecursionError) as e:
