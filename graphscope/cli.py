@@ -85,7 +85,8 @@ def _sub_parser() -> argparse.ArgumentParser:
     chk.add_argument("--no-run", action="store_true",
                      help="check the files only, without running the snippets")
     chk.add_argument("--plain", action="store_true",
-                     help="also run each snippet under plain python and compare")
+                     help="run the snippets under plain python instead of GraphScope's "
+                          "worker (checks the scenario files, not the capture)")
     chk.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
                      help="snippets run at once (default 2)")
     return p
