@@ -74,9 +74,12 @@ def _sub_parser() -> argparse.ArgumentParser:
                     help="output file ('-' for stdout; default: SNIPPET with the format's suffix)")
     ex.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS",
                     help="stop the snippet after this many seconds (default 30)")
-    tr = sub.add_parser("trace", help="run a snippet and print its JSON trace")
+    tr = sub.add_parser("trace", help="run a snippet and print its JSON trace",
+                        description="Run SNIPPET.py in a worker and print its trace as JSON "
+                                    "on stdout (the same as export --format json -o -).")
     tr.add_argument("snippet", metavar="SNIPPET.py")
-    tr.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS")
+    tr.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS",
+                    help="stop the snippet after this many seconds (default 30)")
     sc = sub.add_parser("scenarios", help="work with scenario files")
     scsub = sc.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     scsub.required = True
