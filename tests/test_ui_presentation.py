@@ -303,3 +303,24 @@ def test_a_lesson_on_a_1024_px_screen_keeps_the_editor_readable(window, folder, 
     c.open_lesson(folder / "lessons" / "l.toml")
     qtbot.wait(50)
     assert c.browser_dock.isVisible()
+
+
+def test_a_file_of_one_s_own_after_a_quiz_shows_its_output(window, folder, qtbot, tmp_path):
+    """GUI review: after a quiz scenario, the student's own file kept its output
+    hidden "until Reveal", and Reveal would have run it and scored the scenario's
+    answer. A snippet that is not the scenario's leaves the quiz."""
+    c = install_classroom(window, args(scenario="one", scenarios=str(folder)))
+    window.show()
+    assert c.output_hidden() and c.scenario.id == "one"
+    mine = tmp_path / "mine.py"
+    mine.write_text("print('my own')\n", encoding="utf-8")
+    assert window.open_file(mine)
+    assert c.scenario is None and c.quiz.scenario is None
+    assert not c.output_hidden() and not c.reveal_action.isEnabled()
+    window.run()
+    qtbot.waitUntil(lambda: not window.is_running(), timeout=20000)
+    assert "my own" in window.console.toPlainText()
+    assert "hidden" not in window.run_label.text()
+    assert c.open_scenario("two") and c.output_hidden()      # a scenario is a quiz again
+    window.new_file()
+    assert c.scenario is None and not c.output_hidden()

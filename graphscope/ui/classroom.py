@@ -43,6 +43,7 @@ class Classroom(QObject):
         super().__init__(window)
         self.window = window
         self.scenario = None
+        self._opening = False     # open_scenario is loading its snippet
         self.score = QuizScore()
         self.quiz = QuizPanel(score=self.score)
         self.browser = ScenarioBrowser()
@@ -194,6 +195,7 @@ class Classroom(QObject):
         self.walker.scenario_changed.connect(self._on_lesson_moved)
         self.quiz.reveal_requested.connect(self._on_reveal)
         self.quiz.output_hidden_changed.connect(w.set_output_hidden)
+        w.snippet_loaded.connect(self._on_snippet_loaded)
         w.destroyed.connect(lambda *_: p.shutdown())
 
     # -- scenarios ---------------------------------------------------------------
@@ -208,7 +210,11 @@ class Classroom(QObject):
         if not self.window.confirm_replace():
             return False   # the user keeps the snippet they were editing
         self.scenario = scenario
-        self.window.load_snippet(scenario.snippet, scenario.snippet_filename)
+        self._opening = True
+        try:
+            self.window.load_snippet(scenario.snippet, scenario.snippet_filename)
+        finally:
+            self._opening = False
         self.quiz.set_scenario(scenario)
         w = self.window
         if w.side_tabs.indexOf(self.quiz_dock) < 0:
@@ -304,6 +310,17 @@ class Classroom(QObject):
             # (asked again and declined: a save that failed) the lesson stays put
             self.walker.index = self.walker.scenarios.index(self.scenario)
         self.lesson_bar.refresh()
+
+    def _on_snippet_loaded(self):
+        """A snippet that is not the scenario's (a file, New): the quiz is left.
+        The student's own file kept the scenario's output hidden "until Reveal",
+        and Reveal would have run their file and scored the scenario's answer
+        (GUI review)."""
+        if self._opening or self.scenario is None:
+            return
+        self.scenario = None
+        self.quiz.set_scenario(None)      # output shown again (output_hidden_changed)
+        self._update_quiz_actions()
 
     # -- quiz ------------------------------------------------------------------
     def _on_reveal(self, scenario):

@@ -67,6 +67,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     run_finished = Signal(object)     # protocol.End
     cursor_changed = Signal(int)
     file_loaded = Signal(str)
+    snippet_loaded = Signal()         # a new snippet in the editor (a file, a scenario, New)
 
     def __init__(self, settings: Optional[QSettings] = None, theme: str = "light",
                  timeout: Optional[float] = 60.0, runner=None, parent=None):

@@ -32,6 +32,7 @@ class SnippetFiles:
         self._fit_editor_width()
         self.set_status(f"Opened {name}. Press F5 to run it.")
         self.run_label.setText("")   # how the last run ended is not this snippet's
+        self.snippet_loaded.emit()
         if run:
             self.run()
 
