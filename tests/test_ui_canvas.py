@@ -1150,34 +1150,38 @@ def test_a_gradient_chip_keeps_off_a_region_s_label(canvas, qtbot):
     assert checked >= 3
 
 
-def test_a_lane_keeps_out_of_a_region_box_s_head(canvas, qtbot):
+@pytest.mark.parametrize("sid, size", [("welcome", (820, 640)), ("welcome", (560, 420)),
+                                       ("grad-modes", (820, 640)),
+                                       ("challenge-5-debug-no-grad", (820, 640))])
+def test_a_lane_keeps_out_of_a_region_box(canvas, qtbot, sid, size):
     """The welcome scenario (the first screen a user sees): the lane from sum back
     to loss, a wrapped chain, ran inside the no_grad box, under its label and along
-    its top edge, as if that edge were in the region (NOTE [lanes over a region])."""
+    its top edge, as if that edge were in the region; on challenge-5 a lane ran
+    along the box's foot (GUI review). NOTE [lanes over a region]. (Where full rows
+    lie a pitch apart on both sides of the region's row, as on
+    optimizer-step-no-grad, no lane can keep out of the box: not checked here.)"""
     import graphscope
+    from graphscope import scenarios as S
     from graphscope.ui.canvas_scene import edge_route
-    tr = graphscope.trace(WELCOME)
+    sc = S.find(sid)
+    tr = graphscope.trace(sc.snippet, sc.snippet_filename)
     graph, layout, tl = scene(tr)
-    canvas.resize(820, 640)                    # the canvas of a 1600x1000 window
+    canvas.resize(*size)                       # the canvas of a 1600x1000 window, a laptop's
     layout.tidy(aspect=canvas.view_aspect())
     canvas.set_graph(graph, layout, tr)
     canvas.set_frame(tl.state(len(tl) - 1))
     canvas.grab()
     painter, geom = canvas._painter, canvas._geom
-    heads = [QRectF(box.left(), box.top(), box.width(), label.bottom() - box.top())
-             for box, label in painter._region_boxes(float("inf"))]
-    assert heads
-    lanes = 0
+    boxes = [box for box, _label in painter._region_boxes(float("inf"))]
+    assert boxes
     for e in geom.edges:
         route = edge_route(geom, geom.nodes[e.src], geom.nodes[e.dst])
         if route is None:
             continue
         a, b = route[2], route[3]              # the lane's run along the row gap
         run = QRectF(min(a.x(), b.x()), a.y() - 1, abs(b.x() - a.x()), 2)
-        lanes += 1
-        for head in heads:
-            assert not run.intersects(head), (e.src, e.dst, run, head)
-    assert lanes
+        for box in boxes:
+            assert not run.intersects(box), (e.src, e.dst, run, box)
 
 
 def test_playback_keeps_one_view_while_the_nodes_appear(canvas, qtbot):
@@ -1199,3 +1203,69 @@ def test_playback_keeps_one_view_while_the_nodes_appear(canvas, qtbot):
     canvas.set_frame(None)
     canvas.fit()
     assert (round(canvas._scale, 6), round(canvas._tx, 3), round(canvas._ty, 3)) in views
+
+
+def test_a_node_s_marks_wait_for_the_step_of_their_event(canvas, qtbot):
+    """GUI review: at step 1 of optimizer-step-no-grad, w (just made) already had
+    the error's fill and badge and the in-place tag of the change that raised at
+    the last step. The marks, and the tooltip's note, come at their own step."""
+    import graphscope
+    from graphscope import scenarios as S
+    sc = S.find("optimizer-step-no-grad")
+    tr = graphscope.trace(sc.snippet, sc.snippet_filename)
+    graph, layout, tl = scene(tr)
+    canvas.set_graph(graph, layout, tr)
+    steps = graph.flag_steps["t0"]
+    w = graph.nodes["t0"]
+    assert {"inplace", "error"} <= set(w.flags) and {"inplace", "error"} <= set(steps)
+    painter = canvas._painter
+    canvas.set_frame(tl.state(1))
+    canvas.grab()
+    assert not {"inplace", "error"} & painter.shown_flags(w)
+    badges = painter._badge_list(canvas._geom.nodes["t0"], painter.shown_flags(w))
+    assert not any(b[0] == "!" for b in badges)
+    assert w not in [ng.node for ng in painter._marked()]
+    canvas.set_frame(tl.state(steps["inplace"]))
+    canvas.grab()
+    assert "inplace" in painter.shown_flags(w) and "error" not in painter.shown_flags(w)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    canvas.grab()
+    assert {"inplace", "error"} <= painter.shown_flags(w)
+    assert w in [ng.node for ng in painter._marked()]
+    from graphscope.ui.canvas_tooltip import tooltip_text
+    early = tooltip_text(w, tr, flags=frozenset(w.flags) - {"error", "inplace"})
+    late = tooltip_text(w, tr, flags=painter.shown_flags(w))
+    assert early != late
+
+
+def test_a_lane_leaves_a_region_box_by_its_nearer_free_side(qapp):
+    """NOTE [lanes over a region], on geometry made by hand: a lane in the head of
+    a region's box goes above it, one in its foot (the "no grad" tags) below it,
+    when that side is free of nodes; with no free side it stays."""
+    from graphscope.ui.canvas_scene import NodeGeom, SceneGeometry, _lane
+
+    class N:
+        def __init__(self, kind, region=None):
+            self.kind, self.flags, self.label, self.detail = kind, frozenset(), "n", None
+            self.region = region
+
+    def lane_of(src_row, extra_rows=()):
+        g = SceneGeometry()
+        g.row_pitch = 84.0
+        g.region_head, g.region_foot = 44.0, 26.0
+        d = NodeGeom("d", N("tensor"), 100.0, 84.0, 132.0, 46.0, 3, "t")
+        s = NodeGeom("s", N("op"), 900.0, 84.0 + src_row * 84.0, 104.0, 38.0, 0, "op")
+        m = NodeGeom("m", N("op", region=0), 500.0, 84.0, 104.0, 38.0, 1, "op")
+        g.nodes.update(d=d, s=s, m=m)
+        for i, y in enumerate(extra_rows):
+            g.nodes[f"x{i}"] = NodeGeom(f"x{i}", N("op"), 500.0, y, 104.0, 38.0, 2, "op")
+        return _lane(g, s, d)[2].y()
+
+    m_top, m_bottom = 84.0 - 19.0, 84.0 + 19.0
+    assert 84.0 - 42.0 > m_top - 44.0 and 84.0 + 42.0 < m_bottom + 26.0   # in head, in foot
+    up = lane_of(-2)                   # a backward edge from above: the lane above d's row
+    assert m_top - 44.0 - 30.0 < up <= m_top - 44.0 - 6.0
+    down = lane_of(1)                  # from the row below: the lane below it, in the foot
+    assert m_bottom + 26.0 + 6.0 <= down < m_bottom + 26.0 + 30.0
+    # nodes just above the head and just below the foot: no free side, it stays
+    assert lane_of(1, extra_rows=(0.0, 150.0)) == 84.0 + 42.0

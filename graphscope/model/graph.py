@@ -51,6 +51,11 @@ _NO_OP_NODE = {"factory", "grad_read", "grad_write", "retain_grad", "requires_gr
 _KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", "module", "hook",
                          "error", "branch"})
 
+# NOTE [late flags]: marks of an event that can come after the node appeared; the
+# same in a streamed run and in build_graph (tensor facts such as retains_grad are
+# final from the start in build_graph, so they are not among them)
+LATE_FLAGS = frozenset({"error", "inplace", "hook", "branch", "missing_requires_grad"})
+
 FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "inference",
                    "detached", "missing_requires_grad", "retains_grad", "error", "branch",
                    "inplace", "view", "module", "hook"})
@@ -132,11 +137,37 @@ class GraphBuilder(BranchDecisions):
         self._view_root: dict[int, int] = {}  # view's tensor id -> the tensor it views
         self._views: dict[int, list] = {}     # that tensor -> its views
         self._stale: dict[int, int] = {}      # tensor id -> in-place op that changed it since
+        self._flags_seen: dict[str, frozenset] = {}   # NOTE [late flags]
 
     # -- dispatch -------------------------------------------------------------
     def apply(self, msg) -> GraphDelta:
         h = getattr(self, "_on_" + msg.T, None)
-        return h(msg) if h else GraphDelta()
+        if h is None:
+            return GraphDelta()
+        d = h(msg)
+        if d.changed or d.nodes:
+            self._note_late_flags(d)
+        return d
+
+    def _note_late_flags(self, d: GraphDelta) -> None:
+        """NOTE [late flags]: a node's marks are its final flags, but some say what
+        happened later: w, made at step 0, carried the "in-place" tag and the
+        error's fill from the start when the in-place change that raised was step
+        21 (GUI review). The step each such flag was raised at is kept in
+        ``Graph.flag_steps``; the timeline leaves it off before that step."""
+        seen = self._flags_seen
+        for n in d.nodes:
+            seen[n.id] = n.flags
+        for n in d.changed:
+            old = seen.get(n.id)
+            seen[n.id] = n.flags
+            if old is None or n.step is None or self.step <= n.step:
+                continue
+            new = (n.flags - old) & LATE_FLAGS
+            if new:
+                fs = self.graph.flag_steps.setdefault(n.id, {})
+                for f in new:
+                    fs.setdefault(f, self.step)
 
     def extend(self, msgs: Iterable) -> GraphDelta:
         d = GraphDelta()

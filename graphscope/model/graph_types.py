@@ -76,6 +76,9 @@ class Graph:
         self.in_src: dict[tuple, str] = {}           # (op id, tensor id) -> node feeding it
         self.out_node: dict[tuple, str] = {}         # (op id, tensor id) -> node it produced
         self._node_steps: list[int] = []             # step of each node, in order
+        # NOTE [late flags]: node id -> {flag: step} for the marks of events that
+        # came after the node appeared (an in-place change, the error, a hook)
+        self.flag_steps: dict[str, dict[str, int]] = {}
         self._nx = None
         self._nx_size = -1
 

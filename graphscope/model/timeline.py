@@ -70,6 +70,9 @@ class FrameState:
     # leaves whose .grad changed at this very step (accumulated into, zeroed, set):
     # only they read "before -> after"; the others show the value they have
     grad_changed: frozenset = frozenset()
+    # node id -> its marks of events after this cursor, left off until their step
+    # (NOTE [late flags] in graph.py: the in-place tag, the error, a hook)
+    flags_later: dict = field(default_factory=dict)
 
 
 class Timeline:
@@ -191,6 +194,15 @@ class Timeline:
         self.steps.append(step)
         self._seqs.append(ev.seq)
         self._deltas.append(delta)
+
+    def _flags_later(self, cursor: int) -> dict:
+        """NOTE [late flags] in graph.py: node id -> the flags raised after ``cursor``."""
+        out = {}
+        for nid, fs in self.graph.flag_steps.items():
+            later = [f for f, step in fs.items() if step > cursor]
+            if later:
+                out[nid] = frozenset(later)
+        return out
 
     def _hooks_off(self, cursor: int) -> frozenset:
         """Tensors whose hooks are all off at ``cursor`` (a handful of tensors at most)."""
@@ -397,7 +409,8 @@ class Timeline:
             backward_call=call, error=err, freed_at=self._freed_at,
             hooks_off=self._hooks_off(c),
             grad_changed=frozenset(key for which, key, _o, _n in self._deltas[c] if which == 1)
-            if c >= 0 else frozenset())
+            if c >= 0 else frozenset(),
+            flags_later=self._flags_later(c))
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

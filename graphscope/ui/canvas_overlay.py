@@ -211,9 +211,9 @@ class OverlayPainter:
 
     def _marked(self) -> list:
         """The nodes whose error / missing-requires_grad mark is shown, once per
-        geometry version and quiz state (a walk over every node at every step
+        geometry version and state of the marks (take_frame; a walk over every node at every step
         made a spotlit step of a 60,000-node graph 6x slower)."""
-        key = (self.geom.version, self.values_hidden)
+        key = (self.geom.version, self.marks_version)
         cached = self.__dict__.get("_marked_cache")
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -52,10 +52,13 @@ class ScenePainter(RegionPainter, OverlayPainter):
     @text_scale.setter
     def text_scale(self, f: float) -> None:
         self._text_scale = float(f)
-        head, geom = self.region_head(), self.geom
-        if geom is not None and head != geom.region_head:
-            # the lanes keep out of the region boxes' heads (NOTE [lanes over a region])
-            geom.region_head = head
+        geom = self.geom
+        if geom is None:
+            return
+        head, foot = self.region_head(), self.region_foot()
+        if (head, foot) != (geom.region_head, geom.region_foot):
+            # the lanes keep out of the region boxes (NOTE [lanes over a region])
+            geom.region_head, geom.region_foot = head, foot
             geom._routes_version = -1
 
     # -- static layer -------------------------------------------------------------
@@ -269,21 +272,35 @@ class ScenePainter(RegionPainter, OverlayPainter):
     # tensors whose hooks are not on at the current step (FrameState.hooks_off)
     hooks_off: frozenset = frozenset()
 
+    # node id -> marks of events after the current step (FrameState.flags_later)
+    flags_later: dict = {}
+    marks_version = 0          # bumped when what shown_flags gives may have changed
+
     def take_frame(self, frame) -> bool:
         """Take what the nodes' own drawing depends on from timeline ``frame``
         (None: everything): the quiz's hidden values (a branch node prints the
-        value it read) and the hooks that are off. True if either changed."""
+        value it read), the hooks that are off and the marks of events still to
+        come. True if any changed."""
         hidden = bool(getattr(frame, "values_hidden", False))
         off = getattr(frame, "hooks_off", None) or frozenset()
-        changed = hidden != self.values_hidden or off != self.hooks_off
-        self.values_hidden, self.hooks_off = hidden, off
+        later = getattr(frame, "flags_later", None) or {}
+        changed = hidden != self.values_hidden or off != self.hooks_off \
+            or later != self.flags_later
+        self.values_hidden, self.hooks_off, self.flags_later = hidden, off, later
+        if changed:
+            self.marks_version += 1
         return changed
 
     def shown_flags(self, node):
         """The node's flags as drawn: before a quiz's Reveal, the error and
         missing-requires_grad marks are left off, since they give the answer away;
-        the hook tag only while a hook is on the tensor."""
+        the hook tag only while a hook is on the tensor; no mark before the step
+        of the event it shows (NOTE [late flags] in graph.py)."""
         flags = node.flags or frozenset()
+        if self.flags_later:
+            later = self.flags_later.get(node.id)
+            if later and not later.isdisjoint(flags):
+                flags = frozenset(flags) - later
         if self.values_hidden and not self._QUIZ_ANSWERS.isdisjoint(flags):
             flags = frozenset(flags) - self._QUIZ_ANSWERS
         if self.hooks_off and "hook" in flags and node.tensor in self.hooks_off:

@@ -115,10 +115,7 @@ class RegionPainter:
         r = _union(members)
         pad = REGION_PAD
         label_h = self._region_label_h()
-        # the tensors made in a region nearly all carry a "no grad" tag below them:
-        # the box's bottom edge passes under that row, not through it
-        tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
-        bottom = max(pad, self.TAG_GAP + tag_h + 8) if full else pad
+        bottom = self.region_foot() if full else pad
         box = r.adjusted(-pad, -pad - (label_h if full else 0), pad, bottom)
         inside = {ng.id for ng in members}
         top, bot, left, right = box.top(), box.bottom(), box.left(), box.right()
@@ -147,6 +144,13 @@ class RegionPainter:
         """How far a region's box reaches above its nodes (NOTE [lanes over a region]
         in canvas_scene.py: the lanes keep out of it)."""
         return REGION_PAD + self._region_label_h()
+
+    def region_foot(self) -> float:
+        """How far a region's box reaches below its nodes: the tensors made in a
+        region nearly all carry a "no grad" tag below them, and the box's bottom
+        edge passes under that row, not through it."""
+        tag_h = QFontMetricsF(font(10.5 * min(self.text_scale, 1.5), True)).height() + 2
+        return max(REGION_PAD, self.TAG_GAP + tag_h + 8)
 
     def _region_font(self):
         return font(14 * min(self.text_scale, 2.0), True)

@@ -94,6 +94,7 @@ class SceneGeometry:
     # label (canvas_regions.py; set by ScenePainter with the text scale). Lanes
     # keep out of that band (NOTE [lanes over a region]).
     region_head: float = 44.0
+    region_foot: float = 40.0    # ... and below them: the "no grad" tags
     _routes: dict = field(default_factory=dict)    # (src, dst) -> lane points or None
     _routes_version: int = -1
     _columns: tuple = (None, -1)                   # ({column centre x: half width}, version)
@@ -652,6 +653,7 @@ def _lane(geom, s, d) -> list:
     srcs = geom._ins.get(d.id)
     spread = PORT_GAP if srcs is not None and 2 <= len(srcs) <= 3 else 0.0
     lane = _clear_of_regions(geom, lane, min(xa, xb), max(xa, xb), spread)
+    above = lane < d.y
     dy = end.y() - d.y if srcs is not None and len(srcs) <= 3 else 0.0
     if dy:
         far = dy if above else -dy
@@ -670,33 +672,53 @@ def _lane(geom, s, d) -> list:
 
 
 # NOTE [lanes over a region]: a grad-mode region's box reaches above its nodes
-# by its padding and its label ("torch.no_grad(), lines 9-10"), a good part of
-# the half row where lanes run. In the welcome scenario the lane from ``sum``
-# back to ``loss`` (a wrapped chain) ran inside the no_grad box, under its label
-# and along its top edge: it read as if that edge were in the region. A lane
-# that would pass through such a band goes above the box instead, when the gap
-# there is free of nodes (a band gap of a wrapped chain, a row with nothing
-# above); where it is not (two full rows a pitch apart) it stays, and the label
-# is painted on its own background over it.
+# by its padding and its label ("torch.no_grad(), lines 9-10"), and below them
+# by its "no grad" tags: a good part of the half rows where lanes run. In the
+# welcome scenario the lane from ``sum`` back to ``loss`` (a wrapped chain) ran
+# inside the no_grad box, under its label and along its top edge: it read as if
+# that edge were in the region. A lane that would pass through such a band goes
+# above or below the box instead, whichever is nearer and free of nodes and of
+# other boxes (a band gap of a wrapped chain, a row with nothing below); where
+# neither is (full rows a pitch apart both sides) it stays, and the label is
+# painted on its own background over it.
 def _clear_of_regions(geom, lane: float, x0: float, x1: float, spread: float) -> float:
-    """``lane``, or a lane above the region boxes whose head it would run through
-    between ``x0`` and ``x1``; ``spread``: how far the lane's tracks reach either side."""
-    head, pad = geom.region_head, REGION_PAD
-    probe = QRectF(x0 - pad, lane - spread - 2, x1 - x0 + 2 * pad, head + 2 * spread + 4)
-    top = None
-    for ng in geom.nodes_in(probe):
-        node = ng.node
-        if node is None or getattr(node, "region", None) is None:
-            continue
-        t = ng.y - ng.h / 2
-        if lane - spread < t and lane + spread > t - head and (top is None or t < top):
-            top = t
-    if top is None:
+    """``lane``, or the nearest lane above or below the region boxes whose head or
+    foot it would run in between ``x0`` and ``x1``; ``spread``: how far the lane's
+    tracks reach either side."""
+    if not _in_region_band(geom, lane, x0, x1, spread):
         return lane
-    new = top - head - 6 - spread
-    if geom.nodes_in(QRectF(x0, new - spread - 4, x1 - x0, 2 * spread + 8)):
-        return lane    # no room above the box: see the NOTE
-    return new
+    best = None
+    for y in _region_band_exits(geom, lane, x0, x1, spread):
+        if geom.nodes_in(QRectF(x0, y - spread - 4, x1 - x0, 2 * spread + 8)) \
+                or _in_region_band(geom, y, x0, x1, spread):
+            continue
+        if best is None or abs(y - lane) < abs(best - lane):
+            best = y
+    return lane if best is None else best   # no room either side: see the NOTE
+
+
+def _region_boxes_met(geom, y: float, x0: float, x1: float, spread: float):
+    """(top, bottom) of the boxes of the region nodes between ``x0`` and ``x1`` whose
+    head or foot band tracks at ``y`` +- ``spread`` would run in."""
+    head, foot, pad = geom.region_head, geom.region_foot, REGION_PAD
+    probe = QRectF(x0 - pad, y - spread - foot - 2, x1 - x0 + 2 * pad,
+                   head + foot + 2 * spread + 4)
+    for ng in geom.nodes_in(probe):
+        if ng.node is None or getattr(ng.node, "region", None) is None:
+            continue
+        t, b = ng.y - ng.h / 2, ng.y + ng.h / 2
+        if any(y - spread < hi and y + spread > lo for lo, hi in ((t - head, t), (b, b + foot))):
+            yield t - head, b + foot
+
+
+def _in_region_band(geom, y, x0, x1, spread) -> bool:
+    return next(_region_boxes_met(geom, y, x0, x1, spread), None) is not None
+
+
+def _region_band_exits(geom, y, x0, x1, spread) -> list:
+    """Just above and just below the boxes the lane at ``y`` would run in."""
+    boxes = list(_region_boxes_met(geom, y, x0, x1, spread))
+    return [min(t for t, _ in boxes) - 6 - spread, max(b for _, b in boxes) + 6 + spread]
 
 
 def _left_port(geom, s, d) -> QPointF:

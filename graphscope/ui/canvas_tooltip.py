@@ -20,9 +20,10 @@ def _op_info(node, trace):
     return finder(node.op) if finder else None
 
 
-def explanation(node, trace=None) -> str | None:
-    """The plain-language note for a flagged node, or None."""
-    flags = node.flags or ()
+def explanation(node, trace=None, flags=None) -> str | None:
+    """The plain-language note for a flagged node, or None. ``flags``: the ones
+    shown at the cursor (``ScenePainter.shown_flags``), by default all."""
+    flags = (node.flags if flags is None else flags) or ()
     name = node.label or node.id
     if "missing_requires_grad" in flags:
         op = None
@@ -64,8 +65,10 @@ def explanation(node, trace=None) -> str | None:
 
 
 def tooltip_text(node, trace=None, grad_summary: str | None = None,
-                 hidden: bool = False) -> str:
-    """Rich text for QToolTip. ``hidden``: a quiz before Reveal (no values read)."""
+                 hidden: bool = False, flags=None) -> str:
+    """Rich text for QToolTip. ``hidden``: a quiz before Reveal (no values read);
+    ``flags``: the node's marks shown at the cursor (an error's note is not
+    explained before the step that raised it, nor before Reveal)."""
     rows = []
     if node.kind == "op" and "branch" in (node.flags or ()):
         # a decision node (graph.py NOTE [branch nodes]): Python control flow
@@ -101,7 +104,7 @@ def tooltip_text(node, trace=None, grad_summary: str | None = None,
     body = "".join(f"<tr><td><b>{html.escape(k)}</b>&nbsp;</td><td>{html.escape(v)}</td></tr>"
                    for k, v in rows)
     text = f"<table>{body}</table>"
-    note = explanation(node, trace)
+    note = explanation(node, trace, flags)
     if note:
         text += f"<p>{html.escape(note)}</p>"
     return text
