@@ -130,6 +130,12 @@ def test_run_builds_graph_and_stepping_goes_back(qtbot, window):
     assert w.back_action.isEnabled() and w.timeline_bar.back_button.isEnabled()
     w.step_back()
     assert w.forward_action.isEnabled() and w.last_action.isEnabled()
+    assert w.play_action.isEnabled() and w.timeline_bar.play_button.isEnabled()
+    # a run of no steps has nothing to play (GUI review: Play stayed enabled at
+    # "Step 0 of 0" and did nothing)
+    run_source(qtbot, w, "print('no tensors')\n")
+    assert len(w.live.timeline) == 0
+    assert not w.play_action.isEnabled() and not w.timeline_bar.play_button.isEnabled()
 
 
 def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):

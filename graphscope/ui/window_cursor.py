@@ -126,6 +126,11 @@ class CursorViews:
             act.setEnabled(shown > 0)
         for act in (self.forward_action, self.last_action):
             act.setEnabled(shown < len(tl))
+        # nothing to play in a run of no steps (a static capture, a print): Play
+        # stayed enabled at "Step 0 of 0" and did nothing (GUI review)
+        playable = len(tl) > 0 or self.controller.is_running()
+        self.play_action.setEnabled(playable)
+        self.timeline_bar.play_button.setEnabled(playable)
         if self._banner_ready:
             # the explanation belongs to the moment it happened: the run's last step
             at_end = tl.cursor >= len(tl) - 1
