@@ -884,7 +884,7 @@ def test_a_region_label_keeps_clear_of_nodes_outside_the_region(qapp):
     painter = ScenePainter(geom, get_theme("light"), 1.0, graph.regions)
     clusters = painter._region_clusters()
     assert clusters
-    for reg, cluster, _ in clusters:
+    for reg, cluster, _, _continued in clusters:
         box = _union(cluster).adjusted(-18, -44, 18, 40)     # as _paint_region_box pads it
         first = QRectF(box.left() + 10, box.top() + 4, 220, 26)
         got = painter._region_label_rect(box, 220, 26, math.inf)
@@ -1269,3 +1269,46 @@ def test_a_lane_leaves_a_region_box_by_its_nearer_free_side(qapp):
     assert m_bottom + 26.0 + 6.0 <= down < m_bottom + 26.0 + 30.0
     # nodes just above the head and just below the foot: no free side, it stays
     assert lane_of(1, extra_rows=(0.0, 150.0)) == 84.0 + 42.0
+
+
+LOOPED_NO_GRAD = """import torch
+w = torch.tensor(2.0, requires_grad=True)
+for i in range(2):
+    y = w * 3
+    with torch.no_grad():
+        r = y * 100
+    z = y + 1
+"""
+
+
+def test_a_block_split_by_the_layout_says_it_continues_and_a_block_run_twice_does_not(qapp):
+    """GUI review: on a laptop the welcome scenario's one no_grad block was drawn as
+    two boxes with the same label (the wrapped layout put mul at the end of a row
+    and report at the start of the next), as if the block had run twice. The box
+    that goes on from the one before says "(continued)"; a block a loop runs
+    again keeps its plain label."""
+    import graphscope
+    from graphscope.ui.canvas_paint import ScenePainter
+    from graphscope.ui.canvas_scene import SceneGeometry
+    graph, layout, _ = scene(graphscope.trace(WELCOME))
+    pos = layout.tidy()
+    reg = graph.regions[0]
+    mul, report = sorted(reg.node_ids, key=lambda i: graph.nodes[i].step)
+    pos[report] = (pos[mul][0] - 2000.0, pos[mul][1] + 600.0)   # as a wrap puts it
+    geom = SceneGeometry.build(graph, pos)
+    painter = ScenePainter(geom, get_theme("light"), 1.0, graph.regions)
+    got = [(len(c), cont) for _, c, _, cont in painter._region_clusters()]
+    assert got == [(1, False), (1, True)]
+    from graphscope.ui.canvas_regions import _region_text
+    texts = [_region_text(r, cont) for r, _, _, cont in painter._region_clusters()]
+    assert texts == [reg.label, reg.label + " (continued)"]
+    graph2, layout2, _ = scene(graphscope.trace(LOOPED_NO_GRAD))
+    pos2 = layout2.tidy()
+    members = sorted(graph2.regions[0].node_ids, key=lambda i: graph2.nodes[i].step)
+    assert len(members) == 4                               # mul and r, twice
+    for nid in members[2:]:                                # the second run, elsewhere
+        pos2[nid] = (pos2[nid][0] - 2000.0, pos2[nid][1] + 600.0)
+    geom2 = SceneGeometry.build(graph2, pos2)
+    painter2 = ScenePainter(geom2, get_theme("light"), 1.0, graph2.regions)
+    runs = [(len(c), cont) for _, c, _, cont in painter2._region_clusters()]
+    assert runs == [(2, False), (2, False)]

@@ -4,6 +4,7 @@ geometry that fitting the view needs too."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF, QPen
@@ -19,35 +20,55 @@ class RegionPainter:
     def paint_regions(self, p, scale, limit, lod, view: QRectF | None = None,
                       part: str = "box") -> None:
         """The grad-off boxes (``part`` "box"), or their labels ("label"), or both."""
-        for reg, cluster, box in self._region_clusters():
+        for reg, cluster, box, continued in self._region_clusters():
             if view is not None and not view.intersects(box.adjusted(-40, -80, 400, 40)):
                 continue
             members = [ng for ng in cluster if ng.step <= limit]
             if members:
-                self._paint_region_box(p, reg, members, lod, limit, part)
+                self._paint_region_box(p, reg, members, lod, limit, part, continued)
 
     def _region_clusters(self) -> list:
-        """[(region, cluster of its nodes, box of the cluster)], once per geometry
-        version: a no_grad block in a 20,000-op loop has thousands of clusters, and
-        grouping them on every paint cost more than drawing them. Clusters are made
-        from all of a region's nodes; a paint boxes only the members already visible."""
+        """[(region, cluster of its nodes, box of the cluster, continued)], once per
+        geometry version: a no_grad block in a 20,000-op loop has thousands of
+        clusters, and grouping them on every paint cost more than drawing them.
+        Clusters are made from all of a region's nodes; a paint boxes only the
+        members already visible. ``continued``: the cluster goes on from the one
+        before it in one run of the block, which the layout split (a wrapped row
+        put ``mul`` at the end of one row and ``report`` at the start of the next,
+        and a laptop showed two "torch.no_grad(), lines 9-10" boxes, as if the
+        block had run twice: GUI review); a block run again in a loop has other
+        steps between its clusters."""
         key = (self.geom.version, len(self.regions), tuple(id(r) for r in self.regions))
         cached = getattr(self, "_clusters_cache", None)
         if cached is not None and cached[0] == key:
             return cached[1]
         nodes = self.geom.nodes
         out = []
+        steps = None
         for reg in self.regions:
             members = [nodes[i] for i in getattr(reg, "node_ids", ()) if i in nodes]
-            if members:
-                for cluster in _clusters(members):
-                    cluster.sort(key=lambda ng: ng.step)
-                    out.append((reg, cluster, _union(cluster)))
+            if not members:
+                continue
+            clusters = _clusters(members)
+            for cluster in clusters:
+                cluster.sort(key=lambda ng: ng.step)
+            clusters.sort(key=lambda c: c[0].step)
+            last = None
+            for cluster in clusters:
+                continued = False
+                if last is not None:
+                    if steps is None:
+                        steps = sorted(ng.step for ng in nodes.values())
+                    first = cluster[0].step
+                    # no step of another node between the two: one run of the block
+                    continued = bisect_left(steps, first) <= bisect_right(steps, last)
+                out.append((reg, cluster, _union(cluster), continued))
+                last = cluster[-1].step if last is None else max(last, cluster[-1].step)
         self._clusters_cache = (key, out)
         return out
 
     def _paint_region_box(self, p, reg, members: list, lod, limit=math.inf,
-                          part: str = "all") -> None:
+                          part: str = "all", continued: bool = False) -> None:
         t = self.theme
         box, label_h = self._region_box(members, lod)
         kind = getattr(reg, "kind", "no_grad")
@@ -62,7 +83,7 @@ class RegionPainter:
             p.setPen(qcolor(t.region_text))
             f = self._region_font()
             p.setFont(f)
-            text = getattr(reg, "label", "") or kind
+            text = _region_text(reg, continued)
             fm = QFontMetricsF(f)
             tr = self._region_label_rect(box, fm.horizontalAdvance(text) + 4, label_h, limit)
             # on the box's own colour: an edge running along the box's top passes
@@ -86,12 +107,12 @@ class RegionPainter:
         """(box, label rect) in scene coordinates of every region drawn at ``limit``."""
         out = []
         fm = QFontMetricsF(self._region_font())
-        for reg, cluster, _ in self._region_clusters():
+        for reg, cluster, _, continued in self._region_clusters():
             members = [ng for ng in cluster if ng.step <= limit]
             if not members:
                 continue
             box, label_h = self._region_box(members, "full")
-            text = getattr(reg, "label", "") or getattr(reg, "kind", "")
+            text = _region_text(reg, continued)
             out.append((box, self._region_label_rect(
                 box, fm.horizontalAdvance(text) + 4, label_h, limit)))
         return out
@@ -170,3 +191,8 @@ class RegionPainter:
                     place.adjusted(-4, -2, 4, 2), limit):
                 return place
         return places[0]
+
+
+def _region_text(reg, continued: bool) -> str:
+    text = getattr(reg, "label", "") or getattr(reg, "kind", "") or "no_grad"
+    return f"{text} (continued)" if continued else text
