@@ -1312,3 +1312,46 @@ def test_a_block_split_by_the_layout_says_it_continues_and_a_block_run_twice_doe
     painter2 = ScenePainter(geom2, get_theme("light"), 1.0, graph2.regions)
     runs = [(len(c), cont) for _, c, _, cont in painter2._region_clusters()]
     assert runs == [(2, False), (2, False)]
+
+
+def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
+    """GUI review, welcome after Reveal: at MulBackward0 w's "∂ [1., -8., 36.]" sat
+    on the dashed x -> mul edge, the very edge that carries no gradient, and read as
+    x's. Other edges near a chip are to be kept clear when a spot allows."""
+    import graphscope
+    from PySide6.QtGui import QPainterPath
+    from graphscope.ui.canvas_primitives import _curve, _lane_path
+    from graphscope.ui.canvas_scene import edge_ends, edge_route
+    tr = graphscope.trace(WELCOME)
+    graph, layout, tl = scene(tr)
+    canvas.resize(820, 640)
+    layout.tidy(aspect=canvas.view_aspect())
+    canvas.set_graph(graph, layout, tr)
+    geom = canvas._geom
+    checked = 0
+    for i in range(len(tl)):
+        frame = tl.state(i)
+        if not frame.edge_grads:
+            continue
+        canvas.set_frame(frame)
+        canvas.grab()
+        tf = canvas.transform()
+        chips = canvas._painter.placed_labels[len(frame.leaf_grads):]
+        assert len(chips) == len(frame.edge_grads)
+        for eg in geom.edges:
+            if (eg.src, eg.dst) in frame.edge_grads or geom.nodes[eg.dst].step > frame.visible_steps:
+                continue
+            s, d = geom.nodes[eg.src], geom.nodes[eg.dst]
+            path = QPainterPath()
+            route = edge_route(geom, s, d)
+            if route is not None:
+                _lane_path(path, route)
+            else:
+                _curve(path, *edge_ends(s, d, geom))
+            path = tf.map(path)
+            pts = [path.pointAtPercent(k / 40) for k in range(41)]
+            for chip in chips:
+                inner = chip.adjusted(5, 5, -5, -5)
+                assert not any(inner.contains(q) for q in pts), (i, eg.src, eg.dst, chip)
+        checked += 1
+    assert checked >= 3

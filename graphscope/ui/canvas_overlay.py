@@ -54,6 +54,7 @@ class OverlayPainter:
         # edges carrying gradient at this backward step: thick, in the current colour
         edge_grads = dict(getattr(frame, "edge_grads", None) or {}) if frame is not None else {}
         labels = []
+        lit_edges: set = set()
         near = QRectF()
         for (src, dst), text in edge_grads.items():
             s, d = nodes.get(src), nodes.get(dst)
@@ -72,6 +73,7 @@ class OverlayPainter:
             p.drawPath(path)
             labels.append((path, "∂ " + str(text)))
             near = near.united(path.boundingRect())
+            lit_edges.add((src, dst))
         for ng in highlight:
             self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")
         ringed = list(highlight)
@@ -181,6 +183,10 @@ class OverlayPainter:
                                     scale, optional=crowded)
             if box is None and lod == "full":
                 quiet.append((ng, dr, f".grad {_short(after)}"))
+        # the other edges near the chips: a chip on one read as its gradient (welcome,
+        # backward: w's "∂ [1., -8., 36.]" sat on the x -> mul edge, the very edge
+        # that carries none, GUI review)
+        lines = self._edge_points(labels, lit_edges, to_device, limit) if labels else []
         for path, text in labels:
             cands, sides = [], []
             for tpos in (0.5, 0.3, 0.7):
@@ -191,7 +197,8 @@ class OverlayPainter:
                 pt = path.pointAtPercent(tpos)
                 cands += [pt] * 2
                 sides += ["above3", "below3"]
-            self._place_label(p, cands, sides, text, obstacles, placed, bounds, scale)
+            self._place_label(p, cands, sides, text, obstacles, placed, bounds, scale,
+                              lines=lines)
         if quiet:
             f = font(11 * self.text_scale)
             fm = QFontMetricsF(f)
@@ -208,6 +215,32 @@ class OverlayPainter:
                         any(r.intersects(box) for r in placed):
                     continue
                 p.drawText(box, Qt.AlignHCenter | Qt.AlignTop, text)
+
+    def _edge_points(self, labels, lit: set, to_device, limit) -> list:
+        """Points every 12 px or so along the visible edges near the labelled ones
+        (not those: a chip on its own edge is where it belongs), in device pixels."""
+        near = QRectF()
+        for path, _ in labels:
+            near = near.united(path.boundingRect())
+        inv, _ok = to_device.inverted()
+        edges = self.geom.edges_in(inv.mapRect(near.adjusted(-200, -80, 200, 80)), limit)
+        if len(edges) > EDGE_POINTS_MAX:
+            return []
+        nodes, out = self.geom.nodes, []
+        for eg in edges:
+            if (eg.src, eg.dst) in lit:
+                continue
+            s, d = nodes[eg.src], nodes[eg.dst]
+            path = QPainterPath()
+            route = edge_route(self.geom, s, d)
+            if route is not None:
+                _lane_path(path, route)
+            else:
+                _curve(path, *edge_ends(s, d, self.geom))
+            path = to_device.map(path)
+            n = max(4, min(80, int(path.length() / 12)))
+            out.append([path.pointAtPercent(i / n) for i in range(n + 1)])
+        return out
 
     def _marked(self) -> list:
         """The nodes whose error / missing-requires_grad mark is shown, once per
@@ -279,12 +312,14 @@ class OverlayPainter:
             p.drawRoundedRect(r, rad, rad)
 
     def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
-                     optional: bool = False):
+                     optional: bool = False, lines=()):
         """Draw ``text`` in a box at the first candidate spot that covers no node and
         no label placed before (NOTE [label placement]); the least covered one when
         none is free, unless ``optional``: then nothing is drawn and None returned.
         Long texts are elided, and the font shrinks a little when the view is
-        zoomed out, so a label never dwarfs the nodes it explains."""
+        zoomed out, so a label never dwarfs the nodes it explains. ``lines``: points
+        along other edges (device pixels, one list each); a spot on one of them
+        costs more than a later candidate (NOTE [label placement])."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
@@ -326,6 +361,9 @@ class OverlayPainter:
                 if r.intersects(box):
                     ov = r.intersected(box)
                     cost += 5.0 * ov.width() * ov.height()
+            if lines:
+                inner = box.adjusted(2, 2, -2, -2)
+                cost += 60.0 * sum(1 for pts in lines if any(inner.contains(q) for q in pts))
             if best_cost is None or cost < best_cost:
                 best, best_cost, best_i = box, cost, i
             if cost <= i * 0.5:
@@ -392,6 +430,9 @@ def _short(summary) -> str:
     if isinstance(summary, str):
         return summary
     return format_summary(summary, 40)
+
+
+EDGE_POINTS_MAX = 200   # edges near the chips sampled; past it (a zoomed-out big graph) none
 
 
 def _leader(anchor: QPointF, box: QRectF) -> QLineF | None:
