@@ -219,6 +219,10 @@ class OverlayPainter:
     def _edge_points(self, labels, lit: set, to_device, limit) -> list:
         """Points every 12 px or so along the visible edges near the labelled ones
         (not those: a chip on its own edge is where it belongs), in device pixels."""
+        if not self.geom._edge_grid_ready and len(self.geom.edges) > EDGE_POINTS_MAX * 25:
+            # the edge grid of a big graph is built when the window is idle (0.46 s
+            # at 60,000 edges): not in the paint that follows a run
+            return []
         near = QRectF()
         for path, _ in labels:
             near = near.united(path.boundingRect())
