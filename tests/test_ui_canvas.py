@@ -1355,3 +1355,35 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
                 assert not any(inner.contains(q) for q in pts), (i, eg.src, eg.dst, chip)
         checked += 1
     assert checked >= 3
+
+
+def test_a_node_outside_a_region_inside_its_box_gets_a_hole(canvas, qtbot):
+    """GUI review, grad-modes: the copy of x drawn next to its use on line 14 (it
+    requires grad) sat inside the set_grad_enabled(False) box and read as made
+    with grad off. The box goes round such a node: no region colour beside it."""
+    import graphscope
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QColor
+    from graphscope import scenarios as S
+    sc = S.find("grad-modes")
+    tr = graphscope.trace(sc.snippet, sc.snippet_filename)
+    graph, layout, tl = scene(tr)
+    canvas.resize(820, 640)
+    layout.tidy(aspect=canvas.view_aspect())
+    canvas.set_graph(graph, layout, tr)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    img = canvas.grab().toImage()
+    painter, geom = canvas._painter, canvas._geom
+    found = []
+    for reg, cluster, _box, _cont in painter._region_clusters():
+        box, _ = painter._region_box(cluster, "full")
+        found += [(reg, ng) for ng in painter._outsiders(box, cluster, float("inf"))]
+    assert found, "grad-modes draws a node inside a region's box that is not in it"
+    tf = canvas.transform()
+    bg = QColor(painter.theme.canvas_bg)
+    for reg, ng in found:
+        ink = painter.ink_rect(ng)
+        beside = tf.map(QPointF(ink.left() - 3, ng.y))
+        c = img.pixelColor(int(beside.x()), int(beside.y()))
+        assert abs(c.red() - bg.red()) + abs(c.green() - bg.green()) + abs(c.blue() - bg.blue()) < 12, \
+            (reg.label, ng.id, c.name(), bg.name())

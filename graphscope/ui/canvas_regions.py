@@ -7,7 +7,7 @@ import math
 from bisect import bisect_left, bisect_right
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFontMetricsF, QPen
+from PySide6.QtGui import QFontMetricsF, QPainterPath, QPen
 
 from graphscope.ui.canvas_primitives import _clusters, _rect, _union, font, qcolor
 from graphscope.ui.canvas_scene import REGION_PAD
@@ -78,7 +78,11 @@ class RegionPainter:
             pen = QPen(qcolor(t.region_border), 2.0)
             pen.setStyle(Qt.DashLine)
             p.setPen(pen if lod != "tiny" else Qt.NoPen)
-            p.drawRoundedRect(box, 14, 14)
+            outsiders = self._outsiders(box, members, limit) if lod == "full" else ()
+            if outsiders:
+                p.drawPath(_box_with_holes(box, [self.ink_rect(ng) for ng in outsiders]))
+            else:
+                p.drawRoundedRect(box, 14, 14)
         if lod == "full" and part != "box":
             p.setPen(qcolor(t.region_text))
             f = self._region_font()
@@ -94,6 +98,16 @@ class RegionPainter:
             if box.contains(back):
                 p.fillRect(back, qcolor(fill))   # translucent: as the box looks there
             p.drawText(tr, Qt.AlignLeft | Qt.AlignVCenter, text)
+
+    def _outsiders(self, box: QRectF, members: list, limit) -> list:
+        """Nodes shown at ``limit`` that lie inside the box but are not in the region:
+        the box goes around them (``_box_with_holes``). The layout puts nodes where
+        there is room, region or not: in grad-modes a copy of x (requires grad,
+        drawn next to its use on line 14) sat inside the set_grad_enabled(False)
+        box, and read as made with grad off (GUI review)."""
+        inside = {ng.id for ng in members}
+        return [ng for ng in self.geom.nodes_in(box.adjusted(4, 4, -4, -4), limit)
+                if ng.id not in inside]
 
     def regions_extent(self, limit) -> QRectF:
         """Scene box of the region boxes and their labels drawn at ``limit`` (a
@@ -196,3 +210,15 @@ class RegionPainter:
 def _region_text(reg, continued: bool) -> str:
     text = getattr(reg, "label", "") or getattr(reg, "kind", "") or "no_grad"
     return f"{text} (continued)" if continued else text
+
+
+def _box_with_holes(box: QRectF, rects) -> QPainterPath:
+    """The region's rounded box with a rounded hole around each of ``rects`` (the
+    nodes not in it, their badges and tags): its dashed border goes round them,
+    and its colour stays off them."""
+    path = QPainterPath()
+    path.addRoundedRect(box, 14, 14)
+    holes = QPainterPath()
+    for r in rects:
+        holes.addRoundedRect(r.adjusted(-6, -6, 6, 6), 12, 12)
+    return path.subtracted(holes.simplified())
