@@ -255,3 +255,32 @@ def test_two_grad_off_regions_on_neighbouring_rows_get_a_row_between():
     assert len(spans) == 3
     for (_, bottom), (top, _) in zip(spans, spans[1:]):
         assert top - bottom >= 2          # an empty row between two boxes
+
+
+def test_a_region_s_row_gets_an_empty_row_above_it():
+    """GUI review, optimizer-step-no-grad: a no_grad row right under a full row left
+    the box's label no room, and the lane between the rows ran through the label.
+    A row with a grad-off region gets an empty row above it unless the row above is
+    in the same region."""
+    from graphscope.model.layout import _renumber
+    assert _renumber([0, 1, 2, 3], {1: {0}, 2: {0}}) == {0: 0, 1: 2, 2: 3, 3: 4}
+    assert _renumber([0, 1], {0: {0}}) == {0: 0, 1: 1}          # nothing above the first
+    assert _renumber([0, 1], {0: {0}, 1: {1}}) == {0: 0, 1: 2}  # two regions: as before
+    tr = trace_of("""
+        import torch
+        w = torch.tensor([1.0, -2.0], requires_grad=True)
+        (w ** 2).sum().backward()
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+        (w ** 2).sum().backward()
+    """)
+    g = build_graph(tr)
+    lay = LayeredLayout(g)
+    pos = lay.tidy()
+    row_of = {nid: round(y / lay.row_pitch) for nid, (_x, y) in pos.items()}
+    region_rows = {row_of[n] for n, node in g.nodes.items() if node.region is not None}
+    assert region_rows
+    for r in region_rows:
+        if r > 0 and any(row_of[n] < r for n in row_of):
+            assert not any(row_of[n] == r - 1 and g.nodes[n].region is None for n in row_of), r
+    _check_invariants(g, lay)

@@ -1152,14 +1152,16 @@ def test_a_gradient_chip_keeps_off_a_region_s_label(canvas, qtbot):
 
 @pytest.mark.parametrize("sid, size", [("welcome", (820, 640)), ("welcome", (560, 420)),
                                        ("grad-modes", (820, 640)),
+                                       ("optimizer-step-no-grad", (820, 640)),
+                                       ("optimizer-step-no-grad", (560, 420)),
                                        ("challenge-5-debug-no-grad", (820, 640))])
 def test_a_lane_keeps_out_of_a_region_box(canvas, qtbot, sid, size):
     """The welcome scenario (the first screen a user sees): the lane from sum back
     to loss, a wrapped chain, ran inside the no_grad box, under its label and along
-    its top edge, as if that edge were in the region; on challenge-5 a lane ran
-    along the box's foot (GUI review). NOTE [lanes over a region]. (Where full rows
-    lie a pitch apart on both sides of the region's row, as on
-    optimizer-step-no-grad, no lane can keep out of the box: not checked here.)"""
+    its top edge, as if that edge were in the region; on optimizer-step-no-grad
+    the lane w -> sub_ ran under the label, between two full rows a pitch apart
+    (the layout now leaves a row free above a region's row). NOTE [lanes over a
+    region]."""
     import graphscope
     from graphscope import scenarios as S
     from graphscope.ui.canvas_scene import edge_route

@@ -555,14 +555,17 @@ class LayeredLayout:
 
 
 def _renumber(rows: list, regions: dict) -> dict:
-    """Rows in use -> 0, 1, 2, ...; with an empty row between two rows whose nodes
-    lie in different grad-off regions (``no_grad`` on one line, ``inference_mode``
-    on the next: each box, with its label above, needs the room, or the boxes
-    overlap and one label sits on the other's nodes)."""
+    """Rows in use -> 0, 1, 2, ...; with an empty row above a row whose nodes lie
+    in a grad-off region the row above is not in (``no_grad`` on one line,
+    ``inference_mode`` on the next; or any row above a region's): the box, with
+    its label above, needs the room, or the boxes overlap and one label sits on
+    the other's nodes, and a lane between the rows can only run through the
+    label (optimizer-step-no-grad, GUI review; NOTE [lanes over a region] in
+    ui/canvas_scene.py)."""
     out, i, last = {}, 0, None
     for r in rows:
         regs = regions.get(r)
-        if last is not None and regs and regions.get(last) and regs != regions[last]:
+        if last is not None and regs and regs != regions.get(last):
             i += 1
         out[r] = i
         i += 1
