@@ -683,9 +683,10 @@ def _lane(geom, s, d) -> list:
 # inside the no_grad box, under its label and along its top edge: it read as if
 # that edge were in the region. A lane that would pass through such a band goes
 # above or below the box instead, whichever is nearer and free of nodes and of
-# other boxes (a band gap of a wrapped chain, a row with nothing below); where
-# neither is (full rows a pitch apart both sides) it stays, and the label is
-# painted on its own background over it.
+# other boxes (a band gap of a wrapped chain, the empty row the layout leaves
+# above a region's row: layout._renumber); where neither is (a graph drawn
+# before its tidy, or of more than REGION_LANES_MAX nodes) it stays, and the
+# label is painted on its own background over it.
 def _clear_of_regions(geom, lane: float, x0: float, x1: float, spread: float) -> float:
     """``lane``, or the nearest lane above or below the region boxes whose head or
     foot it would run in between ``x0`` and ``x1``; ``spread``: how far the lane's
