@@ -1321,9 +1321,6 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
     on the dashed x -> mul edge, the very edge that carries no gradient, and read as
     x's. Other edges near a chip are to be kept clear when a spot allows."""
     import graphscope
-    from PySide6.QtGui import QPainterPath
-    from graphscope.ui.canvas_primitives import _curve, _lane_path
-    from graphscope.ui.canvas_scene import edge_ends, edge_route
     tr = graphscope.trace(WELCOME)
     graph, layout, tl = scene(tr)
     canvas.resize(820, 640)
@@ -1343,14 +1340,7 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
         for eg in geom.edges:
             if (eg.src, eg.dst) in frame.edge_grads or geom.nodes[eg.dst].step > frame.visible_steps:
                 continue
-            s, d = geom.nodes[eg.src], geom.nodes[eg.dst]
-            path = QPainterPath()
-            route = edge_route(geom, s, d)
-            if route is not None:
-                _lane_path(path, route)
-            else:
-                _curve(path, *edge_ends(s, d, geom))
-            path = tf.map(path)
+            path = canvas._painter.edge_path(geom.nodes[eg.src], geom.nodes[eg.dst], tf)
             pts = [path.pointAtPercent(k / 40) for k in range(41)]
             for chip in chips:
                 inner = chip.adjusted(5, 5, -5, -5)
@@ -1375,7 +1365,7 @@ def test_a_node_outside_a_region_inside_its_box_gets_a_hole(canvas, qtbot):
     canvas.set_graph(graph, layout, tr)
     canvas.set_frame(tl.state(len(tl) - 1))
     img = canvas.grab().toImage()
-    painter, geom = canvas._painter, canvas._geom
+    painter = canvas._painter
     found = []
     for reg, cluster, _box, _cont in painter._region_clusters():
         box, _ = painter._region_box(cluster, "full")

@@ -60,13 +60,7 @@ class OverlayPainter:
             s, d = nodes.get(src), nodes.get(dst)
             if s is None or d is None:
                 continue
-            path = QPainterPath()
-            route = edge_route(self.geom, s, d)
-            if route is not None:
-                _lane_path(path, route)
-            else:
-                _curve(path, *edge_ends(s, d, self.geom))
-            path = to_device.map(path)
+            path = self.edge_path(s, d, to_device)
             p.setPen(QPen(qcolor(t.current), max(3.0, 4.0 * min(scale, 1.5)), Qt.SolidLine,
                           Qt.RoundCap))
             p.setBrush(Qt.NoBrush)
@@ -216,6 +210,16 @@ class OverlayPainter:
                     continue
                 p.drawText(box, Qt.AlignHCenter | Qt.AlignTop, text)
 
+    def edge_path(self, s, d, to_device) -> QPainterPath:
+        """The edge from ``s`` to ``d`` as drawn (its lane, else its curve), in device pixels."""
+        path = QPainterPath()
+        route = edge_route(self.geom, s, d)
+        if route is not None:
+            _lane_path(path, route)
+        else:
+            _curve(path, *edge_ends(s, d, self.geom))
+        return to_device.map(path)
+
     def _edge_points(self, labels, lit: set, to_device, limit) -> list:
         """Points every 12 px or so along the visible edges near the labelled ones
         (not those: a chip on its own edge is where it belongs), in device pixels."""
@@ -234,14 +238,7 @@ class OverlayPainter:
         for eg in edges:
             if (eg.src, eg.dst) in lit:
                 continue
-            s, d = nodes[eg.src], nodes[eg.dst]
-            path = QPainterPath()
-            route = edge_route(self.geom, s, d)
-            if route is not None:
-                _lane_path(path, route)
-            else:
-                _curve(path, *edge_ends(s, d, self.geom))
-            path = to_device.map(path)
+            path = self.edge_path(nodes[eg.src], nodes[eg.dst], to_device)
             n = max(4, min(80, int(path.length() / 12)))
             out.append([path.pointAtPercent(i / n) for i in range(n + 1)])
         return out
