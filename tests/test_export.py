@@ -102,9 +102,17 @@ def test_a_new_file_gets_the_mode_the_umask_gives_and_an_old_one_keeps_its_own(t
     ``open`` would have given it, and a file it replaces keeps its mode."""
     import os
     old = os.umask(0o027)
+    calls = []
+    real = os.umask
     try:
-        export.write(trace, tmp_path / "new.json", "json")
-        assert os.umask(0o027) == 0o027          # read, not changed
+        # read from /proc, never set (os.umask(0) then back left a moment in which
+        # another thread's new file was world-writable): no call to os.umask at all
+        os.umask = lambda m: calls.append(m) or real(m)
+        try:
+            export.write(trace, tmp_path / "new.json", "json")
+        finally:
+            os.umask = real
+        assert calls == [] and real(0o027) == 0o027
         kept = tmp_path / "kept.json"
         kept.write_text("{}")
         kept.chmod(0o604)

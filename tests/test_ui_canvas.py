@@ -1235,9 +1235,10 @@ def test_a_node_s_marks_wait_for_the_step_of_their_event(canvas, qtbot):
     assert {"inplace", "error"} <= painter.shown_flags(w)
     assert w in [ng.node for ng in painter._marked()]
     from graphscope.ui.canvas_tooltip import tooltip_text
-    early = tooltip_text(w, tr, flags=frozenset(w.flags) - {"error", "inplace"})
-    late = tooltip_text(w, tr, flags=painter.shown_flags(w))
-    assert early != late
+    for trace in (tr, None):           # (without a trace: the node's own facts)
+        early = tooltip_text(w, trace, flags=frozenset(w.flags) - {"error", "inplace"})
+        late = tooltip_text(w, trace, flags=painter.shown_flags(w))
+        assert early != late and "raised" not in early, trace
 
 
 def test_a_lane_leaves_a_region_box_by_its_nearer_free_side(qapp):
@@ -1314,6 +1315,18 @@ def test_a_block_split_by_the_layout_says_it_continues_and_a_block_run_twice_doe
     painter2 = ScenePainter(geom2, get_theme("light"), 1.0, graph2.regions)
     runs = [(len(c), cont) for _, c, _, cont in painter2._region_clusters()]
     assert runs == [(2, False), (2, False)]
+    # a loop whose body is only the block: no other step between its runs (code review)
+    graph3, layout3, _ = scene(graphscope.trace(
+        "import torch\nw = torch.tensor(2.0, requires_grad=True)\nfor i in range(2):\n"
+        "    with torch.no_grad():\n        r = w * 100\n"))
+    pos3 = layout3.tidy()
+    members = sorted(graph3.regions[0].node_ids, key=lambda i: graph3.nodes[i].step)
+    assert len(members) == 4
+    for nid in members[2:]:
+        pos3[nid] = (pos3[nid][0] - 2000.0, pos3[nid][1] + 600.0)
+    geom3 = SceneGeometry.build(graph3, pos3)
+    painter3 = ScenePainter(geom3, get_theme("light"), 1.0, graph3.regions)
+    assert [(len(c), cont) for _, c, _, cont in painter3._region_clusters()] == [(2, False), (2, False)]
 
 
 def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
@@ -1379,3 +1392,39 @@ def test_a_node_outside_a_region_inside_its_box_gets_a_hole(canvas, qtbot):
         c = img.pixelColor(int(beside.x()), int(beside.y()))
         assert abs(c.red() - bg.red()) + abs(c.green() - bg.green()) + abs(c.blue() - bg.blue()) < 12, \
             (reg.label, ng.id, c.name(), bg.name())
+
+
+def test_at_the_lowest_detail_a_node_has_the_fill_of_the_marks_shown(canvas, qtbot):
+    """Code review: zoomed out to rectangles, w of optimizer-step-no-grad had the
+    error's fill at step 1, and a quiz's answer showed before Reveal the same way:
+    the low-detail fill comes from the node's final flags. It comes from the
+    flags shown at the cursor (NOTE [late flags])."""
+    import graphscope
+    from PySide6.QtGui import QColor
+    from graphscope import scenarios as S
+    sc = S.find("optimizer-step-no-grad")
+    tr = graphscope.trace(sc.snippet, sc.snippet_filename)
+    graph, layout, tl = scene(tr)
+    canvas.set_graph(graph, layout, tr)
+    canvas.set_frame(tl.state(1))
+    for _ in range(40):
+        canvas.grab()
+        if canvas.lod == "tiny":
+            break
+        canvas.zoom_by(0.7)
+    assert canvas.lod == "tiny"
+    ng = canvas._geom.nodes["t0"]
+    assert ng.style == "error"
+
+    def fill():
+        img = canvas.grab().toImage()
+        pt = canvas.transform().map(ng.rect.center())
+        return img.pixelColor(int(pt.x()), int(pt.y()))
+
+    def near(c, name):
+        q = QColor(name)
+        return abs(c.red() - q.red()) + abs(c.green() - q.green()) + abs(c.blue() - q.blue()) < 90
+    theme = canvas._painter.theme
+    assert not near(fill(), theme.error)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    assert near(fill(), theme.error)

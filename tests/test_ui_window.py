@@ -910,3 +910,21 @@ def test_a_tensor_made_while_the_snippet_profiles_shows_without_its_values(qtbot
     assert window.inspector.rows()["shape"] == "()"
     shown = window.inspector.value_text.toPlainText()
     assert "6" not in shown and "float32" in shown      # its dtype, not a value read
+
+
+def test_the_inspector_s_note_on_a_missing_requires_grad_waits_for_its_step(qtbot, window):
+    """Code review: the inspector said "a later backward needed this tensor, but it
+    was created without requires_grad=True" from the tensor's first step on, and
+    before a quiz's Reveal; the canvas draws that mark only from the backward that
+    needed it (NOTE [late flags])."""
+    w = window
+    run_source(qtbot, w, "import torch\nx = torch.tensor(2.0)\ny = x * 3\nz = y ** 2\n"
+                         "z.backward()\nprint(x.grad)\n")
+    x = node_by_label(w, "x")
+    assert "missing_requires_grad" in x.flags
+    w.step_last()
+    w.select_node(x.id)
+    assert "without requires_grad" in w.inspector.rows().get("note", "")
+    w.set_cursor(step_of_op(w, "mul"))
+    w.select_node(x.id)
+    assert "note" not in w.inspector.rows()

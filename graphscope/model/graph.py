@@ -53,8 +53,10 @@ _KEPT_FLAGS = frozenset({"no_grad", "inference", "detached", "inplace", "view", 
 
 # NOTE [late flags]: marks of an event that can come after the node appeared; the
 # same in a streamed run and in build_graph (tensor facts such as retains_grad are
-# final from the start in build_graph, so they are not among them)
-LATE_FLAGS = frozenset({"error", "inplace", "hook", "branch", "missing_requires_grad"})
+# final from the start in build_graph, so they are not among them). Not "branch":
+# a value is read right after it is made, and in a training loop (``if loss <
+# best``) every iteration's mark would redraw the whole graph's cached layer.
+LATE_FLAGS = frozenset({"error", "inplace", "hook", "missing_requires_grad"})
 
 FLAGS = frozenset({"requires_grad", "leaf", "param", "grad_fn", "no_grad", "inference",
                    "detached", "missing_requires_grad", "retains_grad", "error", "branch",
@@ -167,7 +169,9 @@ class GraphBuilder(BranchDecisions):
             if new:
                 fs = self.graph.flag_steps.setdefault(n.id, {})
                 for f in new:
-                    fs.setdefault(f, self.step)
+                    if f not in fs:
+                        fs[f] = self.step
+                        self.graph.late_count += 1
 
     def extend(self, msgs: Iterable) -> GraphDelta:
         d = GraphDelta()

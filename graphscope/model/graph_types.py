@@ -79,6 +79,7 @@ class Graph:
         # NOTE [late flags]: node id -> {flag: step} for the marks of events that
         # came after the node appeared (an in-place change, the error, a hook)
         self.flag_steps: dict[str, dict[str, int]] = {}
+        self.late_count = 0                          # entries in flag_steps, all nodes
         self._nx = None
         self._nx_size = -1
 

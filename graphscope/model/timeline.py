@@ -70,9 +70,20 @@ class FrameState:
     # leaves whose .grad changed at this very step (accumulated into, zeroed, set):
     # only they read "before -> after"; the others show the value they have
     grad_changed: frozenset = frozenset()
-    # node id -> its marks of events after this cursor, left off until their step
-    # (NOTE [late flags] in graph.py: the in-place tag, the error, a hook)
-    flags_later: dict = field(default_factory=dict)
+    # NOTE [late flags] in graph.py (the in-place tag, the error, a hook): the
+    # graph's node id -> {flag: step it was raised at}, shared, not copied; the
+    # marks of steps after this cursor are left off. ``marks_key`` changes only
+    # when the cursor crosses such a step (or new ones come in), so a view keyed
+    # on it redraws its nodes then and not at every step.
+    flag_steps: dict = field(default_factory=dict)
+    marks_key: tuple = (0, 0)
+
+    def flags_later(self, node_id: str) -> frozenset:
+        """The flags of ``node_id`` raised after this cursor."""
+        fs = self.flag_steps.get(node_id)
+        if not fs:
+            return frozenset()
+        return frozenset(f for f, step in fs.items() if step > self.visible_steps)
 
 
 class Timeline:
@@ -81,6 +92,8 @@ class Timeline:
     def __init__(self, trace, graph: Optional[Graph] = None):
         self.trace = trace
         self.graph = graph if graph is not None else build_graph(trace)
+        self._late_sorted: list = []   # steps of the late flags (NOTE [late flags] in graph.py)
+        self._late_total = 0
         self._listeners: list[Callable] = []
         self._cursor = -1
         self._reset()
@@ -195,14 +208,14 @@ class Timeline:
         self._seqs.append(ev.seq)
         self._deltas.append(delta)
 
-    def _flags_later(self, cursor: int) -> dict:
-        """NOTE [late flags] in graph.py: node id -> the flags raised after ``cursor``."""
-        out = {}
-        for nid, fs in self.graph.flag_steps.items():
-            later = [f for f, step in fs.items() if step > cursor]
-            if later:
-                out[nid] = frozenset(later)
-        return out
+    def _marks_key(self, cursor: int) -> tuple:
+        """(late flags raised by ``cursor``, late flags in all): FrameState.marks_key."""
+        g = self.graph
+        if self._late_total != g.late_count:
+            self._late_sorted = sorted(step for fs in g.flag_steps.values()
+                                       for step in fs.values())
+            self._late_total = g.late_count
+        return (bisect.bisect_right(self._late_sorted, cursor), self._late_total)
 
     def _hooks_off(self, cursor: int) -> frozenset:
         """Tensors whose hooks are all off at ``cursor`` (a handful of tensors at most)."""
@@ -410,7 +423,7 @@ class Timeline:
             hooks_off=self._hooks_off(c),
             grad_changed=frozenset(key for which, key, _o, _n in self._deltas[c] if which == 1)
             if c >= 0 else frozenset(),
-            flags_later=self._flags_later(c))
+            flag_steps=self.graph.flag_steps, marks_key=self._marks_key(c))
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

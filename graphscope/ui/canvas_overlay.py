@@ -221,8 +221,9 @@ class OverlayPainter:
         return to_device.map(path)
 
     def _edge_points(self, labels, lit: set, to_device, limit) -> list:
-        """Points every 12 px or so along the visible edges near the labelled ones
-        (not those: a chip on its own edge is where it belongs), in device pixels."""
+        """The visible edges near the labelled ones (not those: a chip on its own
+        edge is where it belongs) as line segments in device pixels, curves
+        flattened: [(bounding box, [QLineF])], one per piece of path."""
         if not self.geom._edge_grid_ready and len(self.geom.edges) > EDGE_POINTS_MAX * 25:
             # the edge grid of a big graph is built when the window is idle (0.46 s
             # at 60,000 edges): not in the paint that follows a run
@@ -239,8 +240,10 @@ class OverlayPainter:
             if (eg.src, eg.dst) in lit:
                 continue
             path = self.edge_path(nodes[eg.src], nodes[eg.dst], to_device)
-            n = max(4, min(80, int(path.length() / 12)))
-            out.append([path.pointAtPercent(i / n) for i in range(n + 1)])
+            for poly in path.toSubpathPolygons():
+                segs = [QLineF(poly[i], poly[i + 1]) for i in range(len(poly) - 1)]
+                if segs:
+                    out.append((poly.boundingRect().adjusted(-1, -1, 1, 1), segs))
         return out
 
     def _marked(self) -> list:
@@ -318,9 +321,9 @@ class OverlayPainter:
         no label placed before (NOTE [label placement]); the least covered one when
         none is free, unless ``optional``: then nothing is drawn and None returned.
         Long texts are elided, and the font shrinks a little when the view is
-        zoomed out, so a label never dwarfs the nodes it explains. ``lines``: points
-        along other edges (device pixels, one list each); a spot on one of them
-        costs more than a later candidate (NOTE [label placement])."""
+        zoomed out, so a label never dwarfs the nodes it explains. ``lines``: other
+        edges (``_edge_points``); a spot on one of them costs more than a later
+        candidate (NOTE [label placement])."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
@@ -364,7 +367,8 @@ class OverlayPainter:
                     cost += 5.0 * ov.width() * ov.height()
             if lines:
                 inner = box.adjusted(2, 2, -2, -2)
-                cost += 60.0 * sum(1 for pts in lines if any(inner.contains(q) for q in pts))
+                cost += 60.0 * sum(1 for bound, segs in lines if bound.intersects(inner)
+                                   and any(_crosses(seg, inner) for seg in segs))
             if best_cost is None or cost < best_cost:
                 best, best_cost, best_i = box, cost, i
             if cost <= i * 0.5:

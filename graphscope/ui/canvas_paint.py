@@ -29,7 +29,8 @@ from graphscope.ui.canvas_primitives import (DETAIL_PX, LABEL_PX, MIN_TEXT_PX, _
                                              _lane_path, _rect, _segment_meets, _unit, font,
                                              lod_for, qcolor)
 from graphscope.ui.canvas_regions import RegionPainter
-from graphscope.ui.canvas_scene import NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route
+from graphscope.ui.canvas_scene import (NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route,
+                                        node_style)
 
 _BADGE_RISE = 0.72   # of a badge's size, how far it stands above its node's box
 
@@ -98,6 +99,39 @@ class ScenePainter(RegionPainter, OverlayPainter):
         return lod
 
     def _paint_tiny(self, p, limit, start, exclude, scale=None, view=None) -> None:
+        self._paint_tiny_groups(p, limit, start, exclude, scale, view)
+        # nodes whose marks are not shown yet (NOTE [late flags]) or before Reveal
+        # are drawn in the fill of the marks shown: at the lowest detail w had the
+        # error's colour from step 1 (code review)
+        p.setPen(Qt.NoPen)
+        for ng, style in self._restyled():
+            if start < ng.step <= limit and ng.id not in exclude:
+                p.setBrush(qcolor(self._tiny_colour(style)))
+                p.drawRect(_rect(ng))
+
+    def _restyled(self) -> list:
+        """[(node geometry, fill group)] of the nodes whose shown flags give another
+        fill group than their own; once per geometry version and state of the marks."""
+        key = (self.geom.version, self.marks_version)
+        cached = self.__dict__.get("_restyled_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        nodes = self.geom.nodes
+        ids = set(self.flag_steps)
+        if self.values_hidden:
+            ids.update(ng.id for ng in nodes.values()
+                       if ng.node.flags and not self._QUIZ_ANSWERS.isdisjoint(ng.node.flags))
+        out = []
+        for nid in ids:
+            ng = nodes.get(nid)
+            if ng is not None and ng.node is not None:
+                style = node_style(ng.node, self.shown_flags(ng.node))
+                if style != ng.style:
+                    out.append((ng, style))
+        self._restyled_cache = (key, out)
+        return out
+
+    def _paint_tiny_groups(self, p, limit, start, exclude, scale, view) -> None:
         geom = self.geom
         count = geom.count_between(start, limit)
         if exclude or count < 2000:
@@ -272,8 +306,11 @@ class ScenePainter(RegionPainter, OverlayPainter):
     # tensors whose hooks are not on at the current step (FrameState.hooks_off)
     hooks_off: frozenset = frozenset()
 
-    # node id -> marks of events after the current step (FrameState.flags_later)
-    flags_later: dict = {}
+    # NOTE [late flags] in graph.py: node id -> {flag: step} (FrameState.flag_steps),
+    # and the cursor, past which a flag is not drawn yet
+    flag_steps: dict = {}
+    marks_cursor = math.inf
+    _marks_key = None
     marks_version = 0          # bumped when what shown_flags gives may have changed
 
     def take_frame(self, frame) -> bool:
@@ -283,10 +320,14 @@ class ScenePainter(RegionPainter, OverlayPainter):
         come. True if any changed."""
         hidden = bool(getattr(frame, "values_hidden", False))
         off = getattr(frame, "hooks_off", None) or frozenset()
-        later = getattr(frame, "flags_later", None) or {}
+        steps = getattr(frame, "flag_steps", None) or {}
+        key = getattr(frame, "marks_key", None) if steps else None
         changed = hidden != self.values_hidden or off != self.hooks_off \
-            or later != self.flags_later
-        self.values_hidden, self.hooks_off, self.flags_later = hidden, off, later
+            or key != self._marks_key or steps is not self.flag_steps
+        self.values_hidden, self.hooks_off = hidden, off
+        self.flag_steps, self._marks_key = steps, key
+        vs = getattr(frame, "visible_steps", None) if frame is not None else None
+        self.marks_cursor = math.inf if vs is None else vs
         if changed:
             self.marks_version += 1
         return changed
@@ -297,10 +338,13 @@ class ScenePainter(RegionPainter, OverlayPainter):
         the hook tag only while a hook is on the tensor; no mark before the step
         of the event it shows (NOTE [late flags] in graph.py)."""
         flags = node.flags or frozenset()
-        if self.flags_later:
-            later = self.flags_later.get(node.id)
-            if later and not later.isdisjoint(flags):
-                flags = frozenset(flags) - later
+        if self.flag_steps:
+            fs = self.flag_steps.get(node.id)
+            if fs:
+                cur = self.marks_cursor
+                later = [f for f, step in fs.items() if step > cur and f in flags]
+                if later:
+                    flags = frozenset(flags).difference(later)
         if self.values_hidden and not self._QUIZ_ANSWERS.isdisjoint(flags):
             flags = frozenset(flags) - self._QUIZ_ANSWERS
         if self.hooks_off and "hook" in flags and node.tensor in self.hooks_off:

@@ -53,17 +53,25 @@ class RegionPainter:
             for cluster in clusters:
                 cluster.sort(key=lambda ng: ng.step)
             clusters.sort(key=lambda c: c[0].step)
-            last = None
+            last = None         # the node of the latest step in the clusters so far
             for cluster in clusters:
                 continued = False
                 if last is not None:
                     if steps is None:
                         steps = sorted(ng.step for ng in nodes.values())
-                    first = cluster[0].step
-                    # no step of another node between the two: one run of the block
-                    continued = bisect_left(steps, first) <= bisect_right(steps, last)
+                    head = cluster[0]
+                    # one run of the block: no step of another node between the two,
+                    # and this one does not start the block again (a loop whose body
+                    # is only the block has no step between its runs either, code
+                    # review): it shares the other's last step (mul's output) or
+                    # goes on further down the block's lines
+                    between = bisect_left(steps, head.step) > bisect_right(steps, last.step)
+                    continued = not between and (
+                        head.step <= last.step
+                        or (getattr(head.node, "line", None) or 0) > (getattr(last.node, "line", None) or 0))
                 out.append((reg, cluster, _union(cluster), continued))
-                last = cluster[-1].step if last is None else max(last, cluster[-1].step)
+                if last is None or cluster[-1].step > last.step:
+                    last = cluster[-1]
         self._clusters_cache = (key, out)
         return out
 
@@ -111,10 +119,19 @@ class RegionPainter:
 
     def regions_extent(self, limit) -> QRectF:
         """Scene box of the region boxes and their labels drawn at ``limit`` (a
-        label wider than its box reaches past the nodes: fitting must show it)."""
+        label wider than its box reaches past the nodes: fitting must show it).
+        Once per geometry version and text scale for the whole graph (``limit``
+        NEVER), which the fit asks for several times a step (NOTE [a steady view])."""
+        key = (self.geom.version, self.text_scale, len(self.regions),
+               tuple(id(r) for r in self.regions)) if limit == math.inf else None
+        cached = self.__dict__.get("_extent_cache")
+        if key is not None and cached is not None and cached[0] == key:
+            return QRectF(cached[1])
         out = QRectF()
         for box, label in self._region_boxes(limit):
             out = out.united(box).united(label)
+        if key is not None:
+            self._extent_cache = (key, QRectF(out))
         return out
 
     def _region_boxes(self, limit) -> list:

@@ -26,16 +26,17 @@ GRID_CELL = 240.0         # hit-grid cell, scene units (about two nodes)
 EDGE_CELLS_MAX = 256      # an edge spanning more grid cells than this is kept in a list
 
 
-def node_style(node) -> str:
-    """Which fill group a node is drawn in (also the group of its low-detail rect)."""
-    flags = node.flags or ()
+def node_style(node, flags=None) -> str:
+    """Which fill group a node is drawn in (also the group of its low-detail rect);
+    ``flags``: the ones shown, by default all of the node's."""
+    flags = (node.flags if flags is None else flags) or ()
     if "error" in flags:
         return "error"
     if node.kind == "op":
         return "op_nograd" if ("no_grad" in flags or "inference" in flags) else "op"
     if "missing_requires_grad" in flags:
         return "missing"
-    if is_tracked(node):
+    if "requires_grad" in flags or "grad_fn" in flags:    # as is_tracked, on these flags
         return "tracked"
     return "untracked"
 

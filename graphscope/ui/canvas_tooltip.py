@@ -86,11 +86,11 @@ def tooltip_text(node, trace=None, grad_summary: str | None = None,
             if info.is_param:
                 rows.append(("parameter", "yes"))
         else:
-            flags = node.flags or ()
+            facts = node.flags or ()     # (not ``flags``: those say which notes to give)
             rows += [("shape / dtype", node.detail or "?"),
-                     ("requires_grad", str("requires_grad" in flags)),
-                     ("is_leaf", str("leaf" in flags)),
-                     ("grad_fn", "yes" if "grad_fn" in flags else "None")]
+                     ("requires_grad", str("requires_grad" in facts)),
+                     ("is_leaf", str("leaf" in facts)),
+                     ("grad_fn", "yes" if "grad_fn" in facts else "None")]
         if grad_summary:
             rows.append((".grad", grad_summary))
     else:

@@ -333,7 +333,15 @@ class Inspector(QWidget):
             # a hook may replace the gradient on its way in: what was sent is not
             # what arrives, and nothing else on screen says why
             rows["hooks"] = hooks
-        flags = sorted(getattr(node, "flags", ()) or ())
+        # the marks shown at this step (NOTE [late flags] in model/graph.py): the
+        # note on a missing requires_grad came from step 1, and before a quiz's
+        # Reveal (code review)
+        flags = set(getattr(node, "flags", ()) or ())
+        later = getattr(frame, "flags_later", None) if frame is not None else None
+        if later is not None and getattr(node, "id", None) is not None:
+            flags -= later(node.id)
+        if self.values_hidden:
+            flags -= {"error", "missing_requires_grad"}
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
             # where this tensor's value steered the program (if / while / .item())
