@@ -284,3 +284,31 @@ def test_a_region_s_row_gets_an_empty_row_above_it():
         if r > 0 and any(row_of[n] < r for n in row_of):
             assert not any(row_of[n] == r - 1 and g.nodes[n].region is None for n in row_of), r
     _check_invariants(g, lay)
+
+
+def test_a_streamed_wrap_shapes_the_stream_and_settle_keeps_the_batch_layout():
+    """NOTE [streamed wrap]: while a run streams in, the window wraps rows as wide
+    as the view (a chain in one long row made the view follow it sideways, 300 px a
+    step); the end of the run is laid out as a stored trace is."""
+    tr = trace_of("""
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        h = x
+        for i in range(12):
+            h = torch.tanh(h * 1.5)
+        h.sum().backward()
+    """)
+    g = build_graph(tr)
+    batch = LayeredLayout(g)
+    lay = LayeredLayout()
+    lay.set_stream_wrap(4)
+    lay.graph = g
+    lay.add(g)
+    assert lay.wrap == 4
+    assert max(lay.layer[n] % lay.wrap for n in lay.positions) <= 3
+    assert max(x for x, _ in lay.positions.values()) < 4 * lay.col_pitch
+    lay.set_stream_wrap(10)                     # too late: nodes are placed
+    assert lay.wrap == 4
+    _check_invariants(g, lay)
+    lay.settle()
+    assert lay.positions == batch.positions

@@ -928,3 +928,18 @@ def test_the_inspector_s_note_on_a_missing_requires_grad_waits_for_its_step(qtbo
     w.set_cursor(step_of_op(w, "mul"))
     w.select_node(x.id)
     assert "note" not in w.inspector.rows()
+
+
+def test_a_streamed_run_wraps_its_rows_as_wide_as_the_view(qtbot, window):
+    """NOTE [streamed wrap] in model/layout.py: while a run streams in, its rows are as
+    wide as the canvas shows at a readable zoom (a chain in one long row made the
+    view follow it sideways, 300 px a step: GUI review)."""
+    w = window
+    w.load_snippet("import torch\nh = torch.ones(3, requires_grad=True)\n"
+                   "for i in range(40):\n    h = torch.tanh(h * 1.5)\n", "chain.py")
+    w.set_speed(0)
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
+        w.run()
+        layout = w.live.layout
+        cols = w.canvas.readable_columns(layout.col_pitch)
+        assert 3 <= cols < 20 and layout.wrap == cols

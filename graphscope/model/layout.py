@@ -130,6 +130,7 @@ class LayeredLayout:
         self.aspect = ASPECT        # of the view the final tidy wraps for (tidy(aspect=))
         self.col_pitch, self.row_pitch = pitches(self.text_scale)
         self.wrap = max(2, int(wrap))
+        self.batch_wrap = self.wrap     # the wrap of a layout made in one batch (settle)
         self.positions: dict[str, tuple] = {}
         self.layer: dict[str, int] = {}
         self.row: dict[str, int] = {}
@@ -169,6 +170,18 @@ class LayeredLayout:
                           if nid in self.layer}
         return True
 
+    def set_stream_wrap(self, layers: int) -> None:
+        """NOTE [streamed wrap]: while a run streams in, wrap every ``layers`` layers
+        (as many columns as the window shows at a readable zoom), not WRAP. A
+        chain streamed into one long row made the view follow it sideways a
+        column a step, 300 px each, and the tidy at the end then folded the row
+        into a block, every node moving at once (GUI review); wrapped like the
+        lines of a page, it grows downwards in view and the tidy moves less.
+        Only before any node is placed; ``settle`` and stored traces keep the
+        batch wrap, so the end of a run is laid out as the exported picture."""
+        if not self.positions:
+            self.wrap = max(2, int(layers))
+
     def settle(self) -> None:
         """Place every node again, as if the whole graph had come in one batch.
 
@@ -181,7 +194,7 @@ class LayeredLayout:
         layout, before its one tidy pass; a stored trace is laid out in one batch
         anyway, so the window and the exported picture agree. This object stays
         the layout (the canvas holds it)."""
-        fresh = LayeredLayout(None, wrap=self.wrap)
+        fresh = LayeredLayout(None, wrap=self.batch_wrap)
         fresh.text_scale, fresh.aspect = self.text_scale, self.aspect
         fresh.col_pitch, fresh.row_pitch = self.col_pitch, self.row_pitch
         fresh.graph = self.graph

@@ -44,6 +44,11 @@ class CanvasView:
         # never above the fit's own cap: at 300% a 2-op graph was never fitted
         return min(px, MAX_FIT_LABEL_PX) / (LABEL_PX * self._text_scale)
 
+    def readable_columns(self, col_pitch: float) -> int:
+        """How many layout columns of ``col_pitch`` the view shows side by side at a
+        readable zoom (NOTE [streamed wrap] in model/layout.py)."""
+        return max(3, int(self.width() * 0.9 / max(1.0, col_pitch * self.readable_scale())))
+
     def _fit_rect(self):
         # NOTE [a steady view]: the whole graph recorded so far, not the part the
         # cursor shows. Fitted to the shown part, a playback of the welcome

@@ -495,6 +495,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._run_source, self._edited = source, False
         self.live = LiveRun(source, filename)
         self.canvas.set_graph(self.live.graph, self.live.layout, self.live.trace)
+        # rows as wide as the view at a readable zoom (NOTE [streamed wrap] in model/layout.py)
+        self.live.layout.set_stream_wrap(self.canvas.readable_columns(self.live.layout.col_pitch))
         self._following = True
         self.set_status("Running… (the first run of a session waits a few seconds for Python "
                         "to import torch)" if self._first_run else "Running…")
