@@ -21,6 +21,23 @@ MIN_SCALE, MAX_SCALE = 0.002, 8.0
 
 
 class CanvasView:
+    # NOTE [room kept for the banner]: a run that ended in an error shows its
+    # explanation above the canvas at the last step only. The canvas grew and
+    # shrank by the banner's height as the cursor left and reached that step, and
+    # the fit zoomed and the tidy re-wrapped the graph each time (a second
+    # visual review: grad-modes' nodes wrapped into two rows and back between
+    # steps 11 and 12). While the banner is hidden its room is kept at the top of
+    # the canvas (``top_inset``, given by the window): the graph is fitted below
+    # it, so it stays where it is, at one zoom, whether the banner shows or not.
+    top_inset = None            # () -> pixels at the top to keep empty; None: none
+
+    def _area(self) -> tuple:
+        """(top, width, height) of the part of the canvas the view fits into."""
+        w, h = max(self.width(), 1), max(self.height(), 1)
+        top = self.top_inset() if self.top_inset is not None else 0
+        top = max(0, min(int(top), h - 40))
+        return top, w, h - top
+
     def fit(self, keep_auto: bool = False) -> None:
         """Zoom and pan so every node (and region label) is in view, also those the
         cursor does not show yet (NOTE [a steady view]); a small
@@ -47,7 +64,7 @@ class CanvasView:
     def readable_columns(self, col_pitch: float) -> int:
         """How many layout columns of ``col_pitch`` the view shows side by side at a
         readable zoom (NOTE [streamed wrap] in model/layout.py)."""
-        return max(3, int(self.width() * 0.9 / max(1.0, col_pitch * self.readable_scale())))
+        return max(3, int(self._area()[1] * 0.9 / max(1.0, col_pitch * self.readable_scale())))
 
     def _fit_rect(self):
         # NOTE [a steady view]: the whole graph recorded so far, not the part the
@@ -71,7 +88,7 @@ class CanvasView:
             ext = self._painter.regions_extent(NEVER)
             if not ext.isNull():
                 r = r.united(ext.adjusted(-20, 0, 20, 0))
-        w, h = max(self.width(), 1), max(self.height(), 1)
+        _top, w, h = self._area()
         cap = min(MAX_FIT_SCALE, MAX_FIT_LABEL_PX / (LABEL_PX * self._text_scale))
         return r, min(w / r.width(), h / r.height(), cap)
 
@@ -84,8 +101,8 @@ class CanvasView:
             self._invalidate()
             self.update()
             return
-        w, h = max(self.width(), 1), max(self.height(), 1)
-        self._set_view(s, w / 2 - r.center().x() * s, h / 2 - r.center().y() * s)
+        top, w, h = self._area()
+        self._set_view(s, w / 2 - r.center().x() * s, top + h / 2 - r.center().y() * s)
 
     def _current_rect(self) -> QRectF | None:
         """Scene box of the current step's nodes (the frame's highlight), else of the
@@ -103,7 +120,8 @@ class CanvasView:
         for ng in ngs[1:]:
             r = r.united(ng.rect)
         s = self.readable_scale()
-        if r.width() * s > self.width() * 0.9 or r.height() * s > self.height() * 0.9:
+        _top, w, h = self._area()
+        if r.width() * s > w * 0.9 or r.height() * s > h * 0.9:
             # an op at the end of a row and its output at the start of the next:
             # centred on both, the view showed neither; the output is what is new
             tensors = [ng for ng in ngs if ng.node.kind == "tensor"] or ngs
@@ -121,17 +139,18 @@ class CanvasView:
         target = self._current_rect()
         if target is None:
             return False
-        w, h = max(self.width(), 1), max(self.height(), 1)
+        top, w, h = self._area()
         s = self._scale if (self._following_now and self._scale >= want * 0.98) else want
         # keep the node where it is while it stays well inside the view: a recentre
         # every step would make a lecture hall seasick (and rebuild the cache each time)
         if self._following_now and abs(s - self._scale) < 1e-9:
             dr = self.transform().mapRect(target)
             mx, my = w * FOLLOW_MARGIN, h * FOLLOW_MARGIN
-            if dr.left() >= mx and dr.right() <= w - mx and dr.top() >= my and dr.bottom() <= h - my:
+            if dr.left() >= mx and dr.right() <= w - mx and dr.top() >= top + my \
+                    and dr.bottom() <= top + h - my:
                 return True
         c = target.center()
-        tx, ty = self._within_graph(s, w / 2 - c.x() * s, h / 2 - c.y() * s)
+        tx, ty = self._within_graph(s, w / 2 - c.x() * s, top + h / 2 - c.y() * s)
         self._following_now = True
         if animate and self._animated and self.isVisible() and abs(s - self._scale) < 1e-9:
             self._pan_from, self._pan_to = (self._tx, self._ty), (tx, ty)
@@ -151,15 +170,15 @@ class CanvasView:
         r = self._fit_rect()[0]
         if r.isNull():
             return tx, ty
-        w, h = max(self.width(), 1), max(self.height(), 1)
+        top, w, h = self._area()
 
-        def clamp(t, lo_edge, hi_edge, size):
+        def clamp(t, lo_edge, hi_edge, origin, size):
             span = (hi_edge - lo_edge) * s
             if span <= size:
-                return size / 2 - (lo_edge + hi_edge) / 2 * s   # narrower: centred
-            return min(-lo_edge * s, max(size - hi_edge * s, t))
+                return origin + size / 2 - (lo_edge + hi_edge) / 2 * s   # narrower: centred
+            return min(origin - lo_edge * s, max(origin + size - hi_edge * s, t))
 
-        return clamp(tx, r.left(), r.right(), w), clamp(ty, r.top(), r.bottom(), h)
+        return clamp(tx, r.left(), r.right(), 0, w), clamp(ty, r.top(), r.bottom(), top, h)
 
     def _on_pan_step(self, value) -> None:
         if self._pan_from is None:

@@ -530,7 +530,8 @@ class GraphCanvas(CanvasView, QWidget):
 
     def view_aspect(self) -> float:
         """Width / height of the drawing area: the layout wraps a chain for it."""
-        return max(1, self.width()) / max(1, self.height())
+        _top, w, h = self._area()    # (without the room kept for the banner)
+        return w / h
 
     def wheelEvent(self, event) -> None:
         dy = event.angleDelta().y() or event.pixelDelta().y()

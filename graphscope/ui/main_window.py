@@ -139,6 +139,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.banner.closed.connect(self._on_banner_closed)
         self._banner_ready = False       # the run ended with something to explain
         self._banner_dismissed = False
+        self.canvas.top_inset = self._banner_room   # NOTE [room kept for the banner]
         self.timeline_bar = TimelineBar(self)
         tb = self.timeline_bar
         tb.first_requested.connect(self.step_first)
@@ -747,6 +748,22 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
 
     def _on_banner_closed(self) -> None:
         self._banner_dismissed = True
+
+    def _banner_room(self) -> int:
+        """Pixels at the top of the canvas kept for the error banner while it is
+        hidden: the cursor is away from the run's last step (NOTE [room kept for
+        the banner] in canvas_view.py). None shown, or closed: nothing kept."""
+        b = self.banner
+        # (isHidden, not isVisible: showing the banner lays out the column, and so
+        # resizes the canvas, before the banner counts as visible)
+        if not self._banner_ready or self._banner_dismissed or not b.isHidden():
+            return 0
+        lay = b.parentWidget().layout() if b.parentWidget() is not None else None
+        gap = max(0, lay.spacing()) if lay is not None else 0
+        if b.height() > 1 and b.width() == self.canvas.width():
+            return b.height() + gap      # as it was last laid out
+        hfw = b.heightForWidth(self.canvas.width())
+        return (hfw if hfw > 0 else b.sizeHint().height()) + gap
 
     def _update_run_actions(self) -> None:
         running = self.controller.is_running()
