@@ -1428,3 +1428,35 @@ def test_at_the_lowest_detail_a_node_has_the_fill_of_the_marks_shown(canvas, qtb
     assert not near(fill(), theme.error)
     canvas.set_frame(tl.state(len(tl) - 1))
     assert near(fill(), theme.error)
+
+
+def test_requires_grad_set_later_shows_from_its_step(canvas, qtbot):
+    """Second visual review, requires-grad-inplace: w, made without requires_grad
+    on line 2, was drawn tracked with its ∇ (and its tooltip said requires_grad
+    True) before line 4's requires_grad_(), which is what the scenario is about."""
+    import graphscope
+    from graphscope import scenarios as S
+    from graphscope.model.graph import GraphBuilder
+    from graphscope.ui.canvas_tooltip import tooltip_text
+    sc = S.find("requires-grad-inplace")
+    tr = graphscope.trace(sc.snippet, sc.snippet_filename)
+    graph, layout, tl = scene(tr)
+    step = graph.flag_steps["t0"]["requires_grad"]
+    w = graph.nodes["t0"]
+    assert w.step < step and tl.steps[step].line == 4
+    from test_model_traces import run_messages
+    source, msgs, end = run_messages(sc.snippet)     # the same when streamed
+    b = GraphBuilder(source=source)
+    for m in msgs + [end]:
+        b.apply(m)
+    assert b.graph.flag_steps.get("t0", {}).get("requires_grad") == step
+    canvas.set_graph(graph, layout, tr)
+    painter = canvas._painter
+    canvas.set_frame(tl.state(w.step))
+    canvas.grab()
+    shown = painter.shown_flags(w)
+    assert "requires_grad" not in shown
+    assert not any(b[0] == "∇" for b in painter._badge_list(canvas._geom.nodes["t0"], shown))
+    assert "requires_grad</b>&nbsp;</td><td>False" in tooltip_text(w, tr, flags=shown)
+    canvas.set_frame(tl.state(step))
+    assert "requires_grad" in painter.shown_flags(w)

@@ -512,6 +512,25 @@ class GraphBuilder(BranchDecisions):
             for tid in op.inputs:
                 if tid in self.tensors:
                     d.merge(self._refresh_tensor(tid))
+                if op.kind == "requires_grad":
+                    self._note_requires_grad(tid, step)
+
+    def _note_requires_grad(self, tid: int, step: int) -> None:
+        """NOTE [late flags]: ``requires_grad_()`` (or ``.requires_grad = True``) on a
+        tensor drawn before: its ∇ and its colour come at this step. (A tensor's
+        facts are final from its first step in build_graph, so this is said here,
+        the same in a streamed run: w of requires-grad-inplace was drawn requiring
+        grad at the line that made it without, second visual review.)"""
+        info = self.tensors.get(tid)
+        if info is None or not info.requires_grad:
+            return
+        for nid in self._tensor_node_ids(tid):
+            node = self.graph.nodes[nid]
+            if node.step is not None and node.step < step:
+                fs = self.graph.flag_steps.setdefault(nid, {})
+                if "requires_grad" not in fs:
+                    fs["requires_grad"] = step
+                    self.graph.late_count += 1
 
     def _materialise(self, tid: int, op: Optional[P.Op], step: int, d: GraphDelta) -> str:
         """Draw a factory's output (now, or later: NOTE [deferred factory tensors])."""

@@ -414,7 +414,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
 
     def _paint_tensor(self, p, ng, r, flags, lod, part: str = "all") -> None:
         t = self.theme
-        tracked = ng.style == "tracked" or ("requires_grad" in flags or "grad_fn" in flags)
+        tracked = "requires_grad" in flags or "grad_fn" in flags   # (the flags shown)
         error = "error" in flags
         missing = "missing_requires_grad" in flags
         leaf_rg = "leaf" in flags and "requires_grad" in flags
@@ -482,7 +482,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
     def _tag_list(ng, flags) -> list:
         if ng.node.kind == "op":
             return []
-        tracked = ng.style == "tracked" or ("requires_grad" in flags or "grad_fn" in flags)
+        tracked = "requires_grad" in flags or "grad_fn" in flags   # (the flags shown)
         tags = []
         if getattr(ng.node, "ghost_of", None):
             # a copy drawn beside one more consumer: the same tensor, not a new one

@@ -78,9 +78,11 @@ def tooltip_text(node, trace=None, grad_summary: str | None = None,
         info = _tensor_info(node, trace)
         rows.append(("tensor", node.label or node.id))
         if info is not None:
+            # (the flags shown: requires_grad_() may come later, NOTE [late flags])
+            rg = bool(info.requires_grad) and (flags is None or "requires_grad" in flags)
             rows += [("shape", shape_text(info.shape)),
                      ("dtype", str(info.dtype).removeprefix("torch.")),
-                     ("requires_grad", str(bool(info.requires_grad))),
+                     ("requires_grad", str(rg)),
                      ("is_leaf", str(bool(info.is_leaf))),
                      ("grad_fn", info.grad_fn or "None")]
             if info.is_param:

@@ -308,6 +308,10 @@ class Inspector(QWidget):
                 "dtype": t.dtype, "device": t.device,
                 "requires_grad": str(t.requires_grad), "is_leaf": str(t.is_leaf),
                 "grad_fn": t.grad_fn or "None"}
+        later = getattr(frame, "flags_later", None) if frame is not None else None
+        if t.requires_grad and later is not None and getattr(node, "id", None) is not None \
+                and "requires_grad" in later(node.id):
+            rows["requires_grad"] = "False"    # requires_grad_() comes later (NOTE [late flags])
         # the node's own op: a later in-place change makes a newer node (t~1) and
         # leaves the TensorInfo with the tensor's final grad_fn, which this node
         # never had (y made by mul showed CopySlices)
