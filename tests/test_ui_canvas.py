@@ -1460,3 +1460,27 @@ def test_requires_grad_set_later_shows_from_its_step(canvas, qtbot):
     assert "requires_grad</b>&nbsp;</td><td>False" in tooltip_text(w, tr, flags=shown)
     canvas.set_frame(tl.state(step))
     assert "requires_grad" in painter.shown_flags(w)
+
+
+def test_a_while_node_says_at_each_step_what_was_read_by_then(canvas, qtbot):
+    """Second visual review, item-control-flow: at the first check of ``while
+    y.item() < 5`` (y = 1.5) the decision node already read "3×, last 6.0 → loop
+    ended"; it says what had been read by the step shown."""
+    import graphscope
+    from graphscope import scenarios as S
+    from graphscope.ui.canvas_tooltip import tooltip_text
+    sc = S.find("item-control-flow")
+    tr = graphscope.trace(sc.snippet, sc.snippet_filename)
+    graph, layout, tl = scene(tr)
+    dec = next(n for n in graph.nodes.values() if n.kind == "op" and "branch" in n.flags)
+    assert dec.detail.startswith("3×") and "loop ended" in dec.detail
+    hist = graph.detail_steps[dec.id]
+    assert len(hist) >= 3 and hist[0][0] == dec.step
+    first = tl.state(dec.step)
+    assert "1.5" in first.detail_at(dec) and "loop body" in first.detail_at(dec)
+    assert tl.state(len(tl) - 1).detail_at(dec) == dec.detail
+    canvas.set_graph(graph, layout, tr)
+    canvas.set_frame(first)
+    canvas.grab()
+    assert canvas._painter._frame_for_text is first
+    assert "1.5" in tooltip_text(dec, tr, went=first.detail_at(dec))

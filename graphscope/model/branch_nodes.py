@@ -113,6 +113,14 @@ class BranchDecisions:
         node = dec.node
         if text != node.detail:
             node.detail = text
+            # NOTE [late flags] in graph.py: the text it had at each step (at the
+            # first read of a while loop it said "3×, last 6.0 → loop ended": review)
+            hist = self.graph.detail_steps.setdefault(node.id, [])
+            if hist and hist[-1][0] == self.step:
+                hist[-1] = (self.step, text)
+            else:
+                hist.append((self.step, text))
+                self.graph.late_count += 1
             if node not in d.nodes and node not in d.changed:
                 d.changed.append(node)
 

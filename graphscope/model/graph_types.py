@@ -79,7 +79,10 @@ class Graph:
         # NOTE [late flags]: node id -> {flag: step} for the marks of events that
         # came after the node appeared (an in-place change, the error, a hook)
         self.flag_steps: dict[str, dict[str, int]] = {}
-        self.late_count = 0                          # entries in flag_steps, all nodes
+        # a decision node's text as it was at each step it changed ("1.5 → loop body",
+        # then "3×, last 6.0 → loop ended"): node id -> [(step, detail)]
+        self.detail_steps: dict[str, list] = {}
+        self.late_count = 0                          # entries in flag_steps and detail_steps
         self._nx = None
         self._nx_size = -1
 

@@ -76,7 +76,20 @@ class FrameState:
     # when the cursor crosses such a step (or new ones come in), so a view keyed
     # on it redraws its nodes then and not at every step.
     flag_steps: dict = field(default_factory=dict)
+    detail_steps: dict = field(default_factory=dict)   # Graph.detail_steps, shared
     marks_key: tuple = (0, 0)
+
+    def detail_at(self, node) -> str:
+        """A decision node's text as it was at this cursor (its detail otherwise)."""
+        hist = self.detail_steps.get(node.id) if self.detail_steps else None
+        if not hist:
+            return node.detail
+        shown = ""
+        for step, text in hist:
+            if step > self.visible_steps:
+                break
+            shown = text
+        return shown
 
     def flags_later(self, node_id: str) -> frozenset:
         """The flags of ``node_id`` raised after this cursor."""
@@ -212,8 +225,9 @@ class Timeline:
         """(late flags raised by ``cursor``, late flags in all): FrameState.marks_key."""
         g = self.graph
         if self._late_total != g.late_count:
-            self._late_sorted = sorted(step for fs in g.flag_steps.values()
-                                       for step in fs.values())
+            self._late_sorted = sorted(
+                [step for fs in g.flag_steps.values() for step in fs.values()]
+                + [step for hist in g.detail_steps.values() for step, _ in hist])
             self._late_total = g.late_count
         return (bisect.bisect_right(self._late_sorted, cursor), self._late_total)
 
@@ -423,7 +437,8 @@ class Timeline:
             hooks_off=self._hooks_off(c),
             grad_changed=frozenset(key for which, key, _o, _n in self._deltas[c] if which == 1)
             if c >= 0 else frozenset(),
-            flag_steps=self.graph.flag_steps, marks_key=self._marks_key(c))
+            flag_steps=self.graph.flag_steps, detail_steps=self.graph.detail_steps,
+            marks_key=self._marks_key(c))
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

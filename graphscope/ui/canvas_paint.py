@@ -312,6 +312,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
     marks_cursor = math.inf
     _marks_key = None
     marks_version = 0          # bumped when what shown_flags gives may have changed
+    _frame_for_text = None     # the frame whose decision texts are drawn (detail_at)
 
     def take_frame(self, frame) -> bool:
         """Take what the nodes' own drawing depends on from timeline ``frame``
@@ -321,7 +322,9 @@ class ScenePainter(RegionPainter, OverlayPainter):
         hidden = bool(getattr(frame, "values_hidden", False))
         off = getattr(frame, "hooks_off", None) or frozenset()
         steps = getattr(frame, "flag_steps", None) or {}
-        key = getattr(frame, "marks_key", None) if steps else None
+        details = getattr(frame, "detail_steps", None) or {}
+        key = getattr(frame, "marks_key", None) if (steps or details) else None
+        self._frame_for_text = frame if details else None
         changed = hidden != self.values_hidden or off != self.hooks_off \
             or key != self._marks_key or steps is not self.flag_steps
         self.values_hidden, self.hooks_off = hidden, off
@@ -540,7 +543,8 @@ class ScenePainter(RegionPainter, OverlayPainter):
         t = self.theme
         node = ng.node
         label = str(node.label or ng.id)
-        detail = node.detail or ""
+        fr = self._frame_for_text
+        detail = (fr.detail_at(node) if fr is not None else node.detail) or ""
         if self.values_hidden and node.kind == "op":
             flags = node.flags or ()
             if "branch" in flags:

@@ -65,7 +65,7 @@ def explanation(node, trace=None, flags=None) -> str | None:
 
 
 def tooltip_text(node, trace=None, grad_summary: str | None = None,
-                 hidden: bool = False, flags=None) -> str:
+                 hidden: bool = False, flags=None, went: str | None = None) -> str:
     """Rich text for QToolTip. ``hidden``: a quiz before Reveal (no values read);
     ``flags``: the node's marks shown at the cursor (an error's note is not
     explained before the step that raised it, nor before Reveal)."""
@@ -73,7 +73,9 @@ def tooltip_text(node, trace=None, grad_summary: str | None = None,
     if node.kind == "op" and "branch" in (node.flags or ()):
         # a decision node (graph.py NOTE [branch nodes]): Python control flow
         rows.append(("condition", node.label or node.id))
-        rows.append(("went", "hidden until Reveal" if hidden else (node.detail or "?")))
+        # ``went``: its text at the cursor (FrameState.detail_at), not its last
+        rows.append(("went", "hidden until Reveal" if hidden
+                     else ((node.detail if went is None else went) or "not yet")))
     elif node.kind == "tensor":
         info = _tensor_info(node, trace)
         rows.append(("tensor", node.label or node.id))

@@ -629,8 +629,10 @@ class GraphCanvas(CanvasView, QWidget):
         if grads and ng.node.tensor is not None and ng.node.tensor in grads:
             from graphscope.ui.canvas_overlay import _short
             grad = _short(grads[ng.node.tensor])
+        at = getattr(self._frame, "detail_at", None)
         return tooltip_text(ng.node, self._trace, grad, hidden=self._painter.values_hidden,
-                            flags=self._painter.shown_flags(ng.node))
+                            flags=self._painter.shown_flags(ng.node),
+                            went=at(ng.node) if at is not None else None)
 
 
 def _scale_layout(layout, text_scale: float) -> bool:

@@ -227,7 +227,7 @@ class Inspector(QWidget):
         op = _lookup_op(node, trace)
         tensor = _lookup_tensor(node, trace)
         if getattr(node, "kind", "") == "op" and "branch" in (getattr(node, "flags", ()) or ()):
-            self._show_decision(node, op, trace)
+            self._show_decision(node, op, trace, frame)
         elif getattr(node, "kind", "") == "op" and op is not None:
             self._show_op(node, op, trace, frame)
         elif tensor is not None:
@@ -242,14 +242,16 @@ class Inspector(QWidget):
             for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):
                 w.hide()
 
-    def _show_decision(self, node, op, trace) -> None:
+    def _show_decision(self, node, op, trace, frame=None) -> None:
         """A branch point (graph.py NOTE [branch nodes]): the condition and the way it went."""
         self.title_label.setText(node.label)
         self.subtitle_label.setText("Python control flow decided by a tensor's value")
         rows = {"line": str(node.line) if node.line else "-"}
         if op is not None and op.inputs:
             rows["read from"] = ", ".join(_tensor_name(trace, i) for i in op.inputs)
-        rows["went"] = "hidden until Reveal" if self.values_hidden else (node.detail or "?")
+        at = getattr(frame, "detail_at", None) if frame is not None else None
+        went = at(node) if at is not None else node.detail
+        rows["went"] = "hidden until Reveal" if self.values_hidden else (went or "not yet")
         rows["note"] = ("autograd does not record this decision: another value would run "
                         "other code and build a different graph")
         self._rows = rows
