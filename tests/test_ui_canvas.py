@@ -1267,9 +1267,9 @@ def test_a_lane_leaves_a_region_box_by_its_nearer_free_side(qapp):
     m_top, m_bottom = 84.0 - 19.0, 84.0 + 19.0
     assert 84.0 - 42.0 > m_top - 44.0 and 84.0 + 42.0 < m_bottom + 26.0   # in head, in foot
     up = lane_of(-2)                   # a backward edge from above: the lane above d's row
-    assert m_top - 44.0 - 30.0 < up <= m_top - 44.0 - 6.0
+    assert m_top - 44.0 - 30.0 < up <= m_top - 44.0 - 12.0
     down = lane_of(1)                  # from the row below: the lane below it, in the foot
-    assert m_bottom + 26.0 + 6.0 <= down < m_bottom + 26.0 + 30.0
+    assert m_bottom + 26.0 + 12.0 <= down < m_bottom + 26.0 + 30.0
     # nodes just above the head and just below the foot: no free side, it stays
     assert lane_of(1, extra_rows=(0.0, 150.0)) == 84.0 + 42.0
 
@@ -1332,7 +1332,8 @@ def test_a_block_split_by_the_layout_says_it_continues_and_a_block_run_twice_doe
 def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
     """GUI review, welcome after Reveal: at MulBackward0 w's "∂ [1., -8., 36.]" sat
     on the dashed x -> mul edge, the very edge that carries no gradient, and read as
-    x's. Other edges near a chip are to be kept clear when a spot allows."""
+    x's; a second review saw a chip on the next lit edge, two chips on one line.
+    Other edges near a chip are to be kept clear when a spot allows."""
     import graphscope
     tr = graphscope.trace(WELCOME)
     graph, layout, tl = scene(tr)
@@ -1351,11 +1352,13 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
         chips = canvas._painter.placed_labels[len(frame.leaf_grads):]
         assert len(chips) == len(frame.edge_grads)
         for eg in geom.edges:
-            if (eg.src, eg.dst) in frame.edge_grads or geom.nodes[eg.dst].step > frame.visible_steps:
+            if geom.nodes[eg.dst].step > frame.visible_steps:
                 continue
             path = canvas._painter.edge_path(geom.nodes[eg.src], geom.nodes[eg.dst], tf)
             pts = [path.pointAtPercent(k / 40) for k in range(41)]
-            for chip in chips:
+            for chip, own in zip(chips, frame.edge_grads):
+                if own == (eg.src, eg.dst):
+                    continue       # (its own edge: where it belongs)
                 inner = chip.adjusted(5, 5, -5, -5)
                 assert not any(inner.contains(q) for q in pts), (i, eg.src, eg.dst, chip)
         checked += 1

@@ -136,6 +136,8 @@ def test_run_builds_graph_and_stepping_goes_back(qtbot, window):
     run_source(qtbot, w, "print('no tensors')\n")
     assert len(w.live.timeline) == 0
     assert not w.play_action.isEnabled() and not w.timeline_bar.play_button.isEnabled()
+    w.load_snippet("print(1)\n", "other.py")          # before any run of it, neither
+    assert not w.play_action.isEnabled() and not w.timeline_bar.play_button.isEnabled()
 
 
 def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):

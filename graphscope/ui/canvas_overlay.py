@@ -54,7 +54,7 @@ class OverlayPainter:
         # edges carrying gradient at this backward step: thick, in the current colour
         edge_grads = dict(getattr(frame, "edge_grads", None) or {}) if frame is not None else {}
         labels = []
-        lit_edges: set = set()
+        lit_order: list = []        # the edge of each label
         near = QRectF()
         for (src, dst), text in edge_grads.items():
             s, d = nodes.get(src), nodes.get(dst)
@@ -67,7 +67,7 @@ class OverlayPainter:
             p.drawPath(path)
             labels.append((path, "∂ " + str(text)))
             near = near.united(path.boundingRect())
-            lit_edges.add((src, dst))
+            lit_order.append((src, dst))
         for ng in highlight:
             self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")
         ringed = list(highlight)
@@ -180,8 +180,8 @@ class OverlayPainter:
         # the other edges near the chips: a chip on one read as its gradient (welcome,
         # backward: w's "∂ [1., -8., 36.]" sat on the x -> mul edge, the very edge
         # that carries none, GUI review)
-        lines = self._edge_points(labels, lit_edges, to_device, limit) if labels else []
-        for path, text in labels:
+        lines = self._edge_points(labels, to_device, limit) if labels else []
+        for (path, text), own in zip(labels, lit_order):
             cands, sides = [], []
             for tpos in (0.5, 0.3, 0.7):
                 pt = path.pointAtPercent(tpos)
@@ -192,7 +192,7 @@ class OverlayPainter:
                 cands += [pt] * 2
                 sides += ["above3", "below3"]
             self._place_label(p, cands, sides, text, obstacles, placed, bounds, scale,
-                              lines=lines)
+                              lines=[(b, segs) for key, b, segs in lines if key != own])
         if quiet:
             f = font(11 * self.text_scale)
             fm = QFontMetricsF(f)
@@ -220,10 +220,11 @@ class OverlayPainter:
             _curve(path, *edge_ends(s, d, self.geom))
         return to_device.map(path)
 
-    def _edge_points(self, labels, lit: set, to_device, limit) -> list:
-        """The visible edges near the labelled ones (not those: a chip on its own
-        edge is where it belongs) as line segments in device pixels, curves
-        flattened: [(bounding box, [QLineF])], one per piece of path."""
+    def _edge_points(self, labels, to_device, limit) -> list:
+        """The visible edges near the labelled ones as line segments in device
+        pixels, curves flattened: [((src, dst), bounding box, [QLineF])], one per
+        piece of path. (A chip keeps off all but its own: one sat on the next lit
+        edge, two chips on one line: second visual review.)"""
         if not self.geom._edge_grid_ready and len(self.geom.edges) > EDGE_POINTS_MAX * 25:
             # the edge grid of a big graph is built when the window is idle (0.46 s
             # at 60,000 edges): not in the paint that follows a run
@@ -237,13 +238,12 @@ class OverlayPainter:
             return []
         nodes, out = self.geom.nodes, []
         for eg in edges:
-            if (eg.src, eg.dst) in lit:
-                continue
             path = self.edge_path(nodes[eg.src], nodes[eg.dst], to_device)
             for poly in path.toSubpathPolygons():
                 segs = [QLineF(poly[i], poly[i + 1]) for i in range(len(poly) - 1)]
                 if segs:
-                    out.append((poly.boundingRect().adjusted(-1, -1, 1, 1), segs))
+                    out.append(((eg.src, eg.dst), poly.boundingRect().adjusted(-1, -1, 1, 1),
+                                segs))
         return out
 
     def _marked(self) -> list:

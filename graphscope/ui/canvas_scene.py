@@ -561,6 +561,7 @@ LANE_INSET = 12.0
 PORT_GAP = 12.0   # scene units between the inputs entering one node (NOTE [input ports])
 LANE_STEP = 7.0   # scene units between the tracks of lanes leaving one column gap
 REGION_PAD = 18.0  # a grad-mode region's box around its nodes (canvas_regions.py)
+LANE_CLEAR = 12.0  # a lane kept out of a region's box runs this far from its border
 # lanes keep out of region boxes in graphs up to this many nodes: in bigger ones the
 # free-strip checks along lanes across the whole graph cost seconds (60,000 nodes:
 # 1.9 s of the first paint), for boxes drawn a few pixels high
@@ -752,7 +753,9 @@ def _in_region_band(geom, y, x0, x1, spread) -> bool:
 def _region_band_exits(geom, y, x0, x1, spread) -> list:
     """Just above and just below the boxes the lane at ``y`` would run in."""
     boxes = list(_region_boxes_met(geom, y, x0, x1, spread))
-    return [min(t for t, _ in boxes) - 6 - spread, max(b for _, b in boxes) + 6 + spread]
+    # 12 units clear: at 6 a lane read as a second dashed border (second visual review)
+    return [min(t for t, _ in boxes) - LANE_CLEAR - spread,
+            max(b for _, b in boxes) + LANE_CLEAR + spread]
 
 
 def _left_port(geom, s, d) -> QPointF:

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QTransform
 
 from graphscope.ui.canvas_primitives import LABEL_PX
-from graphscope.ui.canvas_scene import NEVER, PORT_GAP
+from graphscope.ui.canvas_scene import LANE_CLEAR, NEVER, PORT_GAP
 
 MAX_FIT_SCALE = 2.8      # a small graph is drawn big (a 3-node graph fills the view)
 MAX_FIT_LABEL_PX = 52.0  # ... but its labels no bigger than this on screen
@@ -82,7 +82,7 @@ class CanvasView:
         if self._painter.regions:
             # and for a lane above a region's box on the top row, 24 units below
             # the view's edge (NOTE [lanes over a region] in canvas_scene.py)
-            label = max(label, self._geom.region_head + 6 + PORT_GAP + 24)
+            label = max(label, self._geom.region_head + LANE_CLEAR + PORT_GAP + 24)
         r = r.adjusted(-40, -label, 40, label if self._painter.regions else 40)
         if self._painter.regions:
             ext = self._painter.regions_extent(NEVER)

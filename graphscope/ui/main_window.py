@@ -104,6 +104,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._retidy_timer.timeout.connect(self._retidy)
         self._build_widgets()
         self._build_actions()
+        self.play_action.setEnabled(False)    # no run yet: nothing to play
+        self.timeline_bar.play_button.setEnabled(False)
         self._following = False               # playback follows a run still streaming in
         self._first_run = True
         self._selected: Optional[str] = None
@@ -551,6 +553,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.timeline_bar.set_playing(False)
         self._following = False
         self.live = None
+        # no run, nothing to play (Play was enabled at "Step 0 of 0" before any run)
+        self.play_action.setEnabled(False)
+        self.timeline_bar.play_button.setEnabled(False)
         self._edited = False
         self._end_text = None
         self._selected = None

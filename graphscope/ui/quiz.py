@@ -234,12 +234,14 @@ class QuizPanel(QWidget):
         self.buttons = []
         if scenario is None:
             self.meta_label.setText("")
+            self.meta_label.hide()      # (an empty grey strip above "No scenario")
             self.title_label.setText("No scenario")
             self.question_label.setText("Open a scenario from the browser (Scenarios menu).")
         else:
             cat = str(getattr(scenario, "category", "") or "").replace("_", " ")
             diff = str(getattr(scenario, "difficulty", "") or "")
             self.meta_label.setText(" \u00b7 ".join(x for x in (cat.title(), diff) if x))
+            self.meta_label.setVisible(bool(self.meta_label.text()))
             self.title_label.setText(str(getattr(scenario, "title", "") or scenario.id))
             self.question_label.setText(rich(getattr(scenario, "question", "")))
             for key, text in _option_list(scenario):
