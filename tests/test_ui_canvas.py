@@ -49,6 +49,16 @@ def scene(trace):
     return graph, layout, Timeline(trace, graph)
 
 
+def shown(canvas, trace, size=(820, 640)):
+    """``scene(trace)`` on ``canvas`` at ``size`` (820x640: the canvas of a 1600x1000
+    window), the layout tidied for it as the window does."""
+    graph, layout, tl = scene(trace)
+    canvas.resize(*size)
+    layout.tidy(aspect=canvas.view_aspect())
+    canvas.set_graph(graph, layout, trace)
+    return graph, layout, tl
+
+
 def synthetic_trace(n_ops: int) -> Trace:
     """A chain y = y * w + ... of ``n_ops`` ops built straight from protocol records."""
     tr = Trace(source="", filename="<synthetic>")
@@ -1129,10 +1139,7 @@ def test_a_gradient_chip_keeps_off_a_region_s_label(canvas, qtbot):
     "torch.no_grad(), lines 6-7". Region labels are obstacles for the chips."""
     import graphscope
     tr = graphscope.trace(WELCOME)
-    graph, layout, tl = scene(tr)
-    canvas.resize(820, 640)                    # the canvas of a 1600x1000 window
-    layout.tidy(aspect=canvas.view_aspect())
-    canvas.set_graph(graph, layout, tr)
+    graph, layout, tl = shown(canvas, tr)
     checked = 0
     for i in range(len(tl)):
         frame = tl.state(i)
@@ -1167,10 +1174,7 @@ def test_a_lane_keeps_out_of_a_region_box(canvas, qtbot, sid, size):
     from graphscope.ui.canvas_scene import edge_route
     sc = S.find(sid)
     tr = graphscope.trace(sc.snippet, sc.snippet_filename)
-    graph, layout, tl = scene(tr)
-    canvas.resize(*size)                       # the canvas of a 1600x1000 window, a laptop's
-    layout.tidy(aspect=canvas.view_aspect())
-    canvas.set_graph(graph, layout, tr)
+    graph, layout, tl = shown(canvas, tr, size)
     canvas.set_frame(tl.state(len(tl) - 1))
     canvas.grab()
     painter, geom = canvas._painter, canvas._geom
@@ -1192,10 +1196,7 @@ def test_playback_keeps_one_view_while_the_nodes_appear(canvas, qtbot):
     part the cursor showed. It fits the graph recorded so far (NOTE [a steady view])."""
     import graphscope
     tr = graphscope.trace(WELCOME)
-    graph, layout, tl = scene(tr)
-    canvas.resize(820, 640)
-    layout.tidy(aspect=canvas.view_aspect())
-    canvas.set_graph(graph, layout, tr)
+    graph, layout, tl = shown(canvas, tr)
     views = set()
     for i in range(len(tl)):
         canvas.set_frame(tl.state(i))
@@ -1336,10 +1337,7 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
     Other edges near a chip are to be kept clear when a spot allows."""
     import graphscope
     tr = graphscope.trace(WELCOME)
-    graph, layout, tl = scene(tr)
-    canvas.resize(820, 640)
-    layout.tidy(aspect=canvas.view_aspect())
-    canvas.set_graph(graph, layout, tr)
+    graph, layout, tl = shown(canvas, tr)
     geom = canvas._geom
     checked = 0
     for i in range(len(tl)):
@@ -1375,10 +1373,7 @@ def test_a_node_outside_a_region_inside_its_box_gets_a_hole(canvas, qtbot):
     from graphscope import scenarios as S
     sc = S.find("grad-modes")
     tr = graphscope.trace(sc.snippet, sc.snippet_filename)
-    graph, layout, tl = scene(tr)
-    canvas.resize(820, 640)
-    layout.tidy(aspect=canvas.view_aspect())
-    canvas.set_graph(graph, layout, tr)
+    graph, layout, tl = shown(canvas, tr)
     canvas.set_frame(tl.state(len(tl) - 1))
     img = canvas.grab().toImage()
     painter = canvas._painter
