@@ -141,3 +141,50 @@ def test_batch_frames_carry_many_messages_and_mix_with_single_ones():
         assert got[6].stats["max"] == [2, 2]
         for m, b in zip(MESSAGES[:6] + MESSAGES[6:], got[:6] + got[7:]):
             assert _equal(m, b), m
+
+
+def test_a_batch_given_at_once_is_written_as_the_messages_one_by_one():
+    """EventWriter.emit_many (HeldEmit's flushed batches) writes what emit of each
+    would: the same messages in the same order, a finished line of output and the
+    Outcome sent at once."""
+    import os
+    from graphscope.capture.worker import EventWriter
+    msgs = [m for m in MESSAGES if type(m) not in (P.End, P.Ready)]
+    outcome = P.Outcome("ok", None, None, 0.1)
+
+    def written(feed) -> list:
+        r, w = os.pipe()
+        try:
+            wr = EventWriter(w)
+            feed(wr)
+            wr.close()
+            os.close(w)
+            data = bytearray()
+            while chunk := os.read(r, 1 << 16):
+                data += chunk
+        finally:
+            os.close(r)
+        return P.decode_frames(data)
+
+    def one(wr):
+        for m in msgs + [outcome]:
+            wr(m)
+
+    def many(wr):
+        wr.emit_many(msgs[:3])
+        wr.emit_many(msgs[3:] + [outcome])
+    a, b = written(one), written(many)
+    assert len(a) == len(b) == len(msgs) + 1
+    assert all(type(x) is type(y) and _equal(x, y) for x, y in zip(a, b))
+    # a finished line makes the batch go out at once, as emit does
+    r, w = os.pipe()
+    try:
+        wr = EventWriter(w)
+        wr._last_flush = float("inf")          # (the clock never says "due")
+        wr.emit_many([P.Output(1, "stdout", "no end")])
+        assert wr._rows
+        wr.emit_many([P.Output(2, "stdout", "line\n")])
+        assert not wr._rows
+    finally:
+        os.close(r)
+        os.close(w)

@@ -304,6 +304,9 @@ class HeldEmit:
 
     def __init__(self, emit, batch: StatsBatch) -> None:
         self._emit = emit
+        # a writer that takes a list at once (the worker's EventWriter): one lock
+        # and one look at the clock for a flushed batch, not one per message
+        self._emit_many = getattr(emit, "emit_many", None)
         self.batch = batch
         self._held: deque = deque()
         self._flush_lock = threading.Lock()
@@ -350,12 +353,18 @@ class HeldEmit:
                 held = self._held
                 n = len(held)          # these messages' stats were added before them ...
                 self.batch.compute()   # ... so this fills all of them
-                emit = self._emit
                 pop = held.popleft
-                for _ in range(n):
-                    # popped first: an interrupt in emit loses this one message
-                    # rather than sending it twice (a duplicate Op draws a phantom node)
-                    emit(pop())
+                many = self._emit_many
+                if many is not None and n > 1:
+                    # popped first, as below: an interrupt loses these rather than
+                    # sending them twice
+                    many([pop() for _ in range(n)])
+                else:
+                    emit = self._emit
+                    for _ in range(n):
+                        # popped first: an interrupt in emit loses this one message
+                        # rather than sending it twice (a duplicate Op draws a phantom node)
+                        emit(pop())
                 self._flushes += 1
             finally:
                 self._flushing = False

@@ -93,6 +93,32 @@ class EventWriter:
         if due:
             self.flush()
 
+    __call__ = emit
+
+    def emit_many(self, msgs: list) -> None:
+        """``emit`` of each of ``msgs``, in order, with one lock and one look at the
+        clock (HeldEmit's flushed batches: ~0.07 s of the 20,000-op chain's run)."""
+        if self._fd < 0:
+            return
+        row = self._row
+        new = [row(m) for m in msgs]       # (made before the lock: NOTE [no allocation ...])
+        size, line_end = 0, False
+        for m in msgs:
+            t = type(m)
+            if t is P.Output:
+                size += len(m.text)
+                line_end = line_end or m.text.endswith("\n")
+            elif t is P.Outcome:
+                line_end = True
+        with self._lock:
+            rows = self._rows
+            rows.extend(new)
+            self._size += size
+            due = (line_end or len(rows) >= _FLUSH_ROWS or self._size >= _FLUSH_BYTES
+                   or time.monotonic() - self._last_flush >= _FLUSH_AGE)
+        if due:
+            self.flush()
+
     def send_now(self, msg) -> None:
         self.emit(msg)
         self.flush()
@@ -306,7 +332,7 @@ def main(argv=None) -> int:
     writer.start_flusher()
     started = time.perf_counter()
     try:
-        end = run_snippet(run, writer.emit, writer.set_idle, at_exit=True)
+        end = run_snippet(run, writer, writer.set_idle, at_exit=True)
     except BaseException as e:  # a bug in the recorder, not in the snippet
         end = P.End(status="error", duration=time.perf_counter() - started,
                     error=P.ErrorInfo(type="InternalError",
