@@ -1328,6 +1328,17 @@ def test_a_block_split_by_the_layout_says_it_continues_and_a_block_run_twice_doe
     geom3 = SceneGeometry.build(graph3, pos3)
     painter3 = ScenePainter(geom3, get_theme("light"), 1.0, graph3.regions)
     assert [(len(c), cont) for _, c, _, cont in painter3._region_clusters()] == [(2, False), (2, False)]
+    # one run of a one-line block split between its two ops goes on (code review)
+    graph4, layout4, _ = scene(graphscope.trace(
+        "import torch\nw = torch.tensor(2.0, requires_grad=True)\nwith torch.no_grad():\n"
+        "    r = w * 100 + 1\n"))
+    pos4 = layout4.tidy()
+    members = sorted(graph4.regions[0].node_ids, key=lambda i: graph4.nodes[i].step)
+    for nid in members[2:]:
+        pos4[nid] = (pos4[nid][0] - 2000.0, pos4[nid][1] + 600.0)
+    painter4 = ScenePainter(SceneGeometry.build(graph4, pos4), get_theme("light"), 1.0,
+                            graph4.regions)
+    assert [(len(c), cont) for _, c, _, cont in painter4._region_clusters()] == [(2, False), (2, True)]
 
 
 def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):

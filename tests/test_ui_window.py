@@ -945,6 +945,12 @@ def test_a_streamed_run_wraps_its_rows_as_wide_as_the_view(qtbot, window):
         layout = w.live.layout
         cols = w.canvas.readable_columns(layout.col_pitch)
         assert 3 <= cols < 20 and layout.wrap == cols
+    # the end of the run is laid out as the stored trace is, however many batches
+    # it came in (one batch kept the streamed wrap: code review)
+    from graphscope.model.graph import build_graph
+    from graphscope.model.layout import LayeredLayout
+    stored = LayeredLayout(build_graph(w.live.trace)).tidy(aspect=w._tidy_aspect)
+    assert w.live.layout.positions == stored
 
 
 def test_stepping_away_from_an_error_keeps_the_graph_where_it_is(qtbot, window):
@@ -985,3 +991,22 @@ def test_stepping_away_from_an_error_keeps_the_graph_where_it_is(qtbot, window):
     qtbot.waitUntil(lambda: w.canvas.height() == h_last, timeout=3000)
     qtbot.wait(300)
     assert view() == last
+
+
+def test_a_run_in_one_batch_with_the_streamed_wrap_ends_as_the_stored_trace():
+    """Code review: a fast run that came in one batch kept the streamed wrap (only
+    runs of several batches were settled) and ended in another layout than the
+    stored trace and the exported picture."""
+    from graphscope.model.graph import build_graph
+    from graphscope.model.layout import LayeredLayout
+    from graphscope.ui.live_run import LiveRun
+    from test_model_traces import run_messages
+    source, msgs, end = run_messages(
+        "import torch\nh = torch.ones(3, requires_grad=True)\n"
+        "for i in range(30):\n    h = torch.tanh(h * 1.5)\n")
+    live = LiveRun(source, "<snippet>")
+    live.layout.set_stream_wrap(5)
+    live.apply(msgs)                                      # one batch
+    live.finish(end)
+    stored = LayeredLayout(build_graph(live.trace))
+    assert live.layout.positions == stored.positions

@@ -97,13 +97,25 @@ class EventWriter:
 
     def emit_many(self, msgs: list) -> None:
         """``emit`` of each of ``msgs``, in order, with one lock and one look at the
-        clock (HeldEmit's flushed batches: ~0.07 s of the 20,000-op chain's run)."""
+        clock (HeldEmit's flushed batches: the chain's messages 0.111 -> 0.080 s)."""
         if self._fd < 0:
             return
         row = self._row
-        new = [row(m) for m in msgs]       # (made before the lock: NOTE [no allocation ...])
+        new: list = []                     # (made before the lock: NOTE [no allocation ...])
+        try:
+            for m in msgs:
+                new.append(row(m))
+        finally:
+            # interrupted (a stop's KeyboardInterrupt) while making them: the rows made
+            # go out and only the message being made is lost, as with emit (the
+            # whole batch HeldEmit had popped was lost: code review)
+            self._add_rows(new, msgs)
+
+    def _add_rows(self, new: list, msgs: list) -> None:
+        if not new:
+            return
         size, line_end = 0, False
-        for m in msgs:
+        for m in msgs[:len(new)]:
             t = type(m)
             if t is P.Output:
                 size += len(m.text)

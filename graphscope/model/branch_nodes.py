@@ -115,12 +115,18 @@ class BranchDecisions:
             node.detail = text
             # NOTE [late flags] in graph.py: the text it had at each step (at the
             # first read of a while loop it said "3×, last 6.0 → loop ended": review)
+            # A text settled by the op right after the read (which way it went)
+            # replaces the one of the step before: one entry for an ``if`` read
+            # once, none counted in late_count for the node's own step (a new
+            # decision each iteration of a training loop redrew the cached layer
+            # twice an iteration: code review); a loop's later reads add entries.
             hist = self.graph.detail_steps.setdefault(node.id, [])
-            if hist and hist[-1][0] == self.step:
-                hist[-1] = (self.step, text)
+            if hist and hist[-1][0] >= self.step - 1:
+                hist[-1] = (hist[-1][0], text)
             else:
                 hist.append((self.step, text))
-                self.graph.late_count += 1
+                if len(hist) > 1:
+                    self.graph.late_count += 1
             if node not in d.nodes and node not in d.changed:
                 d.changed.append(node)
 

@@ -77,12 +77,13 @@ class Graph:
         self.out_node: dict[tuple, str] = {}         # (op id, tensor id) -> node it produced
         self._node_steps: list[int] = []             # step of each node, in order
         # NOTE [late flags]: node id -> {flag: step} for the marks of events that
-        # came after the node appeared (an in-place change, the error, a hook)
+        # came after the node appeared (an in-place change, the error, a hook, a
+        # missing requires_grad, a later requires_grad_())
         self.flag_steps: dict[str, dict[str, int]] = {}
         # a decision node's text as it was at each step it changed ("1.5 → loop body",
         # then "3×, last 6.0 → loop ended"): node id -> [(step, detail)]
         self.detail_steps: dict[str, list] = {}
-        self.late_count = 0                          # entries in flag_steps and detail_steps
+        self.late_count = 0                          # entries after a node's own step
         self._nx = None
         self._nx_size = -1
 

@@ -178,7 +178,9 @@ class LayeredLayout:
         into a block, every node moving at once (GUI review); wrapped like the
         lines of a page, it grows downwards in view and the tidy moves less.
         Only before any node is placed; ``settle`` and stored traces keep the
-        batch wrap, so the end of a run is laid out as the exported picture."""
+        batch wrap, so the end of a run is laid out as the exported picture (a
+        run of more than live_run.RELAYOUT_MAX nodes keeps its streamed layout,
+        as it keeps its batches' placement)."""
         if not self.positions:
             self.wrap = max(2, int(layers))
 

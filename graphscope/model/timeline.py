@@ -227,7 +227,7 @@ class Timeline:
         if self._late_total != g.late_count:
             self._late_sorted = sorted(
                 [step for fs in g.flag_steps.values() for step in fs.values()]
-                + [step for hist in g.detail_steps.values() for step, _ in hist])
+                + [step for hist in g.detail_steps.values() for step, _ in hist[1:]])
             self._late_total = g.late_count
         return (bisect.bisect_right(self._late_sorted, cursor), self._late_total)
 

@@ -35,6 +35,9 @@ from graphscope.ui.canvas_scene import (NEVER, NodeGeom, SceneGeometry, edge_end
 _BADGE_RISE = 0.72   # of a badge's size, how far it stands above its node's box
 
 
+_NO_STEPS: dict = {}     # never written to
+
+
 class ScenePainter(RegionPainter, OverlayPainter):
     """Paints one SceneGeometry in one theme. Holds no Qt widget state. The region
     boxes (canvas_regions.py) and the overlays of a frame (canvas_overlay.py) are
@@ -308,7 +311,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
 
     # NOTE [late flags] in graph.py: node id -> {flag: step} (FrameState.flag_steps),
     # and the cursor, past which a flag is not drawn yet
-    flag_steps: dict = {}
+    flag_steps: dict = _NO_STEPS
     marks_cursor = math.inf
     _marks_key = None
     marks_version = 0          # bumped when what shown_flags gives may have changed
@@ -321,8 +324,10 @@ class ScenePainter(RegionPainter, OverlayPainter):
         come. True if any changed."""
         hidden = bool(getattr(frame, "values_hidden", False))
         off = getattr(frame, "hooks_off", None) or frozenset()
-        steps = getattr(frame, "flag_steps", None) or {}
-        details = getattr(frame, "detail_steps", None) or {}
+        # (one shared empty dict: a new one per frame made every step "changed" and
+        # rebuilt the cached layer, 5.5 -> 18.6 ms a step at 20,000 ops: code review)
+        steps = getattr(frame, "flag_steps", None) or _NO_STEPS
+        details = getattr(frame, "detail_steps", None) or _NO_STEPS
         key = getattr(frame, "marks_key", None) if (steps or details) else None
         self._frame_for_text = frame if details else None
         changed = hidden != self.values_hidden or off != self.hooks_off \

@@ -53,7 +53,7 @@ class RegionPainter:
             for cluster in clusters:
                 cluster.sort(key=lambda ng: ng.step)
             clusters.sort(key=lambda c: c[0].step)
-            last = None         # the node of the latest step in the clusters so far
+            last = prev = None  # the node of the latest step so far, and its cluster
             for cluster in clusters:
                 continued = False
                 if last is not None:
@@ -66,12 +66,11 @@ class RegionPainter:
                     # review): it shares the other's last step (mul's output) or
                     # goes on further down the block's lines
                     between = bisect_left(steps, head.step) > bisect_right(steps, last.step)
-                    continued = not between and (
-                        head.step <= last.step
-                        or (getattr(head.node, "line", None) or 0) > (getattr(last.node, "line", None) or 0))
+                    continued = not between and (head.step <= last.step
+                                                 or _goes_on(head, last, prev))
                 out.append((reg, cluster, _union(cluster), continued))
                 if last is None or cluster[-1].step > last.step:
-                    last = cluster[-1]
+                    last, prev = cluster[-1], cluster
         self._clusters_cache = (key, out)
         return out
 
@@ -239,3 +238,20 @@ def _box_with_holes(box: QRectF, rects) -> QPainterPath:
     for r in rects:
         holes.addRoundedRect(r.adjusted(-6, -6, 6, 6), 12, 12)
     return path.subtracted(holes.simplified())
+
+
+def _line(ng) -> int:
+    return getattr(ng.node, "line", None) or 0
+
+
+def _goes_on(head, last, prev) -> bool:
+    """Whether cluster ``head`` starts further on in the block than where the one
+    before (``prev``, ending at ``last``) stopped: on a later line, or on the same
+    line at another op than the line's first (``r = w * 100 + 1`` split between
+    its mul and its add, code review; a loop running a one-line block again starts
+    that line's first op again)."""
+    if _line(head) != _line(last):
+        return _line(head) > _line(last)
+    ops = [ng for ng in prev if ng.node.kind == "op" and _line(ng) == _line(head)]
+    head_op = head if head.node.kind == "op" else None
+    return bool(ops) and head_op is not None and head_op.node.label != ops[0].node.label

@@ -54,8 +54,11 @@ class LiveRun:
         self.trace.apply(end)
         delta = self.builder.apply(end)
         self.timeline.refresh()
-        if self._batches > 1 and len(self.graph) <= RELAYOUT_MAX:
-            self.layout.settle()   # NOTE [one layout per graph] in model/layout.py
+        lay = self.layout
+        # (also a run that came in one batch but was placed with the streamed wrap:
+        # NOTE [streamed wrap]; code review)
+        if (self._batches > 1 or lay.wrap != lay.batch_wrap) and len(self.graph) <= RELAYOUT_MAX:
+            lay.settle()   # NOTE [one layout per graph] in model/layout.py
         return delta
 
     def step_kinds(self, start: int = 0) -> list[str]:
