@@ -942,6 +942,7 @@ def test_a_streamed_run_wraps_its_rows_as_wide_as_the_view(qtbot, window):
     w.set_speed(0)
     with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
         w.run()
+        assert w.play_action.isEnabled()        # playable from the start of a run
         layout = w.live.layout
         cols = w.canvas.readable_columns(layout.col_pitch)
         assert 3 <= cols < 20 and layout.wrap == cols

@@ -506,6 +506,10 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._first_run = False
         self.run_label.setText("running")
         self.controller.run(source, filename)
+        # playable while it runs: Play follows the steps as they come (greyed until
+        # the first batch, a few seconds on a first run importing torch: review)
+        self.play_action.setEnabled(True)
+        self.timeline_bar.play_button.setEnabled(True)
         self._update_run_actions()
         self.run_started.emit()
         self.canvas.setFocus()
