@@ -152,19 +152,7 @@ def test_a_batch_given_at_once_is_written_as_the_messages_one_by_one():
     msgs = [m for m in MESSAGES if type(m) not in (P.End, P.Ready)]
     outcome = P.Outcome("ok", None, None, 0.1)
 
-    def written(feed) -> list:
-        r, w = os.pipe()
-        try:
-            wr = EventWriter(w)
-            feed(wr)
-            wr.close()
-            os.close(w)
-            data = bytearray()
-            while chunk := os.read(r, 1 << 16):
-                data += chunk
-        finally:
-            os.close(r)
-        return P.decode_frames(data)
+    written = _written
 
     def one(wr):
         for m in msgs + [outcome]:
@@ -193,14 +181,10 @@ def test_a_batch_given_at_once_is_written_as_the_messages_one_by_one():
 def test_a_batch_interrupted_while_its_rows_are_made_keeps_the_rows_made():
     """Code review: a stop's KeyboardInterrupt while emit_many made the rows of a
     flushed batch lost the whole batch (HeldEmit had popped it); emit loses one."""
-    import os
-    from graphscope.capture.worker import EventWriter
     msgs = [P.Output(i, "stdout", f"{i}") for i in range(20)]
-    r, w = os.pipe()
-    try:
-        wr = EventWriter(w)
-        made = wr._row
-        count = [0]
+
+    def feed(wr):
+        made, count = wr._row, [0]
 
         def row(m):
             count[0] += 1
@@ -210,6 +194,17 @@ def test_a_batch_interrupted_while_its_rows_are_made_keeps_the_rows_made():
         wr._row = row
         with pytest.raises(KeyboardInterrupt):
             wr.emit_many(msgs)
+    assert [m.text for m in _written(feed)] == ["0", "1", "2", "3"]
+
+
+def _written(feed) -> list:
+    """The messages an EventWriter on a pipe wrote, ``feed(writer)`` then closed."""
+    import os
+    from graphscope.capture.worker import EventWriter
+    r, w = os.pipe()
+    try:
+        wr = EventWriter(w)
+        feed(wr)
         wr.close()
         os.close(w)
         data = bytearray()
@@ -217,5 +212,4 @@ def test_a_batch_interrupted_while_its_rows_are_made_keeps_the_rows_made():
             data += chunk
     finally:
         os.close(r)
-    got = P.decode_frames(data)
-    assert [m.text for m in got] == ["0", "1", "2", "3"]
+    return P.decode_frames(data)

@@ -59,6 +59,16 @@ def shown(canvas, trace, size=(820, 640)):
     return graph, layout, tl
 
 
+def backward_frames(canvas, tl):
+    """(cursor, frame) of each step with gradients on edges, shown on ``canvas``."""
+    for i in range(len(tl)):
+        frame = tl.state(i)
+        if frame.edge_grads:
+            canvas.set_frame(frame)
+            canvas.grab()
+            yield i, frame
+
+
 def synthetic_trace(n_ops: int) -> Trace:
     """A chain y = y * w + ... of ``n_ops`` ops built straight from protocol records."""
     tr = Trace(source="", filename="<synthetic>")
@@ -1141,12 +1151,7 @@ def test_a_gradient_chip_keeps_off_a_region_s_label(canvas, qtbot):
     tr = graphscope.trace(WELCOME)
     graph, layout, tl = shown(canvas, tr)
     checked = 0
-    for i in range(len(tl)):
-        frame = tl.state(i)
-        if not frame.edge_grads:
-            continue
-        canvas.set_frame(frame)
-        canvas.grab()
+    for i, frame in backward_frames(canvas, tl):
         painter, tf = canvas._painter, canvas.transform()
         labels = [tf.mapRect(lab) for _, lab in painter._region_boxes(canvas._limit)]
         assert labels
@@ -1351,12 +1356,7 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
     graph, layout, tl = shown(canvas, tr)
     geom = canvas._geom
     checked = 0
-    for i in range(len(tl)):
-        frame = tl.state(i)
-        if not frame.edge_grads:
-            continue
-        canvas.set_frame(frame)
-        canvas.grab()
+    for i, frame in backward_frames(canvas, tl):
         tf = canvas.transform()
         chips = canvas._painter.placed_labels[len(frame.leaf_grads):]
         assert len(chips) == len(frame.edge_grads)
