@@ -1493,3 +1493,19 @@ def test_a_while_node_says_at_each_step_what_was_read_by_then(canvas, qtbot):
     canvas.grab()
     assert canvas._painter._frame_for_text is first
     assert "1.5" in tooltip_text(dec, tr, went=first.detail_at(dec))
+
+
+def test_stepping_where_no_mark_changes_keeps_the_cached_layer(canvas, qtbot):
+    """Review: a frame without late marks gave a new empty dict each step, so every
+    step counted as a change of the marks and rebuilt the cached layer (step 5.5 ->
+    18.6 ms at 20,000 ops). Where no mark comes, the marks do not change."""
+    import graphscope
+    tr = graphscope.trace(WELCOME)
+    graph, layout, tl = shown(canvas, tr)
+    assert not graph.flag_steps
+    canvas.set_frame(tl.state(0))
+    canvas.grab()
+    before = canvas._painter.marks_version
+    for i in range(1, len(tl)):
+        canvas.set_frame(tl.state(i))
+    assert canvas._painter.marks_version == before
