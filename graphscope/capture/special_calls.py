@@ -120,8 +120,7 @@ class SpecialCalls:
             self._failed_call(e, func.__name__.strip("_"), "torch.Tensor." + func.__name__,
                               "item", grad_enabled, [t] if t is not None else [])
             raise
-        op_id = self._record(kind if kind != "int" and kind != "float" else kind,
-                             "torch.Tensor." + func.__name__,
+        op_id = self._record(kind, "torch.Tensor." + func.__name__,
                              "bool" if kind == "bool" else "item", grad_enabled,
                              [t] if t is not None else [], [], None, None)
         if op_id is not None:

@@ -165,13 +165,8 @@ class GraphBuilder(BranchDecisions):
             seen[n.id] = n.flags
             if old is None or n.step is None or self.step <= n.step:
                 continue
-            new = (n.flags - old) & LATE_FLAGS
-            if new:
-                fs = self.graph.flag_steps.setdefault(n.id, {})
-                for f in new:
-                    if f not in fs:
-                        fs[f] = self.step
-                        self.graph.late_count += 1
+            for f in (n.flags - old) & LATE_FLAGS:
+                self.graph.note_flag(n.id, f, self.step)
 
     def extend(self, msgs: Iterable) -> GraphDelta:
         d = GraphDelta()
@@ -527,10 +522,7 @@ class GraphBuilder(BranchDecisions):
         for nid in self._tensor_node_ids(tid):
             node = self.graph.nodes[nid]
             if node.step is not None and node.step < step:
-                fs = self.graph.flag_steps.setdefault(nid, {})
-                if "requires_grad" not in fs:
-                    fs["requires_grad"] = step
-                    self.graph.late_count += 1
+                self.graph.note_flag(nid, "requires_grad", step)
 
     def _materialise(self, tid: int, op: Optional[P.Op], step: int, d: GraphDelta) -> str:
         """Draw a factory's output (now, or later: NOTE [deferred factory tensors])."""

@@ -87,6 +87,14 @@ class Graph:
         self._nx = None
         self._nx_size = -1
 
+    def note_flag(self, node_id: str, flag: str, step: int) -> None:
+        """NOTE [late flags] in graph.py: ``flag`` of ``node_id`` was raised at ``step``
+        (the first time only)."""
+        fs = self.flag_steps.setdefault(node_id, {})
+        if flag not in fs:
+            fs[flag] = step
+            self.late_count += 1
+
     # -- queries ------------------------------------------------------------
     def __len__(self):
         return len(self.nodes)

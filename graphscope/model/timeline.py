@@ -41,6 +41,29 @@ class Step:
     call: Optional[int] = None     # BackwardCall id (markers and backward steps)
 
 
+# what a quiz hides before Reveal: they answer "which line fails?" and "what is missing?"
+QUIZ_ANSWERS = frozenset({"error", "missing_requires_grad"})
+
+
+def shown_flags(node, cursor, flag_steps, values_hidden: bool = False,
+                hooks_off=frozenset()) -> frozenset:
+    """``node``'s flags as shown at ``cursor``: no mark before the step of the event
+    it shows (NOTE [late flags] in graph.py), the quiz's answers left off before
+    Reveal, the hook tag only while a hook is on the tensor. The one rule for the
+    canvas, its tooltips and the inspector (FrameState.shown_flags)."""
+    flags = node.flags or frozenset()
+    fs = flag_steps.get(node.id) if flag_steps else None
+    if fs:
+        later = [f for f, step in fs.items() if step > cursor and f in flags]
+        if later:
+            flags = frozenset(flags).difference(later)
+    if values_hidden and not QUIZ_ANSWERS.isdisjoint(flags):
+        flags = frozenset(flags) - QUIZ_ANSWERS
+    if hooks_off and "hook" in flags and node.tensor in hooks_off:
+        flags = frozenset(flags) - {"hook"}
+    return flags
+
+
 @dataclass
 class FrameState:
     cursor: int
@@ -84,12 +107,8 @@ class FrameState:
         hist = self.detail_steps.get(node.id) if self.detail_steps else None
         if not hist:
             return node.detail
-        shown = ""
-        for step, text in hist:
-            if step > self.visible_steps:
-                break
-            shown = text
-        return shown
+        i = bisect.bisect_right(hist, self.visible_steps, key=lambda e: e[0])
+        return hist[i - 1][1] if i else ""
 
     def flags_later(self, node_id: str) -> frozenset:
         """The flags of ``node_id`` raised after this cursor."""
@@ -97,6 +116,11 @@ class FrameState:
         if not fs:
             return frozenset()
         return frozenset(f for f, step in fs.items() if step > self.visible_steps)
+
+    def shown_flags(self, node) -> frozenset:
+        """``node``'s flags as shown at this cursor (``shown_flags``)."""
+        return shown_flags(node, self.visible_steps, self.flag_steps, self.values_hidden,
+                           self.hooks_off)
 
 
 class Timeline:

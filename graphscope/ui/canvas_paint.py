@@ -29,6 +29,7 @@ from graphscope.ui.canvas_primitives import (DETAIL_PX, LABEL_PX, MIN_TEXT_PX, _
                                              _lane_path, _rect, _segment_meets, _unit, font,
                                              lod_for, qcolor)
 from graphscope.ui.canvas_regions import RegionPainter
+from graphscope.model.timeline import QUIZ_ANSWERS, shown_flags
 from graphscope.ui.canvas_scene import (NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route,
                                         node_style)
 
@@ -302,7 +303,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
     # short: a branch node's box is sized for its value ("True"), not for this
     HIDDEN_DETAIL = "hidden (R)"
     # marks that answer a quiz ("where did it fail?", "what lacks requires_grad?")
-    _QUIZ_ANSWERS = frozenset({"error", "missing_requires_grad"})
+    _QUIZ_ANSWERS = QUIZ_ANSWERS
     # marks the spotlight leaves undimmed (paint_overlay)
     _SPOTLIT = _QUIZ_ANSWERS
 
@@ -345,19 +346,8 @@ class ScenePainter(RegionPainter, OverlayPainter):
         missing-requires_grad marks are left off, since they give the answer away;
         the hook tag only while a hook is on the tensor; no mark before the step
         of the event it shows (NOTE [late flags] in graph.py)."""
-        flags = node.flags or frozenset()
-        if self.flag_steps:
-            fs = self.flag_steps.get(node.id)
-            if fs:
-                cur = self.marks_cursor
-                later = [f for f, step in fs.items() if step > cur and f in flags]
-                if later:
-                    flags = frozenset(flags).difference(later)
-        if self.values_hidden and not self._QUIZ_ANSWERS.isdisjoint(flags):
-            flags = frozenset(flags) - self._QUIZ_ANSWERS
-        if self.hooks_off and "hook" in flags and node.tensor in self.hooks_off:
-            flags = frozenset(flags) - {"hook"}
-        return flags
+        return shown_flags(node, self.marks_cursor, self.flag_steps, self.values_hidden,
+                           self.hooks_off)
 
     def _blit(self, p, ng, r, flags, lod, part) -> bool:
         tf = p.transform()

@@ -562,6 +562,7 @@ PORT_GAP = 12.0   # scene units between the inputs entering one node (NOTE [inpu
 LANE_STEP = 7.0   # scene units between the tracks of lanes leaving one column gap
 REGION_PAD = 18.0  # a grad-mode region's box around its nodes (canvas_regions.py)
 LANE_CLEAR = 12.0  # a lane kept out of a region's box runs this far from its border
+                   # (at 6 it read as a second dashed border: second visual review)
 # lanes keep out of region boxes in graphs up to this many nodes: in bigger ones the
 # free-strip checks along lanes across the whole graph cost seconds (60,000 nodes:
 # 1.9 s of the first paint), for boxes drawn a few pixels high
@@ -693,10 +694,15 @@ def _clear_of_regions(geom, lane: float, x0: float, x1: float, spread: float) ->
     """``lane``, or the nearest lane above or below the region boxes whose head or
     foot it would run in between ``x0`` and ``x1``; ``spread``: how far the lane's
     tracks reach either side."""
-    if len(geom.nodes) > REGION_LANES_MAX or not _in_region_band(geom, lane, x0, x1, spread):
+    if len(geom.nodes) > REGION_LANES_MAX:
+        return lane
+    boxes = list(_region_boxes_met(geom, lane, x0, x1, spread))
+    if not boxes:
         return lane
     best = None
-    for y in _region_band_exits(geom, lane, x0, x1, spread):
+    # just above and just below the boxes the lane would run in
+    for y in (min(t for t, _ in boxes) - LANE_CLEAR - spread,
+              max(b for _, b in boxes) + LANE_CLEAR + spread):
         if geom.nodes_in(QRectF(x0, y - spread - 4, x1 - x0, 2 * spread + 8)) \
                 or _in_region_band(geom, y, x0, x1, spread):
             continue
@@ -748,14 +754,6 @@ def _region_boxes_met(geom, y: float, x0: float, x1: float, spread: float):
 
 def _in_region_band(geom, y, x0, x1, spread) -> bool:
     return next(_region_boxes_met(geom, y, x0, x1, spread), None) is not None
-
-
-def _region_band_exits(geom, y, x0, x1, spread) -> list:
-    """Just above and just below the boxes the lane at ``y`` would run in."""
-    boxes = list(_region_boxes_met(geom, y, x0, x1, spread))
-    # 12 units clear: at 6 a lane read as a second dashed border (second visual review)
-    return [min(t for t, _ in boxes) - LANE_CLEAR - spread,
-            max(b for _, b in boxes) + LANE_CLEAR + spread]
 
 
 def _left_port(geom, s, d) -> QPointF:

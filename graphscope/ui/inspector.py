@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScr
 from graphscope.model.node_text import shape_text, tensor_label
 from graphscope.model.grad_receivers import arriving_tensors, receivers
 from graphscope.model.summary import format_summary
+from graphscope.model.timeline import QUIZ_ANSWERS
 from graphscope.model.values import value_at
 from graphscope.ui.editor import monospace_font
 from graphscope.ui.legend import legend_rows, swatch
@@ -310,10 +311,17 @@ class Inspector(QWidget):
                 "dtype": t.dtype, "device": t.device,
                 "requires_grad": str(t.requires_grad), "is_leaf": str(t.is_leaf),
                 "grad_fn": t.grad_fn or "None"}
-        later = getattr(frame, "flags_later", None) if frame is not None else None
-        if t.requires_grad and later is not None and getattr(node, "id", None) is not None \
-                and "requires_grad" in later(node.id):
-            rows["requires_grad"] = "False"    # requires_grad_() comes later (NOTE [late flags])
+        # the marks shown at this step, as the canvas draws them (NOTE [late flags] in
+        # model/graph.py: a later requires_grad_(), a missing requires_grad's note
+        # came from step 1, and before a quiz's Reveal: code review)
+        shown = getattr(frame, "shown_flags", None) if frame is not None else None
+        flags = set(shown(node) if shown is not None and getattr(node, "id", None) is not None
+                    else getattr(node, "flags", ()) or ())
+        if self.values_hidden:
+            flags -= QUIZ_ANSWERS
+        if t.requires_grad and "requires_grad" in (getattr(node, "flags", ()) or ()) \
+                and "requires_grad" not in flags:
+            rows["requires_grad"] = "False"    # requires_grad_() comes later
         # the node's own op: a later in-place change makes a newer node (t~1) and
         # leaves the TensorInfo with the tensor's final grad_fn, which this node
         # never had (y made by mul showed CopySlices)
@@ -339,15 +347,6 @@ class Inspector(QWidget):
             # a hook may replace the gradient on its way in: what was sent is not
             # what arrives, and nothing else on screen says why
             rows["hooks"] = hooks
-        # the marks shown at this step (NOTE [late flags] in model/graph.py): the
-        # note on a missing requires_grad came from step 1, and before a quiz's
-        # Reveal (code review)
-        flags = set(getattr(node, "flags", ()) or ())
-        later = getattr(frame, "flags_later", None) if frame is not None else None
-        if later is not None and getattr(node, "id", None) is not None:
-            flags -= later(node.id)
-        if self.values_hidden:
-            flags -= {"error", "missing_requires_grad"}
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
             # where this tensor's value steered the program (if / while / .item())
