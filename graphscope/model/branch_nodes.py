@@ -20,8 +20,7 @@ class BranchDecisions:
         for nid in self._tensor_node_ids(msg.tensor):
             node = self.graph.nodes[nid]
             if "branch" not in node.flags:
-                node.flags = node.flags | {"branch"}
-                d.changed.append(node)
+                self._restyle(node, node.flags | {"branch"}, d)
         self._decision_node(msg, d)
         return d
 

@@ -139,34 +139,32 @@ class GraphBuilder(BranchDecisions):
         self._view_root: dict[int, int] = {}  # view's tensor id -> the tensor it views
         self._views: dict[int, list] = {}     # that tensor -> its views
         self._stale: dict[int, int] = {}      # tensor id -> in-place op that changed it since
-        self._flags_seen: dict[str, frozenset] = {}   # NOTE [late flags]
+        # build_graph only: Trace.named_after and Trace.requires_grad_after (a
+        # streamed run is told by TensorUpdate when it happens)
+        self._named_after: dict[int, int] = {}
+        self._rg_after: dict[int, list] = {}
+        self._seq = -1                      # seq of the step being applied
 
     # -- dispatch -------------------------------------------------------------
     def apply(self, msg) -> GraphDelta:
         h = getattr(self, "_on_" + msg.T, None)
         if h is None:
             return GraphDelta()
-        d = h(msg)
-        if d.changed or d.nodes:
-            self._note_late_flags(d)
-        return d
+        return h(msg)
 
-    def _note_late_flags(self, d: GraphDelta) -> None:
-        """NOTE [late flags]: a node's marks are its final flags, but some say what
+    def _restyle(self, node: Node, flags: frozenset, d: GraphDelta) -> None:
+        """Give a drawn node new flags: the one place they change once it is drawn.
+        NOTE [late flags]: a node's marks are its final flags, but some say what
         happened later: w, made at step 0, carried the "in-place" tag and the
         error's fill from the start when the in-place change that raised was step
-        21 (GUI review). The step each such flag was raised at is kept in
+        21 (GUI review). The step each such flag is raised at is kept here, in
         ``Graph.flag_steps``; the timeline leaves it off before that step."""
-        seen = self._flags_seen
-        for n in d.nodes:
-            seen[n.id] = n.flags
-        for n in d.changed:
-            old = seen.get(n.id)
-            seen[n.id] = n.flags
-            if old is None or n.step is None or self.step <= n.step:
-                continue
-            for f in (n.flags - old) & LATE_FLAGS:
-                self.graph.note_flag(n.id, f, self.step)
+        raised = (flags - node.flags) & LATE_FLAGS
+        node.flags = flags
+        d.changed.append(node)
+        if raised and node.step is not None and node.step < self.step:
+            for f in raised:
+                self.graph.note_flag(node.id, f, self.step)
 
     def extend(self, msgs: Iterable) -> GraphDelta:
         d = GraphDelta()
@@ -202,8 +200,8 @@ class GraphBuilder(BranchDecisions):
             node = self.graph.nodes[nid]
             label, detail, flags = self._tensor_text(info, node)
             if (label, detail, flags) != (node.label, node.detail, node.flags):
-                node.label, node.detail, node.flags = label, detail, flags
-                d.changed.append(node)
+                node.label, node.detail = label, detail
+                self._restyle(node, flags, d)
         return d
 
     def _tensor_node_ids(self, tid: int) -> list[str]:
@@ -266,6 +264,7 @@ class GraphBuilder(BranchDecisions):
     # -- ops ------------------------------------------------------------------------
     def _on_op(self, op: P.Op) -> GraphDelta:
         self.step += 1
+        self._seq = op.seq
         step = self.step
         self.ops[op.id] = op
         g = self.graph
@@ -339,7 +338,7 @@ class GraphBuilder(BranchDecisions):
             info = self.tensors.get(tid)
             if is_detach:
                 kind = "detach"
-            elif info is not None and not info.requires_grad:
+            elif info is not None and not self._requires_grad(info):
                 kind = "nograd"
             elif not op.grad_enabled:
                 kind = "nograd"
@@ -473,14 +472,13 @@ class GraphBuilder(BranchDecisions):
         for nid in self._tensor_node_ids(tid):
             node = self.graph.nodes[nid]
             if flag not in node.flags:
-                node.flags = node.flags | {flag}
-                d.changed.append(node)
+                self._restyle(node, node.flags | {flag}, d)
 
     def _on_fact_op(self, op: P.Op, step: int, d: GraphDelta, created: list) -> None:
         if op.kind == "factory":
             for tid in op.outputs:
                 info = self.tensors.get(tid)
-                if info is not None and info.requires_grad:
+                if info is not None and info.requires_grad and tid not in self._named_after:
                     self._materialise(tid, op, step, d)
                 else:
                     # NOTE [deferred factory tensors]: a plain tensor from a factory is
@@ -494,7 +492,7 @@ class GraphBuilder(BranchDecisions):
                 if tid in self._pending:
                     self._materialise(tid, None, step, d)
                 info = self.tensors.get(tid)
-                if info is not None and not info.requires_grad:
+                if info is not None and not self._requires_grad(info):
                     d.merge(self._flag_missing([tid]))
         elif op.kind == "hook":
             # a hook the snippet put on the tensor: it may change every gradient
@@ -547,13 +545,24 @@ class GraphBuilder(BranchDecisions):
             self._place_in_regions([nid], op, d)
         return nid
 
-    def flush_named(self, line: Optional[int] = None) -> GraphDelta:
-        """Draw deferred tensors that have a name (their line is over). ``build_graph``
-        calls this where a streamed run would have received the name."""
+    def flush_named(self, line: Optional[int] = None, before: Optional[int] = None) -> GraphDelta:
+        """Draw deferred tensors a streamed run would have drawn by now, before the
+        step with seq ``before`` (all of them when None): ``build_graph`` knows
+        only the tensors' final facts. A tensor the trace says was named (or asked
+        to retain or require grad) after the step with seq ``Trace.named_after[id]``
+        is drawn once that step is past (``for x in (torch.tensor(..), ..)`` names
+        the second x an iteration later); one named in its own line, once an
+        event of another line comes."""
         d = GraphDelta()
+        after = self._named_after
         for tid, (op, _) in list(self._pending.items()):
-            info = self.tensors.get(tid)
-            if info is not None and info.name and (line is None or op.line != line):
+            seq = after.get(tid)
+            if seq is not None:
+                due = before is None or seq < before
+            else:
+                info = self.tensors.get(tid)
+                due = info is not None and info.name and (line is None or op.line != line)
+            if due:
                 self._materialise(tid, None, self.step, d)
         return d
 
@@ -601,9 +610,24 @@ class GraphBuilder(BranchDecisions):
         info = self.tensors.get(tid)
         if not op.grad_enabled:
             return "nograd"
-        if info is not None and not info.requires_grad:
+        if info is not None and not self._requires_grad(info):
             return "nograd"
         return "data"
+
+    def _requires_grad(self, info: P.TensorInfo) -> bool:
+        """Whether the tensor required grad at the step being applied: its info
+        says so in a streamed run; ``build_graph`` has the final info, and the
+        trace's record of a later change (``x.float().requires_grad_()``: the
+        edge float -> x carries no gradient, as drawn while it streamed)."""
+        changes = self._rg_after.get(info.id)
+        if changes is None:
+            return info.requires_grad
+        value = not changes[0][1]          # each entry is a change: it was the other
+        for after, v in changes:
+            if after >= self._seq:
+                break
+            value = v
+        return value
 
     # -- regions ---------------------------------------------------------------------
     def _on_region(self, msg: P.Region) -> GraphDelta:
@@ -663,17 +687,18 @@ class GraphBuilder(BranchDecisions):
     # -- backward, end -------------------------------------------------------------
     def _on_backward_call(self, msg: P.BackwardCall) -> GraphDelta:
         self.step += 1
+        self._seq = msg.seq
         self._decisions.clear()      # a new pass decides afresh (NOTE [branch nodes])
         self._undecided.clear()
         d = GraphDelta()
         roots = [r for r in msg.roots if r in self.tensors]
         culprits = set()
         for r in roots:
-            if not self.tensors[r].requires_grad:
+            if not self._requires_grad(self.tensors[r]):
                 culprits |= self._missing_sources(r)
         for tid in msg.inputs:   # autograd.grad(outputs, inputs) with an input that has no grad
             info = self.tensors.get(tid)
-            if info is not None and not info.requires_grad:
+            if info is not None and not self._requires_grad(info):
                 culprits.add(tid)
         if culprits:
             d.merge(self._flag_missing(sorted(culprits)))
@@ -696,8 +721,7 @@ class GraphBuilder(BranchDecisions):
             targets.append(self.graph.tensor_node[err.tensor])
         for nid in targets:
             node = self.graph.nodes[nid]
-            node.flags = node.flags | {"error"}
-            d.changed.append(node)
+            self._restyle(node, node.flags | {"error"}, d)
         return d
 
     def _missing_sources(self, root: int) -> set:
@@ -711,7 +735,7 @@ class GraphBuilder(BranchDecisions):
                 continue
             seen.add(tid)
             info = self.tensors.get(tid)
-            if info is None or info.requires_grad:
+            if info is None or self._requires_grad(info):
                 continue
             op = self.ops.get(info.created_by) if info.created_by is not None else None
             if op is None or op.kind == "factory":
@@ -731,8 +755,7 @@ class GraphBuilder(BranchDecisions):
             nid = f"t{tid}"
             node = self.graph.nodes.get(nid)
             if node is not None and "missing_requires_grad" not in node.flags:
-                node.flags = node.flags | {"missing_requires_grad"}
-                d.changed.append(node)
+                self._restyle(node, node.flags | {"missing_requires_grad"}, d)
         return d
 
 
@@ -801,6 +824,8 @@ def _build_graph(trace) -> Graph:
     for info in trace.tensors.values():
         b.tensors[info.id] = info
     b._module_texts.update(trace._module_texts)
+    b._named_after = getattr(trace, "named_after", None) or {}
+    b._rg_after = getattr(trace, "requires_grad_after", None) or {}
     for r in trace.regions:
         b.apply(r)
     branches = sorted(trace.branches, key=lambda m: m.seq)
@@ -810,7 +835,7 @@ def _build_graph(trace) -> Graph:
             b.apply(branches[bi])
             bi += 1
         if b._pending:
-            b.flush_named(getattr(ev, "line", None))
+            b.flush_named(getattr(ev, "line", None), ev.seq)
         b.apply(ev)
     for br in branches[bi:]:
         b.apply(br)

@@ -60,6 +60,17 @@ class Trace:
     # the timeline asks each time it takes in a batch, and a scan of every tensor
     # there made a long run's live view slower with each batch
     _retaining: dict = field(default_factory=dict, repr=False, compare=False)
+    # NOTE [deferred factory tensors] in graph.py: a factory's plain output is drawn
+    # when the snippet names it (or asks it to retain or require grad); for the
+    # ones told so after the line that made them: id -> seq of the last step
+    # (op, backward call or step) before, so build_graph draws them where a
+    # streamed run did. In the trace file as "named_after" (docs/trace-format.md).
+    named_after: dict = field(default_factory=dict)
+    # a tensor's requires_grad changed after it was first seen (requires_grad_(),
+    # ``.requires_grad = False``): id -> [[seq of the last step before, the new
+    # value], ...], so build_graph draws the edges made before as they were
+    requires_grad_after: dict = field(default_factory=dict)
+    _last_step_seq: int = field(default=-1, repr=False, compare=False)
 
     # -- building -----------------------------------------------------------
     def apply(self, msg) -> None:
@@ -67,6 +78,7 @@ class Trace:
         t = msg.T
         if t == "op":
             self.ops.append(msg)
+            self._last_step_seq = msg.seq
             if msg.versions:
                 for key in msg.versions:
                     self._changes.setdefault(int(key), []).append(msg)
@@ -88,13 +100,22 @@ class Trace:
             if msg.fields.get("retains_grad"):
                 self._retaining[msg.id] = True
             if old is not None:
+                if not (old.name or old.requires_grad or old.retains_grad) and any(
+                        msg.fields.get(k) for k in _DRAWS):
+                    self._note_named(old)
+                rg = msg.fields.get("requires_grad")
+                if rg is not None and bool(rg) != old.requires_grad:
+                    self.requires_grad_after.setdefault(msg.id, []).append(
+                        [self._last_step_seq, bool(rg)])
                 known = {f.name for f in dataclasses.fields(P.TensorInfo)}
                 self.tensors[msg.id] = dataclasses.replace(
                     old, **{k: v for k, v in msg.fields.items() if k in known and k != "id"})
         elif t == "backward":
             self.backward.append(msg)
+            self._last_step_seq = msg.seq
         elif t == "backward_call":
             self.backward_calls.append(msg)
+            self._last_step_seq = msg.seq
         elif t == "module":
             self.modules.append(msg)
             note_module_text(self._module_texts, msg)
@@ -119,6 +140,13 @@ class Trace:
             self.static = {**(self.static or {}), msg.kind: _row(msg)}
         elif t == "ready":
             self.torch_version = msg.torch_version
+
+    def _note_named(self, info) -> None:
+        """``Trace.named_after``: only a factory's output waits to be drawn (a
+        chain's outputs, named one by one, would fill it for nothing)."""
+        op = self.op_by_id(info.created_by) if info.created_by is not None else None
+        if op is not None and op.kind == "factory":
+            self.named_after[info.id] = self._last_step_seq
 
     def _note_alias(self, op) -> None:
         alias = op.alias
@@ -259,6 +287,8 @@ class Trace:
             "duration": self.end.duration if self.end else None,
             "truncated": self.truncated,
             "truncation": _row(self.truncation) if self.truncation else None,
+            "named_after": {str(k): v for k, v in self.named_after.items()},
+            "requires_grad_after": {str(k): v for k, v in self.requires_grad_after.items()},
         }
 
     def to_json(self, indent: Optional[int] = None) -> str:
@@ -289,6 +319,21 @@ class Trace:
             if d.get("truncation"):
                 tr.apply(_checked({**d["truncation"], "t": "truncated"}))
             tr.truncated = bool(d.get("truncated"))
+            named = d.get("named_after") or {}
+            if not isinstance(named, dict) or not all(
+                    type(v) is int for v in named.values()):
+                raise P.ProtocolError(f"named_after must map tensor ids to step seqs, "
+                                      f"not {named!r:.60}")
+            tr.named_after = {int(k): v for k, v in named.items()}
+            rg = d.get("requires_grad_after") or {}
+            if not isinstance(rg, dict) or not all(
+                    isinstance(ch, list) and ch and all(
+                        isinstance(e, list) and len(e) == 2 and type(e[0]) is int
+                        and type(e[1]) is bool for e in ch)
+                    for ch in rg.values()):
+                raise P.ProtocolError(f"requires_grad_after must map tensor ids to lists "
+                                      f"of [seq, true|false], not {rg!r:.60}")
+            tr.requires_grad_after = {int(k): v for k, v in rg.items()}
             static = d.get("static")
             if static is not None and not isinstance(static, dict):
                 raise P.ProtocolError(f"static must be an object, not {static!r:.60}")
@@ -333,6 +378,9 @@ def _checked(row: dict):
     P.check_types(msg)
     return msg
 
+
+# TensorUpdate fields that have a factory's plain output drawn (Trace.named_after)
+_DRAWS = ("name", "retains_grad", "requires_grad")
 
 # in-place ops after which a tensor lies elsewhere in memory (NOTE [aliases] in values.py)
 _REPLACES_MEMORY = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_",
