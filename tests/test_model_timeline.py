@@ -416,3 +416,61 @@ def test_a_grad_put_back_is_not_a_change():
                for s in tl.steps if w in tl.state(s.index).grad_changed]
     assert changed == ["backward", "add_"]
     assert _val(tl.state(len(tl) - 1).leaf_grads[w][1]) == [3.0, 5.0]
+
+
+RNN_TWO_PASSES = """
+    import torch
+    w = torch.tensor(0.5, requires_grad=True)
+    def run(seq):
+        h = torch.tensor(0.0)
+        for x in seq:
+            h = w * h + x
+        return h
+    for seq in ([1.0, 1.0], [1.0, 1.0, 1.0]):
+        run(seq).backward()
+    y = w * 3
+    y.backward(retain_graph=True)
+    y.backward()
+"""
+
+
+def test_the_pass_the_cursor_is_in_keeps_its_graph_and_earlier_passes_fade():
+    """NOTE [pass focus]: in the second sequence's pass the first one's nodes fade
+    and w, made before both, stays; a second backward through a retained graph
+    keeps that graph lit; a run of one pass has no focus."""
+    from graphscope.model.passes import passes_of
+    from graphscope.model.timeline import Timeline
+    tr = trace_of(RNN_TWO_PASSES)
+    tl = Timeline(tr)
+    g = tl.graph
+    op_step = {s.op: s.index for s in tl.steps if s.kind == "op"}
+    call_step = {s.call: s.index for s in tl.steps if s.kind == "backward_call"}
+    bw_step = {s.backward: s.index for s in tl.steps if s.kind == "backward"}
+    bands = []
+    for p in passes_of(tr):
+        idx = [op_step[o] for o in p.ops if o in op_step] + [bw_step[b] for b in p.backward]
+        if p.call in call_step:
+            idx.append(call_step[p.call])
+        bands.append((min(idx), max(idx)))
+    assert len(bands) == 4
+    assert tl.state(bands[1][1]).focus is None      # no passes told: nothing fades
+    tl.set_passes(bands)
+    w = next(n for n in g.nodes.values() if n.label == "w" and n.ghost_of is None)
+    first = [n for n in g.nodes.values() if bands[0][0] <= n.step <= bands[0][1] and n is not w]
+    second = [n for n in g.nodes.values() if bands[1][0] <= n.step <= bands[1][1]]
+    assert first and second
+    f1 = tl.state(bands[0][1]).focus
+    assert f1.index == 0 and not any(f1.faded(n) for n in g.nodes.values())
+    f2 = tl.state(bands[1][0]).focus
+    assert f2 is tl.state(bands[1][1]).focus          # one object per pass (views key on it)
+    assert all(f2.faded(n) for n in first)
+    assert not f2.faded(w) and not any(f2.faded(n) for n in second)
+    # the last pass is a second backward through y's retained graph: no op of its
+    # own, and the graph it walks (y, its mul, w) is not faded
+    f4 = tl.state(bands[3][1]).focus
+    y = next(n for n in g.nodes.values() if n.label == "y")
+    mul = next(n for n in g.nodes.values() if n.kind == "op" and g.preds.get(y.id) == [n.id])
+    assert f4.index == 3 and not f4.faded(y) and not f4.faded(mul) and not f4.faded(w)
+    assert all(f4.faded(n) for n in first + second if n is not w)
+    tl.set_passes(bands[:1])
+    assert tl.state(bands[1][1]).focus is None

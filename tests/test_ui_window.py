@@ -1011,3 +1011,52 @@ def test_a_run_in_one_batch_with_the_streamed_wrap_ends_as_the_stored_trace():
     live.finish(end)
     stored = LayeredLayout(build_graph(live.trace))
     assert live.layout.positions == stored.positions
+
+
+def test_earlier_passes_fade_while_the_cursor_is_in_a_later_one(qtbot, window):
+    """NOTE [pass focus]: stepping through the second sequence's pass, the first
+    pass's nodes are drawn faded (closer to the canvas colour) and w, which both
+    use, is not; View > Fade earlier passes turns it off."""
+    from PySide6.QtCore import QPointF
+    from graphscope.ui.theme import get_theme
+    from graphscope.ui.canvas_primitives import qcolor
+    w = window
+    run_source(qtbot, w, textwrap.dedent("""\
+        import torch
+        w = torch.tensor(0.5, requires_grad=True)
+        def run(seq):
+            h = torch.tensor(0.0)
+            for x in seq:
+                h = w * h + x
+            return h
+        for seq in ([1.0, 1.0], [1.0, 1.0, 1.0]):
+            run(seq).backward()
+    """))
+    bands = w.timeline_bar.strip.passes()
+    assert len(bands) == 2
+    w.set_cursor(bands[1][0] + 2)
+    g, canvas = w.live.graph, w.canvas
+    wnode = next(n for n in g.nodes.values() if n.label == "w" and n.ghost_of is None)
+    old = next(n for n in g.nodes.values() if n.kind == "tensor" and n.step <= bands[0][1]
+               and n is not wnode and "grad_fn" in n.flags)     # w * h + x, a filled box
+    bg = qcolor(get_theme("light").canvas_bg)
+
+    def fill_at(node):
+        ng = canvas._geom.nodes[node.id]
+        # inside the box, left of its text
+        p = canvas.transform().map(QPointF(ng.x - ng.w / 2 + 9, ng.y))
+        return canvas.grab().toImage().pixelColor(int(p.x()), int(p.y()))
+
+    def distance(c):
+        return sum(abs(a - b) for a, b in zip(c.getRgb()[:3], bg.getRgb()[:3]))
+
+    faded_old, faded_w = fill_at(old), fill_at(wnode)
+    assert w.fade_passes_action.isChecked()
+    w.fade_passes_action.trigger()
+    assert not w.fade_passes_action.isChecked()
+    plain_old, plain_w = fill_at(old), fill_at(wnode)
+    assert distance(faded_old) < distance(plain_old) - 20
+    assert faded_w == plain_w
+    w.set_cursor(bands[0][1])          # in the first pass nothing fades
+    w.fade_passes_action.trigger()
+    assert fill_at(old) == plain_old

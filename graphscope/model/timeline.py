@@ -19,6 +19,7 @@ next step's (everything, at the last step).
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -101,6 +102,8 @@ class FrameState:
     flag_steps: dict = field(default_factory=dict)
     detail_steps: dict = field(default_factory=dict)   # Graph.detail_steps, shared
     marks_key: tuple = (0, 0)
+    # NOTE [pass focus]: the pass the cursor is in, when the run has several
+    focus: Optional["PassFocus"] = None
 
     def detail_at(self, node) -> str:
         """A decision node's text as it was at this cursor (its detail otherwise)."""
@@ -123,6 +126,29 @@ class FrameState:
                            self.hooks_off)
 
 
+# NOTE [pass focus]: PyTorch builds a new graph on every forward pass and frees
+# it when backward has walked it. With several passes on the canvas (an RNN run
+# over two sequences, a training loop) their graphs sit side by side, and a
+# student stepping through the second backward could not tell which nodes it
+# walks: rows of the first pass looked the same. The nodes of earlier passes
+# that the current pass's graph does not reach are drawn faded. The current
+# pass's graph is every node made in its steps, the nodes its steps show (its
+# backward steps walk an older graph when it was retained; its backward call's
+# roots; the tensors a read looks at), and everything those were computed from
+# (a weight made before the first pass, a hidden state carried over without
+# detach()). The passes are the timeline bar's bands (``set_passes``); a run of
+# one pass fades nothing.
+@dataclass(frozen=True, slots=True)
+class PassFocus:
+    index: int                     # which band (pass) of ``Timeline.set_passes``
+    start: int                     # its first step: only nodes made before it fade
+    end: int
+    keep: frozenset                # nodes made before ``start`` that its graph reaches
+
+    def faded(self, node) -> bool:
+        return node.step is not None and node.step < self.start and node.id not in self.keep
+
+
 class Timeline:
     """The run's steps and a cursor. Views ``subscribe`` and redraw from ``state()``."""
 
@@ -131,6 +157,8 @@ class Timeline:
         self.graph = graph if graph is not None else build_graph(trace)
         self._late_sorted: list = []   # steps of the late flags (NOTE [late flags] in graph.py)
         self._late_total = 0
+        self._bands: list = []          # NOTE [pass focus]: (first step, last step) per pass
+        self._focus: dict = {}          # band index -> PassFocus
         self._listeners: list[Callable] = []
         self._cursor = -1
         self._reset()
@@ -408,6 +436,47 @@ class Timeline:
     def steps_of_line(self, line: int) -> list[int]:
         return [s.index for s in self.steps if s.line == line]
 
+    # -- passes ----------------------------------------------------------------------------
+    def set_passes(self, bands) -> None:
+        """The run's passes as ``(first step, last step, ...)`` (the timeline bar's
+        bands): the state of a cursor then says which one it is in (NOTE [pass
+        focus]). Fewer than two: no focus."""
+        self._bands = [(int(b[0]), int(b[1])) for b in bands] if len(bands) > 1 else []
+        self._focus = {}
+
+    def focus_at(self, cursor: int) -> Optional[PassFocus]:
+        """The pass ``cursor`` is in: the latest one begun by then (between two
+        passes, a read or print belongs with the graph just built)."""
+        best = None
+        for k, (a, _b) in enumerate(self._bands):
+            if a <= cursor and (best is None or a >= self._bands[best][0]):
+                best = k
+        if best is None:
+            return None
+        f = self._focus.get(best)
+        if f is None:
+            f = self._focus[best] = self._pass_focus(best)
+        return f
+
+    def _pass_focus(self, k: int) -> PassFocus:
+        a, b = self._bands[k]
+        g = self.graph
+        i, j = g.count_upto(a - 1), g.count_upto(b)
+        seeds = set(itertools.islice(g.nodes, i, j))
+        for c in range(max(a, 0), min(b, len(self.steps) - 1) + 1):
+            seeds |= self._highlight(self.steps[c])
+        seen, stack = set(seeds), list(seeds)
+        preds = g.preds
+        while stack:
+            for q in preds.get(stack.pop(), ()):
+                if q not in seen:
+                    seen.add(q)
+                    stack.append(q)
+        nodes = g.nodes
+        keep = frozenset(n for n in seen if n in nodes and nodes[n].step is not None
+                         and nodes[n].step < a)
+        return PassFocus(k, a, b, keep)
+
     # -- state -----------------------------------------------------------------------------
     def _materialise(self, c: int):
         grad, leaf = self._mat
@@ -462,7 +531,7 @@ class Timeline:
             grad_changed=frozenset(key for which, key, _o, _n in self._deltas[c] if which == 1)
             if c >= 0 else frozenset(),
             flag_steps=self.graph.flag_steps, detail_steps=self.graph.detail_steps,
-            marks_key=self._marks_key(c))
+            marks_key=self._marks_key(c), focus=self.focus_at(c) if self._bands else None)
 
     def _highlight(self, cur: Step) -> set:
         g = self.graph

@@ -8,7 +8,7 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF, QPainter, QPainterPath, QPen, QTransform
 
 from graphscope.model.summary import format_summary
-from graphscope.ui.canvas_primitives import (OVERLAY_PX, _curve, _lane_path, _rect, font,
+from graphscope.ui.canvas_primitives import (FADED, OVERLAY_PX, _curve, _lane_path, _rect, font,
                                              lod_for, qcolor)
 from graphscope.ui.canvas_scene import edge_ends, edge_route
 
@@ -282,12 +282,15 @@ class OverlayPainter:
         # node and the legend still say it
         labels = ([to_device.mapRect(r) for _, r in self._region_boxes(limit)]
                   if self.regions and lod == "full" else [])
+        faded = self._faded_test()
         for ng in self.geom.nodes_in(inv.mapRect(device_rect), limit):
             at = freed.get(ng.id)
             if at is None or at > cursor or ng.node.kind != "op":
                 continue
             dr = to_device.mapRect(_rect(ng))
-            if wash:
+            # an earlier pass's op is faded already, its pill with it (NOTE [pass focus])
+            fade = faded is not None and faded(ng.node)
+            if wash and not fade:
                 p.setPen(Qt.NoPen)
                 p.setBrush(veil)
                 p.drawRoundedRect(dr, dr.height() / 2, dr.height() / 2)
@@ -299,11 +302,15 @@ class OverlayPainter:
                 pill = QRectF(dr.center().x() - w / 2, dr.bottom() + 3, w, h)
                 if any(pill.intersects(r) for r in labels):
                     continue
+                if fade:
+                    p.setOpacity(FADED)
                 p.setBrush(qcolor(t.canvas_bg))
                 p.setPen(QPen(qcolor(t.node_detail), 1.2, Qt.DashLine))
                 p.drawRoundedRect(pill, h / 2, h / 2)
                 p.setPen(qcolor(t.node_detail))
                 p.drawText(pill, Qt.AlignCenter, text)
+                if fade:
+                    p.setOpacity(1.0)
 
     def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
         c = qcolor(colour)

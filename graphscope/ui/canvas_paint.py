@@ -25,7 +25,7 @@ from PySide6.QtGui import (QBrush, QFontMetricsF, QPainter, QPainterPath, QPen, 
 
 from graphscope.ui.canvas_density import DENSITY_MIN, density_image
 from graphscope.ui.canvas_overlay import OverlayPainter
-from graphscope.ui.canvas_primitives import (DETAIL_PX, LABEL_PX, MIN_TEXT_PX, _arrow, _curve,
+from graphscope.ui.canvas_primitives import (FADED, DETAIL_PX, LABEL_PX, MIN_TEXT_PX, _arrow, _curve,
                                              _lane_path, _rect, _segment_meets, _unit, font,
                                              lod_for, qcolor)
 from graphscope.ui.canvas_regions import RegionPainter
@@ -92,9 +92,10 @@ class ScenePainter(RegionPainter, OverlayPainter):
         else:
             edges = self.geom.edges_upto(limit, start)
         self._paint_edges(p, edges, cull, lod, exclude)
+        faded = self._faded_test()
         for ng in visible:
             if ng.id not in exclude:
-                self.paint_node(p, ng, lod)
+                self.paint_node(p, ng, lod, FADED if faded and faded(ng.node) else 1.0)
         if regions and start == -math.inf and lod == "full":
             # the labels last: an edge passing the box's top must not strike one out
             # (they keep off nodes by themselves: _region_label_rect)
@@ -203,28 +204,44 @@ class ScenePainter(RegionPainter, OverlayPainter):
         t = self.theme
         return {"nograd": t.edge_nograd, "detach": t.edge_detach}.get(kind, t.edge)
 
+    def _faded_test(self):
+        """NOTE [pass focus] in timeline.py: a test of whether a node is drawn faded
+        (None when nothing is). The marks a spotlight keeps lit (the error, a
+        missing requires_grad) never fade: the banner points at them."""
+        focus = self.focus
+        if focus is None or not self.fade_passes:
+            return None
+        spotlit, shown = self._SPOTLIT, self.shown_flags
+
+        def faded(node) -> bool:
+            return focus.faded(node) and (not node.flags or spotlit.isdisjoint(shown(node)))
+        return faded
+
     def _paint_edges(self, p, edges, cull, lod, exclude) -> None:
         paths: dict = {}
         heads: dict = {}
         cuts = []
         nodes = self.geom.nodes
+        faded = self._faded_test()
         for e in edges:
             if e.src in exclude or e.dst in exclude:
                 continue
             s, d = nodes[e.src], nodes[e.dst]
             if not _segment_meets(cull, s, d):
                 continue
-            path = paths.get(e.kind)
+            # an edge of an earlier pass fades with either end (NOTE [pass focus])
+            key = (e.kind, True) if faded and (faded(s.node) or faded(d.node)) else e.kind
+            path = paths.get(key)
             if path is None:
-                path = paths[e.kind] = QPainterPath()
-                heads[e.kind] = QPainterPath()
+                path = paths[key] = QPainterPath()
+                heads[key] = QPainterPath()
                 # two heads on one spot (two inputs entering an op together) must
                 # not cancel out into a hollow one, as the default odd-even fill does
-                heads[e.kind].setFillRule(Qt.WindingFill)
+                heads[key].setFillRule(Qt.WindingFill)
             route = edge_route(self.geom, s, d)
             if route is not None:
                 _lane_path(path, route)
-                _arrow(heads[e.kind], route[-2], route[-1], 11.0)
+                _arrow(heads[key], route[-2], route[-1], 11.0)
                 continue
             a, b = edge_ends(s, d, self.geom)
             if e.kind == "detach":
@@ -237,18 +254,23 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 cuts.append((m, _unit(a, b)))
             else:
                 _curve(path, a, b)
-            _arrow(heads[e.kind], a, b, 11.0)
-        for kind, path in paths.items():
+            _arrow(heads[key], a, b, 11.0)
+        for key, path in paths.items():
+            kind = key[0] if isinstance(key, tuple) else key
             c = qcolor(self._edge_colour(kind))
             pen = QPen(c, 2.6 if kind == "data" else 2.4)
             if kind == "nograd":
                 pen.setStyle(Qt.DashLine)
+            if key is not kind:
+                p.setOpacity(FADED)
             p.setPen(pen)
             p.setBrush(Qt.NoBrush)
             p.drawPath(path)
             p.setPen(Qt.NoPen)
             p.setBrush(c)
-            p.drawPath(heads[kind])
+            p.drawPath(heads[key])
+            if key is not kind:
+                p.setOpacity(1.0)
         if cuts:
             self._paint_cuts(p, cuts, lod)
 
@@ -314,6 +336,10 @@ class ScenePainter(RegionPainter, OverlayPainter):
     # and the cursor, past which a flag is not drawn yet
     flag_steps: dict = _NO_STEPS
     marks_cursor = math.inf
+    # NOTE [pass focus] in timeline.py: the pass the cursor is in (FrameState.focus),
+    # and whether the nodes of earlier passes outside its graph fade (View menu)
+    focus = None
+    fade_passes = True
     _marks_key = None
     marks_version = 0          # bumped when what shown_flags gives may have changed
     _frame_for_text = None     # the frame whose decision texts are drawn (detail_at)
@@ -331,8 +357,10 @@ class ScenePainter(RegionPainter, OverlayPainter):
         details = getattr(frame, "detail_steps", None) or _NO_STEPS
         key = getattr(frame, "marks_key", None) if (steps or details) else None
         self._frame_for_text = frame if details else None
+        focus = getattr(frame, "focus", None)
         changed = hidden != self.values_hidden or off != self.hooks_off \
-            or key != self._marks_key or steps is not self.flag_steps
+            or key != self._marks_key or steps is not self.flag_steps or focus is not self.focus
+        self.focus = focus
         self.values_hidden, self.hooks_off = hidden, off
         self.flag_steps, self._marks_key = steps, key
         vs = getattr(frame, "visible_steps", None) if frame is not None else None

@@ -290,6 +290,14 @@ class GraphCanvas(CanvasView, QWidget):
         self._spotlight = bool(on)
         self.update()
 
+    def set_fade_passes(self, on: bool) -> None:
+        """Earlier passes' graphs faded or not (NOTE [pass focus] in model/timeline.py)."""
+        if self._painter.fade_passes != bool(on):
+            self._painter.fade_passes = bool(on)
+            self._painter.marks_version += 1
+            self._invalidate()
+            self.update()
+
     def set_animated(self, on: bool) -> None:
         """Entrance and tidy animations on or off (off when the speed is 'instant')."""
         self._animated = bool(on)

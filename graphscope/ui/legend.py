@@ -7,6 +7,8 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap, QPolygonF
 
+from graphscope.ui.canvas_primitives import FADED
+
 
 def legend_rows(t) -> list:
     """``[((shape, fill, border, mark), text)]`` for theme ``t`` (a ui.theme.Theme)."""
@@ -15,6 +17,8 @@ def legend_rows(t) -> list:
     return [
         (("box", t.tracked_fill, t.tracked_border, ""), "tensor tracked by autograd"),
         (("box", t.untracked_fill, t.untracked_border, ""), "tensor outside the graph (no grad_fn)"),
+        (("faded", t.tracked_fill, t.tracked_border, ""),
+         "an earlier pass's graph (View \u203a Fade earlier passes)"),
         (("badge", t.badge_bg, t.badge_text, "\u2207"), "leaf with requires_grad=True"),
         (("badge", t.param_badge_bg, t.badge_text, "\u03b8"), "a module's parameter"),
         (("triangle", t.warning, t.warning_text, "?"), "needed requires_grad but lacks it"),
@@ -51,6 +55,9 @@ def swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     fc, bc = _qc(fill), _qc(border)
     r = QRectF(1.5, 1.5, w - 3, h - 3)
+    if shape == "faded":          # a box as an earlier pass's node is drawn
+        p.setOpacity(FADED)
+        shape = "box"
     if shape == "dash":
         pen = QPen(fc, 2.4, Qt.PenStyle.DashLine if not mark else Qt.PenStyle.SolidLine)
         p.setPen(pen)

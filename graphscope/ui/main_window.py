@@ -247,6 +247,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.graph_only_action = A("&Graph only", self.set_graph_only, "F10",
                                    "Hide the code, the side panel and the console (F10)")
         self.graph_only_action.setCheckable(True)
+        self.fade_passes_action = A(
+            "Fade &earlier passes", self.set_fade_passes, None,
+            "Draw the graphs of earlier passes faded, so the one the cursor is in stands out")
+        self.fade_passes_action.setCheckable(True)
+        self.fade_passes_action.setChecked(True)
 
         mb = self.menuBar()
         fm = mb.addMenu("&File")
@@ -267,7 +272,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             sm.addAction(a)
         vm = mb.addMenu("&View")
         for a in (self.fit_action, self.bigger_action, self.smaller_action, self.fullscreen_action,
-                  self.graph_only_action):
+                  self.graph_only_action, self.fade_passes_action):
             vm.addAction(a)
         self.theme_menu = vm.addMenu("Theme")
         for name in themes.theme_names():
@@ -409,6 +414,12 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
 
     def toggle_fullscreen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    def set_fade_passes(self, on: bool) -> None:
+        """Earlier passes' graphs faded (the default) or drawn like the current one
+        (to compare two passes side by side): NOTE [pass focus] in model/timeline.py."""
+        self.canvas.set_fade_passes(bool(on))
+        self.fade_passes_action.setChecked(bool(on))
 
     def set_graph_only(self, on: bool) -> None:
         """The graph and its timeline alone in the window (F10): at a projector the
@@ -677,7 +688,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
                  "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
         self._end_text = (text, end.status not in ("ok", "exit"), label)
         self._show_end(end)
-        self.timeline_bar.set_passes(live.pass_bands())
+        bands = live.pass_bands()
+        self.timeline_bar.set_passes(bands)
+        live.timeline.set_passes(bands)     # NOTE [pass focus] in model/timeline.py
         self._refresh_problems()
         self._show_cursor()
         self.fit_when_done()
