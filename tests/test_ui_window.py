@@ -1051,12 +1051,15 @@ def test_earlier_passes_fade_while_the_cursor_is_in_a_later_one(qtbot, window):
         return sum(abs(a - b) for a, b in zip(c.getRgb()[:3], bg.getRgb()[:3]))
 
     faded_old, faded_w = fill_at(old), fill_at(wnode)
+    assert "cursor is in pass 2" in canvas.tooltip_for(old.id)
+    assert "earlier pass" not in canvas.tooltip_for(wnode.id)
     assert w.fade_passes_action.isChecked()
     w.fade_passes_action.trigger()
     assert not w.fade_passes_action.isChecked()
     plain_old, plain_w = fill_at(old), fill_at(wnode)
     assert distance(faded_old) < distance(plain_old) - 20
     assert faded_w == plain_w
+    assert "earlier pass" not in canvas.tooltip_for(old.id)
     w.set_cursor(bands[0][1])          # in the first pass nothing fades
     w.fade_passes_action.trigger()
     assert fill_at(old) == plain_old

@@ -638,9 +638,12 @@ class GraphCanvas(CanvasView, QWidget):
             from graphscope.ui.canvas_overlay import _short
             grad = _short(grads[ng.node.tensor])
         at = getattr(self._frame, "detail_at", None)
+        faded = self._painter._faded_test()
         return tooltip_text(ng.node, self._trace, grad, hidden=self._painter.values_hidden,
                             flags=self._painter.shown_flags(ng.node),
-                            went=at(ng.node) if at is not None else None)
+                            went=at(ng.node) if at is not None else None,
+                            faded_in=self._painter.focus.index + 1
+                            if faded is not None and faded(ng.node) else None)
 
 
 def _scale_layout(layout, text_scale: float) -> bool:
