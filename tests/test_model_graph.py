@@ -14,6 +14,19 @@ def _by_label(g, label, kind=None):
     return found[-1]
 
 
+def streamed_and_trace(source):
+    """(a GraphBuilder fed one message at a time as the window does, the Trace)
+    of one real run of ``source``."""
+    from graphscope.model.trace import Trace
+    source, msgs, end = run_messages(source)
+    b = GraphBuilder(source=source)
+    tr = Trace(source=source)
+    for m in msgs + [end]:
+        b.apply(m)
+        tr.apply(m)
+    return b, tr
+
+
 def test_predict_output_example_graph():
     tr = trace_of("""
         import torch
@@ -616,14 +629,9 @@ def test_marks_of_later_events_are_kept_with_their_step_streamed_or_not():
     off before it (GUI review: w showed the error's fill from step 0)."""
     from graphscope.model.timeline import Timeline
     from graphscope.model.trace import Trace
-    source, msgs, end = run_messages(LATE)
-    b = GraphBuilder(source=source)
-    for m in msgs + [end]:
-        b.apply(m)
-    tr = Trace(source=source)
-    tr.extend(msgs)
-    tr.apply(end)
+    b, tr = streamed_and_trace(LATE)
     full = build_graph(tr)
+    end = tr.end
     assert end.error is not None and end.error.tensor == 0
     steps = full.flag_steps["t0"]
     assert set(steps) == {"hook", "inplace", "error"}
@@ -661,13 +669,7 @@ def test_every_scenario_draws_the_same_streamed_built_or_loaded(scenario):
     ``flush_named``; practice-1: the second and third x, named an iteration
     after the line that made them, were drawn at that line when built.)"""
     from graphscope.model.trace import Trace
-    source, msgs, end = run_messages(scenario.snippet)
-    b = GraphBuilder(source=source)
-    for m in msgs + [end]:
-        b.apply(m)
-    tr = Trace(source=source)
-    tr.extend(msgs)
-    tr.apply(end)
+    b, tr = streamed_and_trace(scenario.snippet)
     streamed = _graph_facts(b.graph)
     assert _graph_facts(build_graph(tr)) == streamed
     assert _graph_facts(build_graph(Trace.from_json(tr.to_json()))) == streamed
@@ -678,7 +680,7 @@ def test_edges_drawn_before_requires_grad_changed_stay_as_they_were_built_or_str
     ``a.requires_grad = False`` carries none: drawn so streamed, and built from
     the finished trace (whose tensors say only w requires grad, a does not)."""
     from graphscope.model.trace import Trace
-    source, msgs, end = run_messages("""
+    b, tr = streamed_and_trace("""
         import torch
         w = torch.zeros(3)
         y = w * 2
@@ -689,14 +691,8 @@ def test_edges_drawn_before_requires_grad_changed_stay_as_they_were_built_or_str
         a.requires_grad = False
         b = a * 2
     """)
-    tr = Trace(source=source)
-    tr.extend(msgs)
-    tr.apply(end)
     w, a = tr.tensor_by_name("w").id, tr.tensor_by_name("a").id
     assert set(tr.requires_grad_after) == {w, a}
-    b = GraphBuilder(source=source)
-    for m in msgs + [end]:
-        b.apply(m)
     for g in (b.graph, build_graph(tr), build_graph(Trace.from_json(tr.to_json()))):
         uses = sorted((g.nodes[e.dst].op, e.kind) for e in g.edges
                       if g.nodes[e.src].tensor in (w, a) and g.nodes[e.dst].kind == "op")

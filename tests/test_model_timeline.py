@@ -418,7 +418,7 @@ def test_a_grad_put_back_is_not_a_change():
     assert _val(tl.state(len(tl) - 1).leaf_grads[w][1]) == [3.0, 5.0]
 
 
-RNN_TWO_PASSES = """
+RNN_THEN_RETAINED = """
     import torch
     w = torch.tensor(0.5, requires_grad=True)
     def run(seq):
@@ -440,7 +440,7 @@ def test_the_pass_the_cursor_is_in_keeps_its_graph_and_earlier_passes_fade():
     keeps that graph lit; a run of one pass has no focus."""
     from graphscope.model.passes import passes_of
     from graphscope.model.timeline import Timeline
-    tr = trace_of(RNN_TWO_PASSES)
+    tr = trace_of(RNN_THEN_RETAINED)
     tl = Timeline(tr)
     g = tl.graph
     op_step = {s.op: s.index for s in tl.steps if s.kind == "op"}

@@ -1018,22 +1018,14 @@ def test_earlier_passes_fade_while_the_cursor_is_in_a_later_one(qtbot, window):
     pass's nodes are drawn faded (closer to the canvas colour) and w, which both
     use, is not; View > Fade earlier passes turns it off."""
     from PySide6.QtCore import QPointF
+    from test_model_timeline import RNN_THEN_RETAINED
     from graphscope.ui.theme import get_theme
     from graphscope.ui.canvas_primitives import qcolor
     w = window
-    run_source(qtbot, w, textwrap.dedent("""\
-        import torch
-        w = torch.tensor(0.5, requires_grad=True)
-        def run(seq):
-            h = torch.tensor(0.0)
-            for x in seq:
-                h = w * h + x
-            return h
-        for seq in ([1.0, 1.0], [1.0, 1.0, 1.0]):
-            run(seq).backward()
-    """))
+    # the two sequences' passes, then a backward through y twice (retain_graph)
+    run_source(qtbot, w, textwrap.dedent(RNN_THEN_RETAINED))
     bands = w.timeline_bar.strip.passes()
-    assert len(bands) == 2
+    assert len(bands) == 4
     w.set_cursor(bands[1][0] + 2)
     g, canvas = w.live.graph, w.canvas
     wnode = next(n for n in g.nodes.values() if n.label == "w" and n.ghost_of is None)
