@@ -158,6 +158,8 @@ class Timeline:
         self._late_sorted: list = []   # steps of the late flags (NOTE [late flags] in graph.py)
         self._late_total = 0
         self._bands: list = []          # NOTE [pass focus]: (first step, last step) per pass
+        self._band_starts: list = []
+        self._band_order: list = []
         self._focus: dict = {}          # band index -> PassFocus
         self._listeners: list[Callable] = []
         self._cursor = -1
@@ -443,16 +445,19 @@ class Timeline:
         focus]). Fewer than two: no focus."""
         self._bands = [(int(b[0]), int(b[1])) for b in bands] if len(bands) > 1 else []
         self._focus = {}
+        # (first step, band index) in step order: the band of a cursor by bisection
+        # (a training loop has a band per iteration, and every state() asks)
+        order = sorted(range(len(self._bands)), key=lambda k: self._bands[k][0])
+        self._band_starts = [self._bands[k][0] for k in order]
+        self._band_order = order
 
     def focus_at(self, cursor: int) -> Optional[PassFocus]:
         """The pass ``cursor`` is in: the latest one begun by then (between two
         passes, a read or print belongs with the graph just built)."""
-        best = None
-        for k, (a, _b) in enumerate(self._bands):
-            if a <= cursor and (best is None or a >= self._bands[best][0]):
-                best = k
-        if best is None:
+        i = bisect.bisect_right(self._band_starts, cursor)
+        if i == 0:
             return None
+        best = self._band_order[i - 1]
         f = self._focus.get(best)
         if f is None:
             f = self._focus[best] = self._pass_focus(best)
