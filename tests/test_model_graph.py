@@ -675,6 +675,28 @@ def test_every_scenario_draws_the_same_streamed_built_or_loaded(scenario):
     assert _graph_facts(build_graph(Trace.from_json(tr.to_json()))) == streamed
 
 
+@pytest.mark.parametrize("source", [
+    # required grad when made, switched off at once: drawn when made (code review:
+    # built from the trace, it was never drawn)
+    "import torch\nt = [torch.ones(2, requires_grad=True).requires_grad_(False)]\n",
+    "import torch\nts = [torch.ones(2, requires_grad=True) for _ in range(2)]\n"
+    "for t in ts:\n    t.requires_grad_(False)\ns = ts[0] + ts[1]\n",
+    # frozen and unfrozen in a loop: the mark of each switch on at its step
+    "import torch\ndef freeze(t, on):\n    t.requires_grad_(not on)\n    return t\n"
+    "w = torch.ones(2)\nfor i in range(3):\n    freeze(w, i % 2 == 0)\n"
+    "    y = (w * 2).sum()\n    if y.requires_grad:\n        y.backward()\n",
+    # named an iteration after the line that made them
+    "import torch\nfor x in (torch.tensor(1.0), torch.tensor(2.0)):\n    y = x * 2\n",
+], ids=["off-at-once", "off-in-a-loop", "freeze-unfreeze", "named-later"])
+def test_tensors_named_or_switched_later_are_drawn_the_same_streamed_built_or_loaded(source):
+    from graphscope.model.trace import Trace
+    b, tr = streamed_and_trace(source)
+    streamed = _graph_facts(b.graph)
+    assert streamed[0]
+    assert _graph_facts(build_graph(tr)) == streamed
+    assert _graph_facts(build_graph(Trace.from_json(tr.to_json()))) == streamed
+
+
 def test_edges_drawn_before_requires_grad_changed_stay_as_they_were_built_or_streamed():
     """w's use before ``w.requires_grad_()`` carried no gradient, a's use after
     ``a.requires_grad = False`` carries none: drawn so streamed, and built from

@@ -478,7 +478,8 @@ class GraphBuilder(BranchDecisions):
         if op.kind == "factory":
             for tid in op.outputs:
                 info = self.tensors.get(tid)
-                if info is not None and info.requires_grad and tid not in self._named_after:
+                # (as it was made: build_graph's info is the final one)
+                if info is not None and self._requires_grad(info):
                     self._materialise(tid, op, step, d)
                 else:
                     # NOTE [deferred factory tensors]: a plain tensor from a factory is
@@ -515,7 +516,7 @@ class GraphBuilder(BranchDecisions):
         the same in a streamed run: w of requires-grad-inplace was drawn requiring
         grad at the line that made it without, second visual review.)"""
         info = self.tensors.get(tid)
-        if info is None or not info.requires_grad:
+        if info is None or not self._requires_grad(info):   # (on now, not at the end)
             return
         for nid in self._tensor_node_ids(tid):
             node = self.graph.nodes[nid]

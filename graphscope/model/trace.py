@@ -142,8 +142,11 @@ class Trace:
             self.torch_version = msg.torch_version
 
     def _note_named(self, info) -> None:
-        """``Trace.named_after``: only a factory's output waits to be drawn (a
-        chain's outputs, named one by one, would fill it for nothing)."""
+        """``Trace.named_after``, for a factory's output only: no other tensor waits
+        to be drawn (a chain's outputs, each named ``y`` in turn, would fill it for
+        nothing). Every such tensor named after it was made is noted, also one
+        named in its own line or one drawn at once (it required grad then):
+        build_graph looks the entry up only for a tensor it has deferred."""
         op = self.op_by_id(info.created_by) if info.created_by is not None else None
         if op is not None and op.kind == "factory":
             self.named_after[info.id] = self._last_step_seq
