@@ -434,24 +434,59 @@ RNN_THEN_RETAINED = """
 """
 
 
-def test_the_pass_the_cursor_is_in_keeps_its_graph_and_earlier_passes_fade():
-    """NOTE [pass focus]: in the second sequence's pass the first one's nodes fade
-    and w, made before both, stays; a second backward through a retained graph
-    keeps that graph lit; a run of one pass has no focus."""
+def _pass_bands(tl):
+    """(first step, last step) of each pass, as the window's timeline bar has them."""
     from graphscope.model.passes import passes_of
-    from graphscope.model.timeline import Timeline
-    tr = trace_of(RNN_THEN_RETAINED)
-    tl = Timeline(tr)
-    g = tl.graph
     op_step = {s.op: s.index for s in tl.steps if s.kind == "op"}
     call_step = {s.call: s.index for s in tl.steps if s.kind == "backward_call"}
     bw_step = {s.backward: s.index for s in tl.steps if s.kind == "backward"}
     bands = []
-    for p in passes_of(tr):
+    for p in passes_of(tl.trace):
         idx = [op_step[o] for o in p.ops if o in op_step] + [bw_step[b] for b in p.backward]
         if p.call in call_step:
             idx.append(call_step[p.call])
         bands.append((min(idx), max(idx)))
+    return bands
+
+
+def test_a_cursor_in_interleaved_passes_is_in_the_one_its_op_belongs_to():
+    """Two computations written interleaved, without backward, are two passes whose
+    steps overlap: at ``a2 * 5`` the cursor is in the first (code review: the one
+    begun last was taken, and a2, the op's own input, was faded)."""
+    from graphscope.model.timeline import Timeline
+    tl = Timeline(trace_of("""
+        import torch
+        x1 = torch.ones(2, requires_grad=True)
+        a = x1 * 2
+        a2 = a + 1
+        x2 = torch.ones(2, requires_grad=True)
+        b = x2 * 3
+        b2 = b + 1
+        b3 = b2.sum()
+        c = (a2 * 5).sum()
+    """))
+    bands = _pass_bands(tl)
+    tl.set_passes(bands)
+    (a0, a1), (b0, b1) = bands
+    assert a0 < b0 <= b1 < a1
+    at = next(s.index for s in tl.steps if s.kind == "op" and s.index > b1)
+    f = tl.state(at).focus
+    assert f.index == 0
+    g = tl.graph
+    a2 = next(n for n in g.nodes.values() if n.label == "a2")
+    assert not f.faded(a2)
+    assert tl.state(b0).focus.index == 1
+
+
+def test_the_pass_the_cursor_is_in_keeps_its_graph_and_earlier_passes_fade():
+    """NOTE [pass focus]: in the second sequence's pass the first one's nodes fade
+    and w, made before both, stays; a second backward through a retained graph
+    keeps that graph lit; a run of one pass has no focus."""
+    from graphscope.model.timeline import Timeline
+    tr = trace_of(RNN_THEN_RETAINED)
+    tl = Timeline(tr)
+    g = tl.graph
+    bands = _pass_bands(tl)
     assert len(bands) == 4
     assert tl.state(bands[1][1]).focus is None      # no passes told: nothing fades
     tl.set_passes(bands)

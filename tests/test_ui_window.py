@@ -1052,6 +1052,15 @@ def test_earlier_passes_fade_while_the_cursor_is_in_a_later_one(qtbot, window):
     assert distance(faded_old) < distance(plain_old) - 20
     assert faded_w == plain_w
     assert "earlier pass" not in canvas.tooltip_for(old.id)
+    # off stays off: a new text size and a new run make the canvas a new painter
+    # (code review: both brought the fading back under an unchecked menu item)
+    w.set_text_scale(1.3)
+    assert not w.canvas._painter.fade_passes
+    run_source(qtbot, w, textwrap.dedent(RNN_THEN_RETAINED))
+    assert not w.canvas._painter.fade_passes
+    w.set_text_scale(1.0)
+    w.set_cursor(bands[1][0] + 2)
+    assert fill_at(old) == plain_old
     w.set_cursor(bands[0][1])          # in the first pass nothing fades
     w.fade_passes_action.trigger()
     assert fill_at(old) == plain_old

@@ -160,6 +160,7 @@ class Timeline:
         self._bands: list = []          # NOTE [pass focus]: (first step, last step) per pass
         self._band_starts: list = []
         self._band_order: list = []
+        self._band_reach: list = []
         self._focus: dict = {}          # band index -> PassFocus
         self._listeners: list[Callable] = []
         self._cursor = -1
@@ -450,14 +451,26 @@ class Timeline:
         order = sorted(range(len(self._bands)), key=lambda k: self._bands[k][0])
         self._band_starts = [self._bands[k][0] for k in order]
         self._band_order = order
+        # the furthest end of the bands begun so far: where a walk back can stop
+        self._band_reach = list(itertools.accumulate(
+            (self._bands[k][1] for k in order), max))
 
     def focus_at(self, cursor: int) -> Optional[PassFocus]:
-        """The pass ``cursor`` is in: the latest one begun by then (between two
-        passes, a read or print belongs with the graph just built)."""
+        """The pass ``cursor`` is in: the latest begun of those that span it (passes
+        of separate computations, without backward, may interleave: code review),
+        else, between two passes, the latest begun (a read or print belongs with
+        the graph just built)."""
         i = bisect.bisect_right(self._band_starts, cursor)
         if i == 0:
             return None
         best = self._band_order[i - 1]
+        j = i - 1
+        while j >= 0 and self._band_reach[j] >= cursor:
+            k = self._band_order[j]
+            if self._bands[k][1] >= cursor:
+                best = k
+                break
+            j -= 1
         f = self._focus.get(best)
         if f is None:
             f = self._focus[best] = self._pass_focus(best)

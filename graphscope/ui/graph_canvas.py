@@ -68,6 +68,7 @@ class GraphCanvas(CanvasView, QWidget):
         self._selected: str | None = None
         self._hover: str | None = None
         self._spotlight = False
+        self._fade_passes = True        # NOTE [pass focus] (View > Fade earlier passes)
         self._animated = True
         # NOTE [auto view]: while _auto_fit is on (until the user pans or zooms; Fit or
         # key 0 turn it back on) the canvas picks the view itself: the whole graph when
@@ -129,6 +130,7 @@ class GraphCanvas(CanvasView, QWidget):
         self._geom.row_pitch = float(getattr(layout, "row_pitch", self._geom.row_pitch))
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
         self._painter.sprites = True
+        self._painter.fade_passes = self._fade_passes   # (a new painter per geometry)
         self._painter.take_frame(self._frame)
         self._selected = self._selected if self._selected in self._geom.nodes else None
         self._invalidate()
@@ -147,6 +149,7 @@ class GraphCanvas(CanvasView, QWidget):
         self._graph = self._layout = self._trace = None
         self._geom = SceneGeometry()
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale)
+        self._painter.fade_passes = self._fade_passes
         self._frame, self._limit, self._selected = None, NEVER, None
         self._invalidate()
         self._auto_fit = True
@@ -291,7 +294,9 @@ class GraphCanvas(CanvasView, QWidget):
         self.update()
 
     def set_fade_passes(self, on: bool) -> None:
-        """Earlier passes' graphs faded or not (NOTE [pass focus] in model/timeline.py)."""
+        """Earlier passes' graphs faded or not (NOTE [pass focus] in model/timeline.py);
+        kept here, for the painter of the next run or text size too."""
+        self._fade_passes = bool(on)
         if self._painter.fade_passes != bool(on):
             self._painter.fade_passes = bool(on)
             self._painter.marks_version += 1
