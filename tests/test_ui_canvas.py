@@ -1509,3 +1509,72 @@ def test_stepping_where_no_mark_changes_keeps_the_cached_layer(canvas, qtbot):
     for i in range(1, len(tl)):
         canvas.set_frame(tl.state(i))
     assert canvas._painter.marks_version == before
+
+
+TRAIN = """import torch
+w = torch.tensor([1.0, -1.0], requires_grad=True)
+for step in range(4):
+    loss = (w * w).sum()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad = None
+"""
+
+
+def test_earlier_passes_fade_with_their_region_boxes_and_at_the_lowest_detail(canvas):
+    """NOTE [pass focus]: in the last iteration of a training loop, the no_grad
+    boxes of the earlier ones fade with their nodes (code review: bright boxes
+    framed washed-out nodes), and zoomed out to the lowest detail the earlier
+    passes still fade (they did not: the tiny drawing ignored the focus)."""
+    import graphscope
+    from test_model_timeline import _pass_bands
+    tr = graphscope.trace(TRAIN)
+    graph, layout, tl = shown(canvas, tr, size=(1200, 700))
+    bands = _pass_bands(tl)
+    assert len(bands) == 5         # four iterations, and the update after the last
+    tl.set_passes(bands)
+    frame = tl.state(bands[-1][0] + 2)
+    assert frame.focus is not None and frame.focus.index == len(bands) - 1
+    canvas.set_frame(frame)
+    canvas.fit()
+
+    def pictures():
+        canvas.set_fade_passes(True)
+        on = canvas.grab().toImage()
+        canvas.set_fade_passes(False)
+        off = canvas.grab().toImage()
+        return on, off
+    on, off = pictures()
+    assert canvas.lod == "full"
+    boxes = canvas._painter._region_boxes(frame.visible_steps)
+    assert boxes
+    tf = canvas.transform()
+    bg = qcolor(get_theme("light").canvas_bg)
+    faded = []
+    for _box, label in boxes:
+        c = tf.mapRect(label).center()
+        a, b = on.pixelColor(int(c.x()), int(c.y())), off.pixelColor(int(c.x()), int(c.y()))
+        dist = lambda q: sum(abs(x - y) for x, y in zip(q.getRgb()[:3], bg.getRgb()[:3]))
+        assert dist(a) <= dist(b)
+        faded.append(dist(a) < dist(b))
+    # the block of the last pass (the update after the last backward) stays; the
+    # box of the blocks before it (the layout may draw them as one) fades
+    assert faded.count(False) == 1 and True in faded
+    canvas.zoom_by(0.1)
+    on, off = pictures()
+    assert canvas.lod == "tiny"
+    # the losses of the earlier iterations (tracked tensors, outside the boxes)
+    old = [n for n in graph.nodes.values() if n.kind == "tensor" and frame.focus.faded(n)
+           and n.region is None and "grad_fn" in n.flags]
+    assert len(old) >= 3
+    dist = lambda q: sum(abs(x - y) for x, y in zip(q.getRgb()[:3], bg.getRgb()[:3]))
+    tf = canvas.transform()
+    lighter = 0
+    for n in old:   # (one may lie under the .grad label, the same either way)
+        ng = canvas._geom.nodes[n.id]
+        c = tf.map(QPointF(ng.x, ng.y))
+        a, b = (dist(img.pixelColor(int(c.x()), int(c.y()))) for img in (on, off))
+        assert a <= b
+        lighter += a < b
+    assert lighter >= 3

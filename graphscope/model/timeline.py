@@ -137,7 +137,10 @@ class FrameState:
 # roots; the tensors a read looks at), and everything those were computed from
 # (a weight made before the first pass, a hidden state carried over without
 # detach()). The passes are the timeline bar's bands (``set_passes``); a run of
-# one pass fades nothing.
+# one pass fades nothing. The canvas fades nodes, their edges, "freed" pills and
+# a grad-mode box whose nodes all fade, at every level of detail but the
+# rasterised one (over 6,000 visible nodes: canvas_density.py); the marks of
+# the error and of a missing requires_grad never fade.
 @dataclass(frozen=True, slots=True)
 class PassFocus:
     index: int                     # which band (pass) of ``Timeline.set_passes``

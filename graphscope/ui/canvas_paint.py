@@ -39,6 +39,19 @@ _BADGE_RISE = 0.72   # of a badge's size, how far it stands above its node's box
 _NO_STEPS: dict = {}     # never written to
 
 
+def _draw_split(p, draw, items, lo: int, hi: int, steps, focus) -> None:
+    """``draw(items[lo:hi])``, the part before ``focus.start`` (an earlier pass:
+    NOTE [pass focus] in model/timeline.py) faded; ``steps`` are the items'
+    steps, in order."""
+    mid = lo if focus is None else min(hi, max(lo, bisect_right(steps, focus.start - 1)))
+    if mid > lo:
+        p.setOpacity(FADED)
+        draw(items[lo:mid])
+        p.setOpacity(1.0)
+    if hi > mid:
+        draw(items[mid:hi] if (mid, hi) != (0, len(items)) else items)
+
+
 class ScenePainter(RegionPainter, OverlayPainter):
     """Paints one SceneGeometry in one theme. Holds no Qt widget state. The region
     boxes (canvas_regions.py) and the overlays of a frame (canvas_overlay.py) are
@@ -156,6 +169,11 @@ class ScenePainter(RegionPainter, OverlayPainter):
             p.setTransform(tf)
             return
         node_groups, edge_groups = geom.tiny_items()
+        # NOTE [pass focus] in timeline.py: the items are in step order, and an
+        # earlier pass's are those before its first step (what the pass keeps of
+        # them is drawn again, plain, below; an edge from one of them into the
+        # pass starts at or after it, so never fades)
+        focus = self.focus if self.fade_passes else None
         for kind, (steps, lines) in edge_groups.items():
             lo = 0 if start == -math.inf else bisect_right(steps, start)
             hi = bisect_right(steps, limit)
@@ -163,36 +181,48 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 pen = QPen(qcolor(self._edge_colour(kind)), 1.0)
                 pen.setCosmetic(True)
                 p.setPen(pen)
-                p.drawLines(lines[lo:hi] if (lo, hi) != (0, len(lines)) else lines)
+                _draw_split(p, p.drawLines, lines, lo, hi, steps, focus)
         p.setPen(Qt.NoPen)
         for style, (steps, rects) in node_groups.items():
             lo = 0 if start == -math.inf else bisect_right(steps, start)
             hi = bisect_right(steps, limit)
             if hi > lo:
                 p.setBrush(qcolor(self._tiny_colour(style)))
-                p.drawRects(rects[lo:hi] if (lo, hi) != (0, len(rects)) else rects)
+                _draw_split(p, p.drawRects, rects, lo, hi, steps, focus)
+        if focus is not None and focus.keep:
+            for nid in focus.keep:
+                ng = geom.nodes.get(nid)
+                if ng is not None and start < ng.step <= limit:
+                    p.setBrush(qcolor(self._tiny_colour(ng.style)))
+                    p.drawRect(_rect(ng))
 
     def _paint_tiny_slow(self, p, limit, start, exclude) -> None:
         nodes = self.geom
         by_kind: dict = {}
+        faded = self._faded_test()
         for e in nodes.edges_upto(limit, start):
             if e.src in exclude or e.dst in exclude:
                 continue
             s, d = nodes.nodes[e.src], nodes.nodes[e.dst]
-            by_kind.setdefault(e.kind, []).append(QLineF(s.x, s.y, d.x, d.y))
-        for kind, lines in by_kind.items():
+            key = (e.kind, bool(faded and (faded(s.node) or faded(d.node))))
+            by_kind.setdefault(key, []).append(QLineF(s.x, s.y, d.x, d.y))
+        for (kind, fade), lines in by_kind.items():
             pen = QPen(qcolor(self._edge_colour(kind)), 1.0)
             pen.setCosmetic(True)
             p.setPen(pen)
+            p.setOpacity(FADED if fade else 1.0)
             p.drawLines(lines)
         groups: dict = {}
         for ng in nodes.nodes_upto(limit, start):
             if ng.id not in exclude:
-                groups.setdefault(ng.style, []).append(_rect(ng))
+                key = (ng.style, bool(faded and faded(ng.node)))
+                groups.setdefault(key, []).append(_rect(ng))
         p.setPen(Qt.NoPen)
-        for style, rects in groups.items():
+        for (style, fade), rects in groups.items():
             p.setBrush(qcolor(self._tiny_colour(style)))
+            p.setOpacity(FADED if fade else 1.0)
             p.drawRects(rects)
+        p.setOpacity(1.0)
 
     def _tiny_colour(self, style: str) -> str:
         t = self.theme
@@ -230,7 +260,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
             if not _segment_meets(cull, s, d):
                 continue
             # an edge of an earlier pass fades with either end (NOTE [pass focus])
-            key = (e.kind, True) if faded and (faded(s.node) or faded(d.node)) else e.kind
+            key = (e.kind, bool(faded and (faded(s.node) or faded(d.node))))
             path = paths.get(key)
             if path is None:
                 path = paths[key] = QPainterPath()
@@ -256,12 +286,12 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 _curve(path, a, b)
             _arrow(heads[key], a, b, 11.0)
         for key, path in paths.items():
-            kind = key[0] if isinstance(key, tuple) else key
+            kind, fade = key
             c = qcolor(self._edge_colour(kind))
             pen = QPen(c, 2.6 if kind == "data" else 2.4)
             if kind == "nograd":
                 pen.setStyle(Qt.DashLine)
-            if key is not kind:
+            if fade:
                 p.setOpacity(FADED)
             p.setPen(pen)
             p.setBrush(Qt.NoBrush)
@@ -269,7 +299,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
             p.setPen(Qt.NoPen)
             p.setBrush(c)
             p.drawPath(heads[key])
-            if key is not kind:
+            if fade:
                 p.setOpacity(1.0)
         if cuts:
             self._paint_cuts(p, cuts, lod)

@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF, QPainterPath, QPen
 
-from graphscope.ui.canvas_primitives import _clusters, _rect, _union, font, qcolor
+from graphscope.ui.canvas_primitives import FADED, _clusters, _rect, _union, font, qcolor
 from graphscope.ui.canvas_scene import REGION_PAD
 
 
@@ -19,13 +19,21 @@ class RegionPainter:
 
     def paint_regions(self, p, scale, limit, lod, view: QRectF | None = None,
                       part: str = "box") -> None:
-        """The grad-off boxes (``part`` "box"), or their labels ("label"), or both."""
+        """The grad-off boxes (``part`` "box"), or their labels ("label"), or both.
+        A box around an earlier pass's nodes only fades with them (NOTE [pass
+        focus] in model/timeline.py: bright boxes framed washed-out nodes)."""
+        faded = self._faded_test()
         for reg, cluster, box, continued in self._region_clusters():
             if view is not None and not view.intersects(box.adjusted(-40, -80, 400, 40)):
                 continue
             members = [ng for ng in cluster if ng.step <= limit]
             if members:
+                fade = faded is not None and all(faded(ng.node) for ng in members)
+                if fade:
+                    p.setOpacity(FADED)
                 self._paint_region_box(p, reg, members, lod, limit, part, continued)
+                if fade:
+                    p.setOpacity(1.0)
 
     def _region_clusters(self) -> list:
         """[(region, cluster of its nodes, box of the cluster, continued)], once per

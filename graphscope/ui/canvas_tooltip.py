@@ -66,12 +66,13 @@ def explanation(node, trace=None, flags=None) -> str | None:
 
 def tooltip_text(node, trace=None, grad_summary: str | None = None,
                  hidden: bool = False, flags=None, went: str | None = None,
-                 faded_in: int | None = None) -> str:
+                 cursor_pass: int | None = None) -> str:
     """Rich text for QToolTip. ``hidden``: a quiz before Reveal (no values read);
     ``flags``: the node's marks shown at the cursor (an error's note is not
-    explained before the step that raised it, nor before Reveal); ``faded_in``:
-    the node is drawn faded, being of a pass before the cursor's, pass
-    ``faded_in`` (counted from 1: NOTE [pass focus] in model/timeline.py)."""
+    explained before the step that raised it, nor before Reveal); ``cursor_pass``:
+    the pass the cursor is in (counted from 1), given when the node is drawn
+    faded, as a pass before it that it does not use (NOTE [pass focus] in
+    model/timeline.py)."""
     rows = []
     if node.kind == "op" and "branch" in (node.flags or ()):
         # a decision node (graph.py NOTE [branch nodes]): Python control flow
@@ -114,8 +115,8 @@ def tooltip_text(node, trace=None, grad_summary: str | None = None,
     note = explanation(node, trace, flags)
     if note:
         text += f"<p>{html.escape(note)}</p>"
-    if faded_in is not None:
-        text += (f"<p>Faded: from an earlier pass. The cursor is in pass {faded_in}, "
+    if cursor_pass is not None:
+        text += (f"<p>Faded: from an earlier pass. The cursor is in pass {cursor_pass}, "
                  f"whose graph does not use it (each forward pass builds a new graph).</p>")
     return text
 

@@ -647,7 +647,7 @@ class GraphCanvas(CanvasView, QWidget):
         return tooltip_text(ng.node, self._trace, grad, hidden=self._painter.values_hidden,
                             flags=self._painter.shown_flags(ng.node),
                             went=at(ng.node) if at is not None else None,
-                            faded_in=self._painter.focus.index + 1
+                            cursor_pass=self._painter.focus.index + 1
                             if faded is not None and faded(ng.node) else None)
 
 
