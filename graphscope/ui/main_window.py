@@ -501,8 +501,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
 
     # -------------------------------------------------------------------- run
     def run(self) -> None:
-        """Run the editor's snippet in a worker and build the graph live."""
-        self.stop()
+        """Run the editor's snippet in a worker and build the graph live (a run
+        still going is abandoned: RunController.run)."""
         self._reset_run_view()
         source = self.editor.toPlainText()
         filename = str(self.path) if self.path else self.display_name
