@@ -277,6 +277,39 @@ def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
     assert w.selected_node() == node_by_label(w, "y").id
 
 
+@pytest.mark.parametrize("raise_line", [
+    # an assert that prints two tensors: a message of 44 lines
+    "w = torch.randn(20, 8)\nassert torch.allclose(w, w * 2), f'mismatch:\\n{w}\\nexpected:\\n{w * 2}'",
+    # one token of 40,000 characters
+    "raise ValueError(','.join(map(str, range(9000))))",
+    "raise ValueError('bad <b>value</b><br>')",
+], ids=["long", "wide", "markup"])
+def test_a_long_error_message_keeps_the_window_its_size(qtbot, window, raise_line):
+    """NOTE [a banner that fits]: the banner grew with PyTorch's message, and the
+    window with it, past the screen (1,586 px tall; a long token 108,000 px wide);
+    an error's text drawn as HTML (robustness review)."""
+    w = window
+    w.resize(1280, 800)
+    qtbot.wait(50)
+    end = run_source(qtbot, w, "import torch\n" + raise_line + "\n")
+    assert end.status == "error"
+    qtbot.wait(100)
+    assert w.banner.isVisible()
+    assert w.width() <= 1280 and w.height() <= 800
+    assert w.banner.height() < 260 and w.canvas.height() > 250
+    msg = w.banner.message_label.text()
+    lines = msg.splitlines()
+    assert len(lines) <= 41 and max(map(len, lines)) < 400
+    whole = w.problems.rows()[0].text
+    if "<b>" in raise_line:
+        assert "<b>value</b>" in msg
+        assert w.banner.message_label.textFormat() == Qt.TextFormat.PlainText
+    elif "allclose" in raise_line:
+        assert len(whole.splitlines()) > 40
+        assert lines[-1].endswith("more lines (the Problems tab has all of it)")
+        assert "expected:" in whole
+
+
 def test_stop_ends_a_runaway_snippet_and_window_stays_usable(qtbot, window):
     w = window
     w.load_snippet("x = 0\nwhile True:\n    x += 1\n", "loop.py")
@@ -1064,3 +1097,37 @@ def test_earlier_passes_fade_while_the_cursor_is_in_a_later_one(qtbot, window):
     w.set_cursor(bands[0][1])          # in the first pass nothing fades
     w.fade_passes_action.trigger()
     assert fill_at(old) == plain_old
+
+
+def test_run_again_while_a_backlog_is_drawn_shows_only_the_new_run(qtbot, window):
+    """A fast run's messages come faster than the window draws them; Run again
+    with the backlog still queued (its End last) showed the old run's ops in the
+    new graph and could finish the new run with the old End (robustness review).
+    The backlog is made by not letting the event loop run until the old run's
+    End has been received."""
+    import time
+    w = window
+    ctl = w.controller
+    # (over two of the slices the window takes at a time: BACKLOG_BATCH)
+    w.load_snippet("import torch\nx = torch.ones(2, requires_grad=True)\n"
+                   "for i in range(3000):\n    x = x * 1.0\n", "old.py")
+    w.set_speed(0)
+    ends = []
+    w.run_finished.connect(lambda e: ends.append(e))
+    w.run()
+    deadline = time.monotonic() + RUN_TIMEOUT / 1000
+    while time.monotonic() < deadline:
+        with ctl._lock:
+            if ctl._buffer and ctl._buffer[-1].T == "end":
+                break
+        time.sleep(0.01)          # (no Qt events: the window draws none of it)
+    with ctl._lock:
+        assert ctl._buffer and ctl._buffer[-1].T == "end" and len(ctl._buffer) > 6000
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
+        w.load_snippet("import torch\nnew = torch.ones(3, requires_grad=True)\n"
+                       "(new * 5).sum().backward()\n", "new.py")
+        w.run()
+    qtbot.wait(200)
+    assert len(ends) == 1 and ends[0].status == "ok"
+    assert [op.name for op in w.live.trace.ops if op.kind != "factory"] == ["mul", "sum"]
+    assert labels(w) >= {"new"} and "x" not in labels(w)

@@ -11,7 +11,8 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout)
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QScrollArea, QToolButton,
+                               QVBoxLayout)
 
 from graphscope.ui.editor import monospace_font
 
@@ -37,6 +38,10 @@ class ErrorBanner(QFrame):
         self.title_label.setWordWrap(True)
         self.text_label = QLabel(self)
         self.text_label.setWordWrap(True)
+        # what the snippet's error says is text, never markup ("bad <b>value</b>",
+        # a "<br>" in a message were drawn as HTML: robustness review)
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.text_label.setTextFormat(Qt.TextFormat.PlainText)
         self.fix_label = QLabel(self)
         self.fix_label.setWordWrap(True)
         self.line_label = QLabel(self)
@@ -53,9 +58,18 @@ class ErrorBanner(QFrame):
         self.source_caption = QLabel("PyTorch says:", self)
         self.message_label = QLabel(self)
         self.message_label.setWordWrap(True)
+        self.message_label.setTextFormat(Qt.TextFormat.PlainText)
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        # NOTE [a banner that fits]: at most MESSAGE_VIEW_LINES lines high; more scrolls
+        self.message_view = QScrollArea(self)
+        self.message_view.setObjectName("ErrorMessage")
+        self.message_view.setWidget(self.message_label)
+        self.message_view.setWidgetResizable(True)
+        self.message_view.setFrameShape(QFrame.Shape.NoFrame)
+        self.message_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         right.addWidget(self.source_caption)
-        right.addWidget(self.message_label)
+        right.addWidget(self.message_view)
         right.addStretch(1)
         outer.addLayout(right, 2)
         close = QToolButton(self)
@@ -73,7 +87,9 @@ class ErrorBanner(QFrame):
             f"#ErrorBanner {{ background: {background}; border: none; "
             f"border-left: 6px solid {accent}; border-radius: 4px; }}"
             f"#ErrorBanner QLabel {{ background: transparent; color: {text}; }}"
-            f"#ErrorBanner QToolButton {{ background: transparent; color: {text}; border: none; }}")
+            f"#ErrorBanner QToolButton {{ background: transparent; color: {text}; border: none; }}"
+            f"#ErrorBanner QScrollArea, #ErrorBanner QScrollArea > QWidget > QWidget "
+            f"{{ background: transparent; }}")
         self._link_color = accent
 
     def set_text_scale(self, f: float) -> None:
@@ -87,6 +103,8 @@ class ErrorBanner(QFrame):
         for w in (self.text_label, self.fix_label, self.line_label, self.source_caption):
             w.setFont(body)
         self.message_label.setFont(monospace_font(11.0 * f))
+        line = self.message_label.fontMetrics().lineSpacing()
+        self.message_view.setMaximumHeight(int(line * MESSAGE_VIEW_LINES + 6))
 
     def show_error(self, title: str, text: str = "", fix: str = "", message: str = "",
                    line: Optional[int] = None, caption: str = "PyTorch says:") -> None:
@@ -99,10 +117,12 @@ class ErrorBanner(QFrame):
         if line:
             self.line_label.setText(f'<a href="#line" style="color:{self._link_color}">Go to line {line}</a>')
         self.line_label.setVisible(bool(line))
-        self.message_label.setText(message)
+        self.message_label.setText(clipped(message))
+        self.message_label.setToolTip(message[:TOOLTIP_CHARS] if clipped(message) != message else "")
         self.source_caption.setText(caption)
-        for w in (self.source_caption, self.message_label):
+        for w in (self.source_caption, self.message_view):
             w.setVisible(bool(message))
+        self.message_view.verticalScrollBar().setValue(0)
         self.show()
 
     def show_diagnosis(self, diagnosis, error, caption: str = "PyTorch says:") -> None:
@@ -129,6 +149,50 @@ class ErrorBanner(QFrame):
     def _on_close(self) -> None:
         self.hide()
         self.closed.emit()
+
+
+# NOTE [a banner that fits]: the banner shows PyTorch's message whole, in a label
+# that grows with it; an assert that printed two 20x8 tensors made the window
+# 1,586 px tall on an 800 px screen (the canvas 150 px), a 200,000-character
+# token made it 1.5 million px wide and froze it for 40 s (robustness review).
+# The message scrolls in a view MESSAGE_VIEW_LINES lines high; it holds the
+# first MESSAGE_LINES lines, each cut at LINE_CHARS, and says where the rest is
+# (the Problems tab has the whole message: a label of 20,000 lines took seconds
+# to lay out); a run of characters
+# with no space gets break points, so a long token wraps instead of widening
+# the window; the tooltip has the message up to TOOLTIP_CHARS.
+MESSAGE_LINES = 40
+LINE_CHARS = 300
+MESSAGE_VIEW_LINES = 7   # lines of the message seen at once; the rest scrolls
+TOOLTIP_CHARS = 4000
+_WORD = 60          # characters without a break before one is offered
+
+
+def clipped(message: str) -> str:
+    """``message`` as the banner shows it (NOTE [a banner that fits])."""
+    lines = message.splitlines() or [""]
+    out = []
+    for line in lines[:MESSAGE_LINES]:
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + " \u2026"
+        out.append(_breakable(line))
+    if len(lines) > MESSAGE_LINES:
+        rest = len(lines) - MESSAGE_LINES
+        out.append(f"\u2026 {rest} more line{'s' if rest != 1 else ''} (the Problems tab has all of it)")
+    return "\n".join(out)
+
+
+def _breakable(line: str) -> str:
+    """Zero-width spaces (line-break opportunities) in runs of over _WORD
+    characters without a space."""
+    if len(line) <= _WORD:
+        return line
+    parts = []
+    for word in line.split(" "):
+        if len(word) > _WORD:
+            word = "\u200b".join(word[i:i + _WORD] for i in range(0, len(word), _WORD))
+        parts.append(word)
+    return " ".join(parts)
 
 
 def _escape(s: str) -> str:
