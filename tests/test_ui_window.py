@@ -1131,3 +1131,27 @@ def test_run_again_while_a_backlog_is_drawn_shows_only_the_new_run(qtbot, window
     assert len(ends) == 1 and ends[0].status == "ok"
     assert [op.name for op in w.live.trace.ops if op.kind != "factory"] == ["mul", "sum"]
     assert labels(w) >= {"new"} and "x" not in labels(w)
+
+def test_a_long_file_opens_uncoloured_and_a_huge_line_scrolls(qtbot, window, tmp_path):
+    """A 20,000-line file froze the window 3 s at opening and at every theme
+    change (the highlighter lexes each line on the GUI thread); a 300 KB line
+    16 s (Qt wraps one huge line in quadratic time): robustness review. Long
+    files are left uncoloured, huge lines scroll instead of wrapping."""
+    from PySide6.QtWidgets import QPlainTextEdit
+    from graphscope.ui.editor import HIGHLIGHT_MAX_LINES
+    w = window
+    long_file = tmp_path / "long.py"
+    long_file.write_text("x = torch.ones(3) * 2  # a comment\n" * (HIGHLIGHT_MAX_LINES + 1))
+    assert w.open_file(long_file)
+    assert not w.editor.highlighted()
+    w.set_theme("dark")
+    assert not w.editor.highlighted()
+    wide = tmp_path / "wide.py"
+    wide.write_text("import torch\nx = 1  # " + "a" * 300_000 + "\n")
+    assert w.open_file(wide)
+    assert w.editor.highlighted()          # two lines: coloured again
+    assert w.editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap
+    short = tmp_path / "short.py"
+    short.write_text("import torch\nx = torch.ones(2)  # " + "a comment that is long " * 8 + "\n")
+    assert w.open_file(short)
+    assert w.editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth

@@ -97,6 +97,9 @@ def _open_triple_quote(src: str) -> int:
     return {"'''": 1, '"""': 2}.get(open_q, 0)
 
 
+# lines of text above which the editor leaves it uncoloured (CodeEditor.setPlainText)
+HIGHLIGHT_MAX_LINES = 5000
+
 # columns a wrapped line's continuation sits further in than its own line's indentation
 HANG_COLUMNS = 2
 TAB_COLUMNS = 4
@@ -307,6 +310,22 @@ class CodeEditor(QPlainTextEdit):
             self.colors[k] = QColor(v)
         self._refresh_selections()
         self._gutter.update()
+
+    def setPlainText(self, text: str) -> None:
+        """The text, coloured unless it is over HIGHLIGHT_MAX_LINES lines: the
+        highlighter lexes every line on the GUI thread, at each theme change too
+        (a 20,000-line file froze the window for 3 s each time: robustness
+        review). Snippets are far shorter; a long file reads fine uncoloured."""
+        big = text.count("\n") >= HIGHLIGHT_MAX_LINES
+        if big and self.highlighter.document() is not None:
+            self.highlighter.setDocument(None)
+        super().setPlainText(text)
+        if not big and self.highlighter.document() is None:
+            self.highlighter.setDocument(self.document())
+
+    def highlighted(self) -> bool:
+        """Whether the text is coloured (see setPlainText)."""
+        return self.highlighter.document() is not None
 
     def set_pygments_style(self, name: str) -> None:
         self.highlighter.set_style(name)

@@ -60,6 +60,10 @@ HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
 __all__ = ["MainWindow", "END_STATUS", "end_status"]
 
 
+# lines longer than this are scrolled to, never wrapped (MainWindow.arrange)
+WRAP_MAX_CHARS = 1000
+
+
 class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     """GraphScope's window. ``settings``: a QSettings (tests pass one in a temp dir)."""
 
@@ -373,8 +377,13 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # splitter took the excess from the editor, 70 px wide at the minimum size)
         total = self.width() if self.width() >= 300 else 800
         fm = self.editor.fontMetrics()
-        longest = max((fm.horizontalAdvance(l) for l in self.editor.toPlainText().splitlines()),
-                      default=0)
+        lines = self.editor.toPlainText().splitlines()
+        # a line of thousands of characters (data pasted in) is scrolled to, not
+        # wrapped: Qt's wrapping of one huge line is quadratic, and a 300 KB line
+        # froze the window for 16 s at every open and theme change (robustness
+        # review); measuring it alone took long
+        huge = any(len(line) > WRAP_MAX_CHARS for line in lines)
+        longest = 0 if huge else max((fm.horizontalAdvance(line) for line in lines), default=0)
         want = longest + self.editor.gutter_width() + 40
         f = self.text_scale
         if self.presenting or self.side_tabs.count() > 1:
@@ -386,7 +395,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.main_split.setSizes([editor, max(200, total - editor - side), side])
         # a line longer than the editor wraps rather than hiding its end (often the
         # comment that explains it) behind a scroll bar
-        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth if want > editor
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth
+                                    if want > editor and not huge
                                     else QPlainTextEdit.LineWrapMode.NoWrap)
         if self.presenting:
             # the console holds a line or two of output: the graph needs the height
