@@ -217,6 +217,46 @@ def test_cancel_leaves_the_lesson_where_it_was(window, folder, qtbot):
     assert "# mine" in window.editor.toPlainText()
 
 
+def test_n_and_p_where_the_lesson_cannot_move_keep_unsaved_edits(window, folder, qtbot):
+    """With no lesson open, or at its end, N asked about the edits and, given up,
+    left them in the editor counted as saved: closing then lost them without a
+    word. The lesson bar's buttons moved the lesson without asking at all; a
+    lesson that failed to load replaced the open one (robustness review)."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    window.show()
+    asked = []
+    window.ask_unsaved = lambda *a: asked.append(a) or "discard"
+    window.editor.insertPlainText("# mine\n")
+    focus(qtbot, window)
+    for key in (Qt.Key_N, Qt.Key_P):                  # no lesson open
+        qtbot.keyClick(window.canvas, key)
+    assert asked == [] and window.editor.document().isModified()
+    assert not c.next_action.isEnabled() and not c.prev_action.isEnabled()
+    c.next_scenario()                                 # (the menu's item, were it enabled)
+    assert asked == [] and "No lesson is open" in window.status_text()
+    c.open_lesson(str(folder / "lessons" / "l.toml"))     # (asks, and gives "# mine" up)
+    assert c.scenario.id == "two" and c.next_action.isEnabled() and not c.prev_action.isEnabled()
+    asked.clear()
+    window.ask_unsaved = lambda *a: asked.append(a) or "cancel"
+    window.editor.insertPlainText("# mine again\n")
+    qtbot.mouseClick(c.lesson_bar.next_button, Qt.LeftButton)   # asks: Cancel stays
+    assert len(asked) == 1 and c.walker.index == 0 and "# mine again" in window.editor.toPlainText()
+    window.ask_unsaved = lambda *a: asked.append(a) or "discard"
+    qtbot.mouseClick(c.lesson_bar.next_button, Qt.LeftButton)
+    c.next_scenario()
+    assert c.scenario.id == "three" and not c.next_action.isEnabled()
+    window.editor.insertPlainText("# at the end\n")
+    n = len(asked)
+    c.next_scenario()                                  # the last one: nothing to ask
+    assert len(asked) == n and window.editor.document().isModified()
+    assert "last scenario" in window.status_text()
+    bad = folder / "lessons" / "bad.toml"
+    bad.write_text('title = "Bad"\nscenarios = ["nope"]\n')
+    c.open_lesson(str(bad))
+    assert c.walker.scenarios and c.lesson_bar.progress_label.text() == "3 / 3"
+    assert "no scenario that loads" in window.status_text()
+
+
 def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, tmp_path):
     c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
     window.set_speed(0)

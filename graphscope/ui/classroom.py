@@ -48,12 +48,14 @@ class Classroom(QObject):
         self.quiz = QuizPanel(score=self.score)
         self.browser = ScenarioBrowser()
         self.walker = LessonWalker(parent=self)
-        self.lesson_bar = LessonBar(self.walker)
+        self.lesson_bar = LessonBar(self.walker, go_next=self.next_scenario,
+                                    go_previous=self.previous_scenario)
         self.presentation = PresentationController(window)
         self._load_bundled()
         self._build_docks()
         self._build_actions()
         self._wire()
+        self._lesson_actions()
         self.apply_theme(window.theme.name)
         self.presentation.apply_scale()
 
@@ -268,7 +270,14 @@ class Classroom(QObject):
 
     def open_lesson(self, path) -> list:
         title, found, problems = resolve_lesson(path, self.browser.scenarios, self.browser.folders)
-        if found and not self.window.confirm_replace():
+        if not found:
+            # the lesson open stays open (it was replaced by an empty one: review)
+            if problems:
+                self.browser.add_scenarios([], problems)
+                self.browser_dock.show()
+            self.window.set_status(f"The lesson {path} has no scenario that loads.", error=True)
+            return problems
+        if not self.window.confirm_replace():
             return problems   # kept the edited snippet: no lesson over it
         self.walker.title = title
         self.walker.scenarios = found
@@ -276,32 +285,41 @@ class Classroom(QObject):
         if problems:
             self.browser.add_scenarios([], problems)
             self.browser_dock.show()
-        self.lesson_bar.setVisible(bool(found))
-        if found:
-            w = self.window
-            width = w.width()
-            self.walker.start()
-            dock = self.browser_dock
-            if not problems and dock.isVisible() and not dock.isFloating() and \
-                    w.main_split.minimumSizeHint().width() + dock.minimumSizeHint().width() > width:
-                # the lesson bar walks the lesson; beside the side column and the
-                # editor the browser left no room on a 1024 px projector, and the
-                # window grew past the screen (GUI review): it closes when the
-                # window was too narrow for both (the Scenarios menu opens it again)
-                dock.hide()
-                w.resize(width, w.height())
-        else:
-            self.window.set_status(f"The lesson {path} has no scenario that loads.", error=True)
+        self.lesson_bar.setVisible(True)
+        w = self.window
+        width = w.width()
+        self.walker.start()
+        dock = self.browser_dock
+        if not problems and dock.isVisible() and not dock.isFloating() and \
+                w.main_split.minimumSizeHint().width() + dock.minimumSizeHint().width() > width:
+            # the lesson bar walks the lesson; beside the side column and the
+            # editor the browser left no room on a 1024 px projector, and the
+            # window grew past the screen (GUI review): it closes when the
+            # window was too narrow for both (the Scenarios menu opens it again)
+            dock.hide()
+            w.resize(width, w.height())
+        self._lesson_actions()
         return problems
 
     # The edited snippet is asked about before the lesson moves: on Cancel it
     # stays where it was (moved first, a scenario from outside the lesson left
     # nothing to move it back to)
+    # (and only when it can move: with no lesson open, or at its end, N asked about
+    # the edits and, given up, left them in the editor counted as saved: closing
+    # then lost them without asking, robustness review)
     def next_scenario(self):
+        if not self.walker.can_next():
+            self.window.set_status("This is the lesson's last scenario." if self.walker.scenarios
+                                   else "No lesson is open (Scenarios \u203a Open lesson\u2026).")
+            return
         if self.window.confirm_replace():
             self.walker.next()
 
     def previous_scenario(self):
+        if not self.walker.can_previous():
+            self.window.set_status("This is the lesson's first scenario." if self.walker.scenarios
+                                   else "No lesson is open (Scenarios \u203a Open lesson\u2026).")
+            return
         if self.window.confirm_replace():
             self.walker.previous()
 
@@ -310,6 +328,12 @@ class Classroom(QObject):
             # (asked again and declined: a save that failed) the lesson stays put
             self.walker.index = self.walker.scenarios.index(self.scenario)
         self.lesson_bar.refresh()
+        self._lesson_actions()
+
+    def _lesson_actions(self) -> None:
+        """Next / Previous scenario are enabled where the lesson can move."""
+        self.next_action.setEnabled(self.walker.can_next())
+        self.prev_action.setEnabled(self.walker.can_previous())
 
     def _on_snippet_loaded(self):
         """A snippet that is not the scenario's (a file, New): the quiz is left.

@@ -85,6 +85,12 @@ class LessonWalker(QObject):
         self.scenario_changed.emit(self.current)
         return True
 
+    def can_next(self) -> bool:
+        return self.index + 1 < len(self.scenarios)
+
+    def can_previous(self) -> bool:
+        return self.index > 0 and bool(self.scenarios)
+
     def progress_text(self) -> str:
         if not self.scenarios:
             return "0 / 0"
@@ -99,7 +105,7 @@ class LessonBar(QWidget):
     1024 px the window grew past the screen while the editor kept 70 px, a
     letter per line (GUI review)."""
 
-    def __init__(self, walker: LessonWalker, parent=None):
+    def __init__(self, walker: LessonWalker, parent=None, go_next=None, go_previous=None):
         super().__init__(parent)
         self.setObjectName("LessonBar")
         self.walker = walker
@@ -118,8 +124,9 @@ class LessonBar(QWidget):
         self.next_button.setToolTip("The next scenario of the lesson (N)")
         for b in (self.prev_button, self.next_button):
             b.setFocusPolicy(Qt.NoFocus)
-        self.prev_button.clicked.connect(walker.previous)
-        self.next_button.clicked.connect(walker.next)
+        # (the window passes its own steps, which ask about unsaved edits first)
+        self.prev_button.clicked.connect(lambda: (go_previous or walker.previous)())
+        self.next_button.clicked.connect(lambda: (go_next or walker.next)())
         lay.addWidget(self.prev_button)
         lay.addStretch(1)
         lay.addWidget(self.progress_label)
@@ -133,8 +140,8 @@ class LessonBar(QWidget):
         w = self.walker
         self.title_label.setText(w.title)
         self.progress_label.setText(w.progress_text())
-        self.prev_button.setEnabled(w.index > 0)
-        self.next_button.setEnabled(w.index + 1 < len(w.scenarios))
+        self.prev_button.setEnabled(w.can_previous())
+        self.next_button.setEnabled(w.can_next())
 
     def set_text_scale(self, factor: float, min_px: int | None = None):
         px = max(min_px or 0, round(NORMAL_PX * max(0.5, float(factor))))
