@@ -257,6 +257,27 @@ def test_n_and_p_where_the_lesson_cannot_move_keep_unsaved_edits(window, folder,
     assert "no scenario that loads" in window.status_text()
 
 
+def test_a_blank_screen_outside_presentation_mode_comes_back_with_its_keys(window, folder, qtbot):
+    """Present > Blank screen outside presentation mode: Esc did nothing, B and '.'
+    were typed into the hidden snippet, and the overlay covered the menus
+    (robustness review). Esc, B and '.' bring it back; nothing is typed."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    window.show()
+    focus(qtbot, window)
+    window.editor.setFocus()
+    text = window.editor.toPlainText()
+    for key in (Qt.Key_Escape, Qt.Key_B, Qt.Key_Period):
+        c.blank_action.trigger()
+        assert c.presentation.blanked and c.blank_action.isChecked()
+        qtbot.keyClick(window.editor, Qt.Key_X)          # swallowed while blank
+        assert c.presentation.blanked
+        qtbot.keyClick(window.editor, key)
+        assert not c.presentation.blanked and not c.blank_action.isChecked()
+        assert window.editor.toPlainText() == text
+    qtbot.keyClick(window.editor, Qt.Key_X)              # typing works again
+    assert window.editor.toPlainText() != text
+
+
 def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, tmp_path):
     c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
     window.set_speed(0)

@@ -202,6 +202,8 @@ class PresentationController(QObject):
     # -- blank screen -----------------------------------------------------------
     def set_blank(self, on: bool):
         on = bool(on)
+        if on:
+            self._install_filter()   # the keys that bring the screen back (handle_key)
         self.overlay.set_blank(on)
         if on != self.blanked:
             self.blanked = on
@@ -224,14 +226,20 @@ class PresentationController(QObject):
         so the teacher can still edit the snippet. B / '.' (blank) are the window's
         shortcuts (classroom.py), so a B typed into the editor stays a letter.
         """
-        if not self.active:
-            return False
         if modifiers & (Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier):
             return False
-        typing = _is_text_input(focus)
-        if self.blanked and key == Qt.Key_Escape:
-            self.set_blank(False)
+        if self.blanked:
+            # A blank screen covers the window, menus and all, in or out of
+            # presentation mode: Esc, B or '.' bring it back, and no other key
+            # goes on to the hidden editor (outside presentation mode nothing but
+            # the mode's own switch undid it, and B and '.' were typed into the
+            # snippet: robustness review)
+            if key in (Qt.Key_Escape, Qt.Key_B, Qt.Key_Period):
+                self.set_blank(False)
             return True
+        if not self.active:
+            return False
+        typing = _is_text_input(focus)
         forward = key == Qt.Key_PageDown or (not typing and key in (Qt.Key_Right, Qt.Key_Down, Qt.Key_Space))
         back = key == Qt.Key_PageUp or (not typing and key in (Qt.Key_Left, Qt.Key_Up))
         if forward and self.step_forward:
@@ -243,8 +251,16 @@ class PresentationController(QObject):
         return False
 
     def eventFilter(self, obj, ev):
-        if (self.active and ev.type() == QEvent.KeyPress and isinstance(obj, QWidget)
-                and obj.window() is self.window):
+        if ((self.active or self.blanked) and ev.type() in (QEvent.KeyPress, QEvent.ShortcutOverride)
+                and isinstance(obj, QWidget) and obj.window() is self.window):
+            if ev.type() == QEvent.ShortcutOverride:
+                # while blank, the window's own shortcuts (B, '.') must not fire
+                # too: the key press is this filter's (handle_key)
+                if self.blanked and not ev.modifiers() & (Qt.ControlModifier | Qt.AltModifier
+                                                          | Qt.MetaModifier):
+                    ev.accept()
+                    return True
+                return False
             if self.handle_key(ev.key(), ev.modifiers(), QApplication.focusWidget()):
                 return True
         return False
