@@ -238,3 +238,29 @@ def test_a_scenario_focus_fills_the_static_request(qtbot):
     qtbot.addWidget(panel)
     panel.set_focus(sc.focus, sc.snippet)
     assert panel.request()["target"] == "f" and panel.request()["inputs"] == [DEFAULT_INPUT]
+
+
+def test_a_static_capture_of_a_snippet_no_longer_open_is_not_shown(qtbot, tmp_path):
+    """A capture requested, then another scenario opened before it came back: its
+    results read as the new snippet's (robustness review)."""
+    from PySide6.QtCore import QSettings
+    from graphscope.model.trace import Trace
+    from graphscope.ui.main_window import MainWindow
+    from graphscope.ui.passes_view import install_passes_views
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    w.ask_unsaved = lambda *_: "discard"
+    qtbot.addWidget(w)
+    panels = install_passes_views(w)
+    try:
+        w.load_snippet("import torch\nx = torch.ones(2)\n", "old.py")
+        old = Trace(source=w.editor.toPlainText())
+        old.static = {"fx": {"ok": True, "target": "f"}}
+        w.load_snippet("import torch\ny = torch.zeros(2)\n", "new.py")
+        panels["capture"].captured.emit(old)
+        status = panels["static"].status.text()
+        assert "changed while it was being captured" in status and "Captured by" not in status
+        panels["capture"].captured.emit(Trace(source=w.editor.toPlainText()))
+        assert "No static results came back" in panels["static"].status.text()
+    finally:
+        panels["capture"].shutdown()
+        w.controller.shutdown()

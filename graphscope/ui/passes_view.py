@@ -359,6 +359,12 @@ def install_passes_views(window) -> dict:
 
     def on_captured(trace):
         static.set_busy(False)
+        if trace.source != window.editor.toPlainText():
+            # another snippet was opened (or this one edited) meanwhile: its
+            # results would read as the new one's (robustness review)
+            static.status.setText("The snippet changed while it was being captured: "
+                                  "press \u201cCapture statically\u201d again.")
+            return
         static.set_results(trace.static or {}, trace.source, end=trace.end)
         t = (trace.static or {}).get("timing")
         if t:
