@@ -181,7 +181,7 @@ def _read_toml(path: Path):
         # mark, which tomllib reads as "Invalid statement"; read_bytes refuses a
         # pipe or a device (a FIFO named *.toml in a lessons folder blocked the
         # loading for ever) and a file too big to be a scenario
-        text = read_bytes(path).decode("utf-8-sig")
+        text = read_bytes(path, "TOML file").decode("utf-8-sig")
     except UnreadableSnippet as e:
         raise ScenarioError([f"{path}:1: cannot read file: {e.reason}"])
     except UnicodeDecodeError as e:
@@ -248,9 +248,11 @@ def load_file(path) -> Scenario:
                         and isinstance(o.get("text"), str) and o["key"].strip() and o["text"].strip()):
                     bad("options", f"option {i + 1} must have a non-empty 'key' and 'text'")
                     continue
-                if o["key"] in seen:
+                # (case folded: the quiz shows keys in capitals, and "a" and "A"
+                # were two "A" buttons, both right: robustness review)
+                if o["key"].strip().upper() in seen:
                     bad("options", f"option key '{o['key']}' appears twice")
-                seen.add(o["key"])
+                seen.add(o["key"].strip().upper())
                 options.append(Option(o["key"], o["text"]))
     answer = data.get("answer")
     if isinstance(answer, str) and options and answer not in {o.key for o in options}:

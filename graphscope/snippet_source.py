@@ -28,19 +28,21 @@ class UnreadableSnippet(Exception):
         self.reason = reason
 
 
-def read_bytes(path) -> bytes:
-    """The file's bytes, or UnreadableSnippet."""
+def read_bytes(path, kind: str = "Python file") -> bytes:
+    """The file's bytes, or UnreadableSnippet; ``kind`` names what was expected
+    (a lesson or scenario is a "TOML file": a folder given as a lesson was
+    called "not a Python file", robustness review)."""
     p = Path(path)
     try:
         if not p.exists():
             raise UnreadableSnippet("no such file")
         if p.is_dir():
-            raise UnreadableSnippet("is a folder, not a Python file")
+            raise UnreadableSnippet(f"is a folder, not a {kind}")
         if not p.is_file():
             raise UnreadableSnippet("not a regular file (a pipe or a device)")
         size = p.stat().st_size
         if size > MAX_SNIPPET_BYTES:
-            raise UnreadableSnippet(f"too large to be a snippet ({size:,} bytes; "
+            raise UnreadableSnippet(f"too large to be a {kind} here ({size:,} bytes; "
                                     f"at most {MAX_SNIPPET_BYTES:,})")
         return p.read_bytes()
     except OSError as e:

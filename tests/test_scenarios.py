@@ -222,6 +222,24 @@ def test_duplicate_options_and_focus_not_in_snippet(tmp_path):
     assert f"{p}:{line_of(text, 'focus =')}: focus 'model' does not occur in the snippet" in e.value.problems
 
 
+def test_option_keys_that_differ_only_in_case_are_one_key(tmp_path):
+    """The quiz shows keys in capitals: "a" and "A" were two "A" buttons, both
+    marked right (robustness review)."""
+    text = GOOD.format(id="c").replace('key = "B"', 'key = "a"')
+    p = write(tmp_path, "c.toml", text)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(p)
+    assert f"{p}:{line_of(text, 'options =')}: option key 'a' appears twice" in e.value.problems
+
+
+def test_a_folder_given_as_a_scenario_file_is_called_what_it_is_not(tmp_path):
+    d = tmp_path / "lesson.toml"
+    d.mkdir()
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_lesson(d)
+    assert any("is a folder, not a TOML file" in m for m in e.value.problems), e.value.problems
+
+
 def test_one_broken_file_does_not_stop_the_rest(tmp_path):
     write(tmp_path, "a.toml", GOOD.format(id="a"))
     write(tmp_path, "b.toml", "id = \n")
