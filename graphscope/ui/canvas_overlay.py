@@ -117,7 +117,8 @@ class OverlayPainter:
                 # a region's label too: a gradient chip sat on "torch.no_grad(),
                 # lines 9-10" in the welcome scenario
                 obstacles += [to_device.mapRect(label) for box, label
-                              in self._region_boxes(limit) if box.intersects(scene_near)]
+                              in self._region_boxes(limit, scene_near)
+                              if box.intersects(scene_near)]
         placed: list = []
         self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
         # .grad of leaves: the one accumulated at this step first (before -> after), then
@@ -280,7 +281,8 @@ class OverlayPainter:
         p.setFont(f)
         # a pill never covers a region's label ("tor[freed]grad()"): the washed
         # node and the legend still say it
-        labels = ([to_device.mapRect(r) for _, r in self._region_boxes(limit)]
+        labels = ([to_device.mapRect(r) for _, r in self._region_boxes(
+                      limit, inv.mapRect(device_rect))]
                   if self.regions and lod == "full" else [])
         faded = self._faded_test()
         for ng in self.geom.nodes_in(inv.mapRect(device_rect), limit):

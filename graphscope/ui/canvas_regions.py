@@ -13,6 +13,10 @@ from graphscope.ui.canvas_primitives import FADED, _clusters, _rect, _union, fon
 from graphscope.ui.canvas_scene import REGION_PAD
 
 
+# how far a region's box and label reach past its nodes, at most (its padding,
+# a label above or below it, and a label wider than the box)
+REGION_REACH = 400.0
+
 class RegionPainter:
     """Mixin of ``ScenePainter``: uses its ``geom``, ``theme``, ``text_scale``,
     ``regions`` and ``TAG_GAP``."""
@@ -141,11 +145,19 @@ class RegionPainter:
             self._extent_cache = (key, QRectF(out))
         return out
 
-    def _region_boxes(self, limit) -> list:
-        """(box, label rect) in scene coordinates of every region drawn at ``limit``."""
+    def _region_boxes(self, limit, near: QRectF | None = None) -> list:
+        """(box, label rect) in scene coordinates of every region drawn at ``limit``
+        (of those whose nodes lie within ``near`` and a label's reach of it, when
+        given: a training loop has a no_grad box per iteration, and the overlay
+        placed its pills and chips against all thousand of them every frame, a
+        step in follow mode took 170 ms and up to 8 s: code review)."""
         out = []
         fm = QFontMetricsF(self._region_font())
-        for reg, cluster, _, continued in self._region_clusters():
+        reach = near.adjusted(-REGION_REACH, -REGION_REACH, REGION_REACH, REGION_REACH) \
+            if near is not None else None
+        for reg, cluster, union, continued in self._region_clusters():
+            if reach is not None and not reach.intersects(union):
+                continue
             members = [ng for ng in cluster if ng.step <= limit]
             if not members:
                 continue
