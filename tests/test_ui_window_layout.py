@@ -230,3 +230,14 @@ def test_scenario_presentation_screenshot_runs_the_snippet(tmp_path):
     changed = sum(1 for x in range(500, 1400, 6) for y in range(200, 700, 6)
                   if img.pixelColor(x, y) != bg)
     assert changed > 150, changed
+
+
+def test_the_biggest_text_still_fits_a_1280_px_projector(qtbot, window):
+    """At 300-400% text the window's smallest width was 1,382-1,706 px: the timeline's
+    buttons, position and speed grew with the text (robustness review). They stop
+    at twice their size; the window fits a 1280 px projector at every size."""
+    w = window
+    for f in (1.0, 2.0, 3.0, 4.0):
+        w.set_text_scale(f)
+        qtbot.wait(10)
+        assert w.minimumSizeHint().width() <= 1280, f

@@ -17,6 +17,8 @@ from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QIcon, QPainter, QPen, 
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
                                QToolButton, QVBoxLayout, QWidget)
 
+from graphscope.ui.theme import base_font_pt
+
 # (label, steps per second; 0 = instant). The slow end is for explaining in a lecture.
 SPEEDS = [("Lecture (1/s)", 1.0), ("Slow (2/s)", 2.0), ("Normal (5/s)", 5.0),
           ("Fast (20/s)", 20.0), ("Very fast (100/s)", 100.0), ("Instant", 0.0)]
@@ -250,6 +252,9 @@ class ScrubStrip(QWidget):
             self.scrubbed.emit(v)
 
 
+BUTTONS_MAX_SCALE = 2.0   # text scale past which the controls stop growing
+
+
 class TimelineBar(QWidget):
     """Stepping controls. Emits requests; the window moves the Timeline's cursor."""
 
@@ -379,14 +384,22 @@ class TimelineBar(QWidget):
     def set_text_scale(self, f: float) -> None:
         font = QFont(self.font())
         font.setPointSizeF(12.0 * f)
-        for w in (self.position_label, self.speed_box):
-            w.setFont(font)
-        big = QFont(font)
-        big.setPointSizeF(15.0 * f)
+        # the controls grow up to twice their size, no more: at 300-400% text
+        # they made the window's smallest width 1,382-1,706 px, wider than a
+        # 1280 px projector (robustness review); the scrub strip's pass names
+        # above them keep the full size
+        c = min(f, BUTTONS_MAX_SCALE)
+        small = QFont(font)
+        small.setPointSizeF(12.0 * c)
+        self.position_label.setFont(small)
+        self.speed_box.setFont(small)
+        # (the window's style sheet sizes every widget's text: this one, nearer,
+        # caps the controls; the strip paints its own)
+        self.setStyleSheet(f"QLabel, QComboBox, QToolButton {{ font-size: {base_font_pt(c):.1f}pt; }}")
         for b in (self.first_button, self.back_button, self.play_button,
                   self.forward_button, self.last_button):
-            b.setIconSize(QSize(int(24 * f), int(24 * f)))
-            b.setMinimumSize(int(40 * f), int(36 * f))
+            b.setIconSize(QSize(int(24 * c), int(24 * c)))
+            b.setMinimumSize(int(40 * c), int(36 * c))
         self.strip.setMinimumHeight(int(26 * f))
         self.strip.setFont(font)
         self.strip.updateGeometry()
