@@ -299,6 +299,9 @@ def test_a_long_error_message_keeps_the_window_its_size(qtbot, window, raise_lin
     assert w.banner.height() < 260 and w.canvas.height() > 250
     msg = w.banner.message_label.text()
     lines = msg.splitlines()
+    # wrapped to the column, not cut off at its edge (code review: breaks every
+    # 60 characters in a column of 27)
+    assert w.banner.message_label.width() <= w.banner.message_view.viewport().width() + 2
     assert len(lines) <= 41 and max(map(len, lines)) < 400
     whole = w.problems.rows()[0].text
     if "<b>" in raise_line:

@@ -170,10 +170,12 @@ class ScenePainter(RegionPainter, OverlayPainter):
             return
         node_groups, edge_groups = geom.tiny_items()
         # NOTE [pass focus] in timeline.py: the items are in step order, and an
-        # earlier pass's are those before its first step (what the pass keeps of
-        # them is drawn again, plain, below; an edge from one of them into the
-        # pass starts at or after it, so never fades)
+        # earlier pass's are those before its first step; what the pass keeps of
+        # them (nodes, and the edges between two of them) is drawn again, plain,
+        # below, grouped (an edge from one of them into the pass starts at or
+        # after the pass, so never fades)
         focus = self.focus if self.fade_passes else None
+        kept = self._kept_items(focus) if focus is not None and focus.keep else None
         for kind, (steps, lines) in edge_groups.items():
             lo = 0 if start == -math.inf else bisect_right(steps, start)
             hi = bisect_right(steps, limit)
@@ -189,12 +191,48 @@ class ScenePainter(RegionPainter, OverlayPainter):
             if hi > lo:
                 p.setBrush(qcolor(self._tiny_colour(style)))
                 _draw_split(p, p.drawRects, rects, lo, hi, steps, focus)
-        if focus is not None and focus.keep:
-            for nid in focus.keep:
-                ng = geom.nodes.get(nid)
-                if ng is not None and start < ng.step <= limit:
-                    p.setBrush(qcolor(self._tiny_colour(ng.style)))
-                    p.drawRect(_rect(ng))
+        if kept is not None:
+            lines_by_kind, rects_by_style = kept
+            for kind, items in lines_by_kind.items():
+                pen = QPen(qcolor(self._edge_colour(kind)), 1.0)
+                pen.setCosmetic(True)
+                p.setPen(pen)
+                p.drawLines([ln for step, ln in items if start < step <= limit])
+            p.setPen(Qt.NoPen)
+            for style, items in rects_by_style.items():
+                p.setBrush(qcolor(self._tiny_colour(style)))
+                p.drawRects([r for step, r in items if start < step <= limit])
+
+    def _kept_items(self, focus) -> tuple:
+        """({edge kind: [(step, line)]}, {fill group: [(step, rect)]}) of what pass
+        ``focus`` keeps of the earlier ones, drawn plain at the lowest detail;
+        once per focus and geometry (a pass that walks back through every earlier
+        one keeps thousands of nodes: one call per node cost 5x the paint, code
+        review)."""
+        key = (id(focus), self.geom.version)
+        cached = self.__dict__.get("_kept_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        keep, nodes = focus.keep, self.geom.nodes
+        rects: dict = {}
+        for nid in keep:
+            ng = nodes.get(nid)
+            if ng is not None:
+                rects.setdefault(ng.style, []).append((ng.step, _rect(ng)))
+        lines: dict = {}
+        for e in self.geom.edges:
+            if e.src in keep and e.dst in keep:
+                s, d = nodes[e.src], nodes[e.dst]
+                out = lines.setdefault(e.kind, [])
+                # as tiny_items draws it: a jump back to the next row along its lane
+                route = edge_route(self.geom, s, d, check=False) if d.x < s.x else None
+                if route is None:
+                    out.append((e.step, QLineF(s.x, s.y, d.x, d.y)))
+                else:
+                    out.extend((e.step, QLineF(a, b)) for a, b in zip(route, route[1:]))
+        out = (lines, rects)
+        self._kept_cache = (key, out)
+        return out
 
     def _paint_tiny_slow(self, p, limit, start, exclude) -> None:
         nodes = self.geom

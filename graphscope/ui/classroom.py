@@ -227,6 +227,7 @@ class Classroom(QObject):
         if scenario in self.walker.scenarios and self.walker.current is not scenario:
             self.walker.index = self.walker.scenarios.index(scenario)
             self.lesson_bar.refresh()
+            self._lesson_actions()   # (opened from the browser: code review)
         self._update_quiz_actions()
         hint = "Pick an answer (A-D), then Reveal (R) runs it." if self.quiz.buttons else ""
         title = scenario.title.rstrip()

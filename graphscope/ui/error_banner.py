@@ -7,6 +7,7 @@ learner also learns to read the real thing.
 """
 from __future__ import annotations
 
+import html
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
@@ -67,7 +68,8 @@ class ErrorBanner(QFrame):
         self.message_view.setWidget(self.message_label)
         self.message_view.setWidgetResizable(True)
         self.message_view.setFrameShape(QFrame.Shape.NoFrame)
-        self.message_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # (a run without a break point still wider than the column scrolls sideways)
+        self.message_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         right.addWidget(self.source_caption)
         right.addWidget(self.message_view)
         right.addStretch(1)
@@ -118,7 +120,10 @@ class ErrorBanner(QFrame):
             self.line_label.setText(f'<a href="#line" style="color:{self._link_color}">Go to line {line}</a>')
         self.line_label.setVisible(bool(line))
         self.message_label.setText(clipped(message))
-        self.message_label.setToolTip(message[:TOOLTIP_CHARS] if clipped(message) != message else "")
+        # (a tooltip is drawn as HTML when it looks like it: escaped)
+        self.message_label.setToolTip(
+            "<pre>" + html.escape(message[:TOOLTIP_CHARS]) + "</pre>"
+            if clipped(message) != message else "")
         self.source_caption.setText(caption)
         for w in (self.source_caption, self.message_view):
             w.setVisible(bool(message))
@@ -165,7 +170,8 @@ MESSAGE_LINES = 40
 LINE_CHARS = 300
 MESSAGE_VIEW_LINES = 7   # lines of the message seen at once; the rest scrolls
 TOOLTIP_CHARS = 4000
-_WORD = 60          # characters without a break before one is offered
+_WORD = 20          # characters without a break before one is offered (a path,
+                    # a dtype name: the message column is 25-35 characters wide)
 
 
 def clipped(message: str) -> str:

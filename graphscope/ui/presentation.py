@@ -226,17 +226,19 @@ class PresentationController(QObject):
         so the teacher can still edit the snippet. B / '.' (blank) are the window's
         shortcuts (classroom.py), so a B typed into the editor stays a letter.
         """
-        if modifiers & (Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier):
-            return False
         if self.blanked:
             # A blank screen covers the window, menus and all, in or out of
-            # presentation mode: Esc, B or '.' bring it back, and no other key
-            # goes on to the hidden editor (outside presentation mode nothing but
-            # the mode's own switch undid it, and B and '.' were typed into the
-            # snippet: robustness review)
-            if key in (Qt.Key_Escape, Qt.Key_B, Qt.Key_Period):
+            # presentation mode: Esc, B or '.' bring it back, and no key press
+            # goes on to the hidden editor, Ctrl+V no more than a letter
+            # (outside presentation mode nothing but the mode's own switch undid
+            # it, and B and '.' were typed into the snippet: robustness review).
+            # The window's Ctrl/Alt shortcuts still work (eventFilter).
+            if key in (Qt.Key_Escape, Qt.Key_B, Qt.Key_Period) and not modifiers & (
+                    Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier):
                 self.set_blank(False)
             return True
+        if modifiers & (Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier):
+            return False
         if not self.active:
             return False
         typing = _is_text_input(focus)
@@ -254,8 +256,9 @@ class PresentationController(QObject):
         if ((self.active or self.blanked) and ev.type() in (QEvent.KeyPress, QEvent.ShortcutOverride)
                 and isinstance(obj, QWidget) and obj.window() is self.window):
             if ev.type() == QEvent.ShortcutOverride:
-                # while blank, the window's own shortcuts (B, '.') must not fire
-                # too: the key press is this filter's (handle_key)
+                # while blank, shortcuts without Ctrl/Alt (B, '.', F5, F10) do not
+                # fire: the key press is this filter's (handle_key); the window's
+                # Ctrl shortcuts (save, quit, leave presentation mode) still do
                 if self.blanked and not ev.modifiers() & (Qt.ControlModifier | Qt.AltModifier
                                                           | Qt.MetaModifier):
                     ev.accept()
