@@ -1158,3 +1158,17 @@ def test_a_long_file_opens_uncoloured_and_a_huge_line_scrolls(qtbot, window, tmp
     short.write_text("import torch\nx = torch.ones(2)  # " + "a comment that is long " * 8 + "\n")
     assert w.open_file(short)
     assert w.editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
+    # a paste gets the same care (code review: only opening a file did)
+    from PySide6.QtCore import QMimeData
+    big = QMimeData()
+    big.setText("y = 1\n" * (HIGHLIGHT_MAX_LINES + 1))
+    w.editor.insertFromMimeData(big)
+    assert not w.editor.highlighted()
+    wide_line = QMimeData()
+    wide_line.setText("# " + "b" * 100_000)
+    w.editor.insertFromMimeData(wide_line)
+    assert w.editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap
+    # typed over with a short snippet, the colours come back once the edits stop
+    w.editor.selectAll()
+    w.editor.insertPlainText("import torch\n")
+    qtbot.waitUntil(w.editor.highlighted, timeout=3000)

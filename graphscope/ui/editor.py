@@ -16,7 +16,7 @@ from pygments import lex
 from pygments.lexers import PythonLexer
 from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter, QPolygonF,
                            QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextDocument,
                            QTextFormat)
@@ -99,6 +99,8 @@ def _open_triple_quote(src: str) -> int:
 
 # lines of text above which the editor leaves it uncoloured (CodeEditor.setPlainText)
 HIGHLIGHT_MAX_LINES = 5000
+# lines longer than this are scrolled to, never wrapped (CodeEditor, MainWindow.arrange)
+WRAP_MAX_CHARS = 1000
 
 # columns a wrapped line's continuation sits further in than its own line's indentation
 HANG_COLUMNS = 2
@@ -292,6 +294,11 @@ class CodeEditor(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))
         self.highlighter = PygmentsHighlighter(self.document())
+        self._recheck_timer = QTimer(self)
+        self._recheck_timer.setSingleShot(True)
+        self._recheck_timer.setInterval(300)
+        self._recheck_timer.timeout.connect(self._recheck)
+        self.document().contentsChanged.connect(self._recheck_timer.start)
         self.blockCountChanged.connect(self._update_gutter_width)
         self.updateRequest.connect(self._on_update_request)
         self.set_text_scale(1.0)
@@ -315,12 +322,31 @@ class CodeEditor(QPlainTextEdit):
         """The text, coloured unless it is over HIGHLIGHT_MAX_LINES lines: the
         highlighter lexes every line on the GUI thread, at each theme change too
         (a 20,000-line file froze the window for 3 s each time: robustness
-        review). Snippets are far shorter; a long file reads fine uncoloured."""
-        big = text.count("\n") >= HIGHLIGHT_MAX_LINES
-        if big and self.highlighter.document() is not None:
-            self.highlighter.setDocument(None)
+        review). Snippets are far shorter; a long file reads fine uncoloured.
+        A line over WRAP_MAX_CHARS is scrolled to, not wrapped (Qt wraps one
+        huge line in quadratic time: 16 s for 300 KB)."""
+        self._prepare_for(text, text.count("\n"))
         super().setPlainText(text)
-        if not big and self.highlighter.document() is None:
+        self._recheck()
+
+    def insertFromMimeData(self, source) -> None:
+        """A paste gets the same care as an opened file, before Qt lays it out
+        (code review: 20,000 pasted lines kept the highlighter, a 100 KB line
+        took 2.2 s to wrap)."""
+        text = source.text() if source.hasText() else ""
+        self._prepare_for(text, self.blockCount() + text.count("\n"))
+        super().insertFromMimeData(source)
+
+    def _prepare_for(self, text: str, lines: int) -> None:
+        if lines >= HIGHLIGHT_MAX_LINES and self.highlighter.document() is not None:
+            self.highlighter.setDocument(None)
+        if any(len(line) > WRAP_MAX_CHARS for line in text.splitlines()):
+            self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+
+    def _recheck(self) -> None:
+        """Colours back once the text is short again (a long file replaced by
+        typing over it), checked a moment after edits stop."""
+        if self.highlighter.document() is None and self.blockCount() < HIGHLIGHT_MAX_LINES:
             self.highlighter.setDocument(self.document())
 
     def highlighted(self) -> bool:

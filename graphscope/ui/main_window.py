@@ -34,7 +34,7 @@ from graphscope import protocol as P
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
 from graphscope.ui.end_status import END_STATUS, end_status
-from graphscope.ui.editor import CodeEditor
+from graphscope.ui.editor import WRAP_MAX_CHARS, CodeEditor
 from graphscope.ui.error_banner import ErrorBanner
 from graphscope.ui.graph_canvas import GraphCanvas
 from graphscope.ui.inspector import Inspector
@@ -59,9 +59,6 @@ HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
 
 __all__ = ["MainWindow", "END_STATUS", "end_status"]
 
-
-# lines longer than this are scrolled to, never wrapped (MainWindow.arrange)
-WRAP_MAX_CHARS = 1000
 
 
 class MainWindow(SnippetFiles, CursorViews, QMainWindow):
