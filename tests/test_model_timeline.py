@@ -509,3 +509,30 @@ def test_the_pass_the_cursor_is_in_keeps_its_graph_and_earlier_passes_fade():
     assert all(f4.faded(n) for n in first + second if n is not w)
     tl.set_passes(bands[:1])
     assert tl.state(bands[1][1]).focus is None
+
+
+def test_a_read_after_the_update_does_not_keep_the_iteration_before_lit():
+    """``print(it, loss.item())`` after the update falls in the next iteration's
+    pass; its read of the old loss kept that whole iteration bright (visual
+    review: in an ordinary training loop nothing faded)."""
+    from graphscope.model.timeline import Timeline
+    tl = Timeline(trace_of("""
+        import torch
+        w = torch.tensor([1.0, -1.0], requires_grad=True)
+        for it in range(3):
+            loss = (w * w).sum()
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+                w.grad.zero_()
+            print(it, loss.item())
+    """))
+    bands = _pass_bands(tl)
+    tl.set_passes(bands)
+    g = tl.graph
+    first_loss = next(n for n in g.nodes.values() if n.label == "loss")
+    assert first_loss.step <= bands[0][1]
+    focus = tl.state(bands[1][1]).focus          # the second iteration's backward
+    assert focus.index == 1 and focus.faded(first_loss)
+    w = next(n for n in g.nodes.values() if n.label == "w" and n.ghost_of is None)
+    assert not focus.faded(w)

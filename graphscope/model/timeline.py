@@ -132,9 +132,9 @@ class FrameState:
 # student stepping through the second backward could not tell which nodes it
 # walks: rows of the first pass looked the same. The nodes of earlier passes
 # that the current pass's graph does not reach are drawn faded. The current
-# pass's graph is every node made in its steps, the nodes its steps show (its
-# backward steps walk an older graph when it was retained; its backward call's
-# roots; the tensors a read looks at), and everything those were computed from
+# pass's graph is every node made in its steps, the nodes its backward steps
+# walk (an older graph, when it was retained) and its backward call's roots,
+# and everything those were computed from
 # (a weight made before the first pass, a hidden state carried over without
 # detach()). The passes are the timeline bar's bands (``set_passes``); a run of
 # one pass fades nothing. The canvas fades nodes, their edges, "freed" pills and
@@ -485,7 +485,12 @@ class Timeline:
         i, j = g.count_upto(a - 1), g.count_upto(b)
         seeds = set(itertools.islice(g.nodes, i, j))
         for c in range(max(a, 0), min(b, len(self.steps) - 1) + 1):
-            seeds |= self._highlight(self.steps[c])
+            # what its backward walks (an older graph, when retained) and starts
+            # from; not what a read looks at: ``print(loss.item())`` after the
+            # update, in the next iteration's pass, kept the whole iteration
+            # before bright (visual review)
+            if self.steps[c].kind != "op":
+                seeds |= self._highlight(self.steps[c])
         seen, stack = set(seeds), list(seeds)
         preds = g.preds
         while stack:

@@ -16,7 +16,7 @@ DETAIL_PX = 12.0
 TINY_NODE_PX = 6.0     # below this node height on screen: plain rects
 MIN_TEXT_PX = 6.0      # below this label size on screen: no text
 OVERLAY_PX = 15.0      # gradient labels, device pixels (before text scale)
-FADED = 0.3          # opacity of an earlier pass's nodes and edges (NOTE [pass focus] in model/timeline.py)
+FADED = 0.4          # opacity of an earlier pass's nodes and edges (NOTE [pass focus] in model/timeline.py)
 
 _colour_cache: dict = {}
 

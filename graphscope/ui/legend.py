@@ -18,7 +18,8 @@ def legend_rows(t) -> list:
         (("box", t.tracked_fill, t.tracked_border, ""), "tensor tracked by autograd"),
         (("box", t.untracked_fill, t.untracked_border, ""), "tensor outside the graph (no grad_fn)"),
         (("faded", t.tracked_fill, t.tracked_border, ""),
-         "an earlier pass's graph (View \u203a Fade earlier passes)"),
+         "an earlier pass's graph; what the current pass still uses stays bright "
+         "(View \u203a Fade earlier passes)"),
         (("badge", t.badge_bg, t.badge_text, "\u2207"), "leaf with requires_grad=True"),
         (("badge", t.param_badge_bg, t.badge_text, "\u03b8"), "a module's parameter"),
         (("triangle", t.warning, t.warning_text, "?"), "needed requires_grad but lacks it"),
