@@ -7,13 +7,13 @@ learner also learns to read the real thing.
 """
 from __future__ import annotations
 
-import html
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QScrollArea, QToolButton,
-                               QVBoxLayout)
+from PySide6.QtGui import QTextOption
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy,
+                               QToolButton, QVBoxLayout)
 
 from graphscope.ui.editor import monospace_font
 
@@ -57,19 +57,11 @@ class ErrorBanner(QFrame):
         right = QVBoxLayout()
         right.setSpacing(2)
         self.source_caption = QLabel("PyTorch says:", self)
-        self.message_label = QLabel(self)
-        self.message_label.setWordWrap(True)
-        self.message_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.message_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        # NOTE [a banner that fits]: at most MESSAGE_VIEW_LINES lines high; more scrolls
-        self.message_view = QScrollArea(self)
-        self.message_view.setObjectName("ErrorMessage")
-        self.message_view.setWidget(self.message_label)
-        self.message_view.setWidgetResizable(True)
-        self.message_view.setFrameShape(QFrame.Shape.NoFrame)
-        # (a run without a break point still wider than the column scrolls sideways)
-        self.message_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        # NOTE [a banner that fits]
+        self.message_view = _MessageView(self)
+        self.message_label = self.message_view     # (its text(), as a label's)
+        self._caption = "PyTorch says:"
+        self.message_view.on_overflow = self._say_more
         right.addWidget(self.source_caption)
         right.addWidget(self.message_view)
         right.addStretch(1)
@@ -90,8 +82,8 @@ class ErrorBanner(QFrame):
             f"border-left: 6px solid {accent}; border-radius: 4px; }}"
             f"#ErrorBanner QLabel {{ background: transparent; color: {text}; }}"
             f"#ErrorBanner QToolButton {{ background: transparent; color: {text}; border: none; }}"
-            f"#ErrorBanner QScrollArea, #ErrorBanner QScrollArea > QWidget > QWidget "
-            f"{{ background: transparent; }}")
+            f"#ErrorBanner QPlainTextEdit {{ background: transparent; color: {text}; "
+            f"border: none; }}")
         self._link_color = accent
 
     def set_text_scale(self, f: float) -> None:
@@ -104,9 +96,8 @@ class ErrorBanner(QFrame):
         body.setPointSizeF(12.0 * f)
         for w in (self.text_label, self.fix_label, self.line_label, self.source_caption):
             w.setFont(body)
-        self.message_label.setFont(monospace_font(11.0 * f))
-        line = self.message_label.fontMetrics().lineSpacing()
-        self.message_view.setMaximumHeight(int(line * MESSAGE_VIEW_LINES + 6))
+        self.message_view.setFont(monospace_font(11.0 * f))
+        self.message_view.fit()
 
     def show_error(self, title: str, text: str = "", fix: str = "", message: str = "",
                    line: Optional[int] = None, caption: str = "PyTorch says:") -> None:
@@ -119,16 +110,17 @@ class ErrorBanner(QFrame):
         if line:
             self.line_label.setText(f'<a href="#line" style="color:{self._link_color}">Go to line {line}</a>')
         self.line_label.setVisible(bool(line))
-        self.message_label.setText(clipped(message))
-        # (a tooltip is drawn as HTML when it looks like it: escaped)
-        self.message_label.setToolTip(
-            "<pre>" + html.escape(message[:TOOLTIP_CHARS]) + "</pre>"
-            if clipped(message) != message else "")
-        self.source_caption.setText(caption)
+        self._caption = caption
+        self.message_view.set_text(clipped(message))
+        self._say_more(self.message_view.overflowing)
         for w in (self.source_caption, self.message_view):
             w.setVisible(bool(message))
-        self.message_view.verticalScrollBar().setValue(0)
         self.show()
+
+    def _say_more(self, more: bool) -> None:
+        """The caption says when the message goes on below its view."""
+        self.source_caption.setText(self._caption.rstrip(":") + " (scroll for more):"
+                                    if more else self._caption)
 
     def show_diagnosis(self, diagnosis, error, caption: str = "PyTorch says:") -> None:
         """From ``diagnostics.explain``'s Diagnosis and the run's ErrorInfo. The
@@ -156,49 +148,77 @@ class ErrorBanner(QFrame):
         self.closed.emit()
 
 
-# NOTE [a banner that fits]: the banner shows PyTorch's message whole, in a label
-# that grows with it; an assert that printed two 20x8 tensors made the window
-# 1,586 px tall on an 800 px screen (the canvas 150 px), a 200,000-character
-# token made it 1.5 million px wide and froze it for 40 s (robustness review).
-# The message scrolls in a view MESSAGE_VIEW_LINES lines high; it holds the
-# first MESSAGE_LINES lines, each cut at LINE_CHARS, and says where the rest is
-# (the Problems tab has the whole message: a label of 20,000 lines took seconds
-# to lay out); a run of characters
-# with no space gets break points, so a long token wraps instead of widening
-# the window; the tooltip has the message up to TOOLTIP_CHARS.
+# NOTE [a banner that fits]: the banner showed PyTorch's message whole, in a
+# label that grew with it: an assert that printed two 20x8 tensors made the
+# window 1,586 px tall on an 800 px screen (the canvas 150 px), a 200,000-
+# character token made it 1.5 million px wide and froze it for 40 s
+# (robustness review). The message is now plain text in a read-only view as
+# high as its text up to MESSAGE_VIEW_LINES lines, which then scrolls; lines
+# wrap at words, a token longer than the column anywhere (zero-width spaces
+# put in for it went along into copied text: visual review). It holds the
+# first MESSAGE_LINES lines, each cut at LINE_CHARS (a view of 20,000 lines took
+# seconds to lay out), and says where the rest is: the Problems tab has the
+# whole message. PyTorch's own one-line messages run to about 400 characters,
+# and their advice is at the end: they are never cut.
 MESSAGE_LINES = 40
-LINE_CHARS = 300
+LINE_CHARS = 2000
 MESSAGE_VIEW_LINES = 7   # lines of the message seen at once; the rest scrolls
-TOOLTIP_CHARS = 4000
-_WORD = 20          # characters without a break before one is offered (a path,
-                    # a dtype name: the message column is 25-35 characters wide)
 
 
 def clipped(message: str) -> str:
     """``message`` as the banner shows it (NOTE [a banner that fits])."""
     lines = message.splitlines() or [""]
-    out = []
-    for line in lines[:MESSAGE_LINES]:
-        if len(line) > LINE_CHARS:
-            line = line[:LINE_CHARS] + " \u2026"
-        out.append(_breakable(line))
+    out = [line[:LINE_CHARS] + " \u2026" if len(line) > LINE_CHARS else line
+           for line in lines[:MESSAGE_LINES]]
     if len(lines) > MESSAGE_LINES:
         rest = len(lines) - MESSAGE_LINES
         out.append(f"\u2026 {rest} more line{'s' if rest != 1 else ''} (the Problems tab has all of it)")
     return "\n".join(out)
 
 
-def _breakable(line: str) -> str:
-    """Zero-width spaces (line-break opportunities) in runs of over _WORD
-    characters without a space."""
-    if len(line) <= _WORD:
-        return line
-    parts = []
-    for word in line.split(" "):
-        if len(word) > _WORD:
-            word = "\u200b".join(word[i:i + _WORD] for i in range(0, len(word), _WORD))
-        parts.append(word)
-    return " ".join(parts)
+class _MessageView(QPlainTextEdit):
+    """PyTorch's message (NOTE [a banner that fits]): read-only plain text, as
+    high as its lines up to MESSAGE_VIEW_LINES, whole lines only."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("ErrorMessage")
+        self.setReadOnly(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.overflowing = False
+        self.on_overflow = None      # called with whether the text scrolls
+        self.document().setDocumentMargin(1)
+        self.document().documentLayout().documentSizeChanged.connect(lambda _s: self.fit())
+
+    def text(self) -> str:
+        return self.toPlainText()
+
+    def set_text(self, text: str) -> None:
+        self.setPlainText(text)
+        self.verticalScrollBar().setValue(0)
+        self.fit()
+
+    def fit(self) -> None:
+        # (a plain-text layout's height is in lines, wrapped lines counted)
+        lines = max(1, int(self.document().documentLayout().documentSize().height()))
+        shown = min(lines, MESSAGE_VIEW_LINES)
+        # no scroll bar: with the theme's style sheet one covered the ends of the
+        # lines; the caption says when there is more (it scrolls with the wheel)
+        self.overflowing = lines > MESSAGE_VIEW_LINES
+        if self.on_overflow is not None:
+            self.on_overflow(self.overflowing)
+        height = shown * self.fontMetrics().lineSpacing() + 2 * self.document().documentMargin() + 4
+        if self.height() != int(height):
+            self.setFixedHeight(int(height))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.fit()
 
 
 def _escape(s: str) -> str:
