@@ -1083,6 +1083,7 @@ def test_earlier_passes_fade_while_the_cursor_is_in_a_later_one(qtbot, window):
 
     faded_old, faded_w = fill_at(old), fill_at(wnode)
     assert "cursor is in pass 2" in canvas.tooltip_for(old.id)
+    assert w.timeline_bar.position_label.text().endswith(", pass 2 of 4")
     assert "earlier pass" not in canvas.tooltip_for(wnode.id)
     assert w.fade_passes_action.isChecked()
     w.fade_passes_action.trigger()

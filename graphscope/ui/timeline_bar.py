@@ -362,9 +362,27 @@ class TimelineBar(QWidget):
         """Name the run's passes on the scrub strip: ``[(first_step, last_step, label)]``."""
         self.strip.set_passes(passes)
 
+    def _pass_at(self, index: int):
+        """The pass of step ``index`` as Timeline.focus_at finds it: the latest begun
+        of those that span it, else the latest begun (None before the first)."""
+        passes = self.strip._passes
+        best = spanning = None
+        for k, (a, b, _label) in enumerate(passes):
+            if a <= index:
+                if best is None or a >= passes[best][0]:
+                    best = k
+                if index <= b and (spanning is None or a >= passes[spanning][0]):
+                    spanning = k
+        return spanning if spanning is not None else best
+
     def set_cursor(self, value: int, total: int, phase: str = "") -> None:
         self.strip.set_value(value)
         extra = f"  \u2014  {phase}" if phase else ""
+        # which pass, in words: a long run's bands are too narrow to name, and its
+        # earlier passes fade (visual review: "Step 1700 of 3460" said nothing of it)
+        k, n = self._pass_at(value - 1), len(self.strip._passes)
+        if k is not None:
+            extra += f", pass {k + 1} of {n}"
         self.position_label.setText(f"Step {value} of {total}{extra}")
         for b in (self.first_button, self.back_button):
             b.setEnabled(value > 0)
