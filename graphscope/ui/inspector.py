@@ -166,6 +166,7 @@ class Inspector(QWidget):
         while grid.count():
             item = grid.takeAt(0)
             if item.widget() is not None:
+                item.widget().hide()      # (deleted later: gone from the picture now)
                 item.widget().deleteLater()
         body = getattr(self, "_body_font", self.font())
         h = QFontMetricsF(body).height()

@@ -413,7 +413,10 @@ class TimelineBar(QWidget):
         self.speed_box.setFont(small)
         # (the window's style sheet sizes every widget's text: this one, nearer,
         # caps the controls; the strip paints its own)
-        self.setStyleSheet(f"QLabel, QComboBox, QToolButton {{ font-size: {base_font_pt(c):.1f}pt; }}")
+        # (the padding too: the window's grew to 32 px a side at 400% and left the
+        # capped buttons' icons 16 px wide)
+        self.setStyleSheet(f"QLabel, QComboBox, QToolButton {{ font-size: {base_font_pt(c):.1f}pt; }}"
+                           f" QToolButton {{ padding: {round(3 * c)}px {round(8 * c)}px; }}")
         for b in (self.first_button, self.back_button, self.play_button,
                   self.forward_button, self.last_button):
             b.setIconSize(QSize(int(24 * c), int(24 * c)))
