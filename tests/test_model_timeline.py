@@ -437,16 +437,7 @@ RNN_THEN_RETAINED = """
 def _pass_bands(tl):
     """(first step, last step) of each pass, as the window's timeline bar has them."""
     from graphscope.model.passes import passes_of
-    op_step = {s.op: s.index for s in tl.steps if s.kind == "op"}
-    call_step = {s.call: s.index for s in tl.steps if s.kind == "backward_call"}
-    bw_step = {s.backward: s.index for s in tl.steps if s.kind == "backward"}
-    bands = []
-    for p in passes_of(tl.trace):
-        idx = [op_step[o] for o in p.ops if o in op_step] + [bw_step[b] for b in p.backward]
-        if p.call in call_step:
-            idx.append(call_step[p.call])
-        bands.append((min(idx), max(idx)))
-    return bands
+    return [span for span in tl.pass_steps(passes_of(tl.trace)) if span is not None]
 
 
 def test_a_cursor_in_interleaved_passes_is_in_the_one_its_op_belongs_to():

@@ -443,6 +443,26 @@ class Timeline:
         return [s.index for s in self.steps if s.line == line]
 
     # -- passes ----------------------------------------------------------------------------
+    def pass_steps(self, passes) -> list:
+        """(first step, last step) of each of ``passes`` (model/passes.py), None for
+        one with no step here: its ops, its backward steps and its backward call."""
+        op_step, bw_step, call_step = {}, {}, {}
+        for i, st in enumerate(self.steps):
+            if st.kind == "op":
+                op_step.setdefault(st.op, i)
+            elif st.kind == "backward":
+                bw_step.setdefault(st.backward, i)
+            elif st.kind == "backward_call":
+                call_step.setdefault(st.call, i)
+        out = []
+        for p in passes:
+            idx = [op_step[o] for o in p.ops if o in op_step]
+            idx += [bw_step[b] for b in p.backward if b in bw_step]
+            if p.call in call_step:
+                idx.append(call_step[p.call])
+            out.append((min(idx), max(idx)) if idx else None)
+        return out
+
     def set_passes(self, bands) -> None:
         """The run's passes as ``(first step, last step, ...)`` (the timeline bar's
         bands): the state of a cursor then says which one it is in (NOTE [pass

@@ -81,28 +81,16 @@ class LiveRun:
             # without backward a pass is a separate computation; a tiny one (the
             # condition of an `if`) would read as a pass of its own, which confuses
             return []
-        op_step, bw_step, call_step = {}, {}, {}
-        for i, st in enumerate(self.timeline.steps):
-            if st.kind == "op":
-                op_step.setdefault(st.op, i)
-            elif st.kind == "backward":
-                bw_step.setdefault(st.backward, i)
-            elif st.kind == "backward_call":
-                call_step.setdefault(st.call, i)
         bands = []
-        for p in passes:
-            idx = [op_step[o] for o in p.ops if o in op_step]
-            idx += [bw_step[b] for b in p.backward if b in bw_step]
-            if p.call in call_step:
-                idx.append(call_step[p.call])
-            if idx:
+        for p, span in zip(passes, self.timeline.pass_steps(passes)):
+            if span is not None:
                 # the work after the last backward (an optimizer's last step, a
                 # print) is a pass nothing walked back through: say so, or a
                 # student looks for its backward
                 label = f"Pass {p.index + 1}"
                 if p.kind == "forward" and has_backward:
                     label += ": no backward"
-                bands.append((min(idx), max(idx), label))
+                bands.append((*span, label))
         return bands
 
     def diagnosis(self):

@@ -105,8 +105,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._retidy_timer.timeout.connect(self._retidy)
         self._build_widgets()
         self._build_actions()
-        self.play_action.setEnabled(False)    # no run yet: nothing to play
-        self.timeline_bar.play_button.setEnabled(False)
+        self._set_playable(False)    # no run yet: nothing to play
         self._following = False               # playback follows a run still streaming in
         self._first_run = True
         self._selected: Optional[str] = None
@@ -422,6 +421,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     def toggle_fullscreen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
 
+    def _set_playable(self, on: bool) -> None:
+        """Play, in the toolbar and on the timeline bar, usable or not."""
+        self.play_action.setEnabled(on)
+        self.timeline_bar.play_button.setEnabled(on)
+
     def set_fade_passes(self, on: bool) -> None:
         """Earlier passes' graphs faded (the default) or drawn like the current one
         (to compare two passes side by side): NOTE [pass focus] in model/timeline.py."""
@@ -526,8 +530,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.controller.run(source, filename)
         # playable while it runs: Play follows the steps as they come (greyed until
         # the first batch, a few seconds on a first run importing torch: review)
-        self.play_action.setEnabled(True)
-        self.timeline_bar.play_button.setEnabled(True)
+        self._set_playable(True)
         self._update_run_actions()
         self.run_started.emit()
         self.canvas.setFocus()
@@ -576,8 +579,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._following = False
         self.live = None
         # no run, nothing to play (Play was enabled at "Step 0 of 0" before any run)
-        self.play_action.setEnabled(False)
-        self.timeline_bar.play_button.setEnabled(False)
+        self._set_playable(False)
         self._edited = False
         self._end_text = None
         self._selected = None

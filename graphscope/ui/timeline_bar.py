@@ -362,27 +362,15 @@ class TimelineBar(QWidget):
         """Name the run's passes on the scrub strip: ``[(first_step, last_step, label)]``."""
         self.strip.set_passes(passes)
 
-    def _pass_at(self, index: int):
-        """The pass of step ``index`` as Timeline.focus_at finds it: the latest begun
-        of those that span it, else the latest begun (None before the first)."""
-        passes = self.strip._passes
-        best = spanning = None
-        for k, (a, b, _label) in enumerate(passes):
-            if a <= index:
-                if best is None or a >= passes[best][0]:
-                    best = k
-                if index <= b and (spanning is None or a >= passes[spanning][0]):
-                    spanning = k
-        return spanning if spanning is not None else best
-
-    def set_cursor(self, value: int, total: int, phase: str = "") -> None:
+    def set_cursor(self, value: int, total: int, phase: str = "",
+                   pass_index: int | None = None) -> None:
+        """``pass_index``: the band the cursor is in (FrameState.focus), said in
+        words: a long run's bands are too narrow to name, and its earlier passes
+        fade (visual review: "Step 1700 of 3460" said nothing of it)."""
         self.strip.set_value(value)
         extra = f"  \u2014  {phase}" if phase else ""
-        # which pass, in words: a long run's bands are too narrow to name, and its
-        # earlier passes fade (visual review: "Step 1700 of 3460" said nothing of it)
-        k, n = self._pass_at(value - 1), len(self.strip._passes)
-        if k is not None:
-            extra += f", pass {k + 1} of {n}"
+        if pass_index is not None:
+            extra += f", pass {pass_index + 1} of {len(self.strip.passes())}"
         self.position_label.setText(f"Step {value} of {total}{extra}")
         for b in (self.first_button, self.back_button):
             b.setEnabled(value > 0)
@@ -407,10 +395,6 @@ class TimelineBar(QWidget):
         # 1280 px projector (robustness review); the scrub strip's pass names
         # above them keep the full size
         c = min(f, BUTTONS_MAX_SCALE)
-        small = QFont(font)
-        small.setPointSizeF(12.0 * c)
-        self.position_label.setFont(small)
-        self.speed_box.setFont(small)
         # (the window's style sheet sizes every widget's text: this one, nearer,
         # caps the controls; the strip paints its own)
         # (the padding too: the window's grew to 32 px a side at 400% and left the

@@ -118,7 +118,8 @@ class CursorViews:
         if cur is not None:
             phase = "backward" if cur.kind.startswith("backward") else "forward"
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
-        self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase)
+        self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase,
+                                     frame.focus.index if frame.focus is not None else None)
         # the toolbar's step buttons as the bar's (visual review: at the last step
         # the toolbar's looked usable while the bar's were greyed)
         shown = tl.cursor + 1
@@ -128,9 +129,7 @@ class CursorViews:
             act.setEnabled(shown < len(tl))
         # nothing to play in a run of no steps (a static capture, a print): Play
         # stayed enabled at "Step 0 of 0" and did nothing (GUI review)
-        playable = len(tl) > 0 or self.controller.is_running()
-        self.play_action.setEnabled(playable)
-        self.timeline_bar.play_button.setEnabled(playable)
+        self._set_playable(len(tl) > 0 or self.controller.is_running())
         if self._banner_ready:
             # the explanation belongs to the moment it happened: the run's last step
             at_end = tl.cursor >= len(tl) - 1
