@@ -163,3 +163,83 @@ def test_same_code_same_data_same_graph(traces):
 def test_pass_dict_round_trip():
     p = Pass(index=2, kind="backward", ops=[1, 2], backward=[0], call=1, lines=(3, 5), retained=True)
     assert Pass.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+
+
+def _passes_of(src):
+    tr = run_to_trace(src, "<snippet>", timeout=60)
+    assert tr.status in ("ok", "error"), tr.error
+    return tr, split_passes(tr)
+
+
+def _spans(tr, passes):
+    """(first seq, last seq) of each pass's ops."""
+    return [(min(tr.op_by_id(i).seq for i in p.ops), max(tr.op_by_id(i).seq for i in p.ops))
+            for p in passes if p.ops]
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_a_training_loops_update_ends_the_pass_whose_gradients_it_used(optimizer):
+    """Each iteration is one pass, its update included: the last update was a
+    "pass without backward" of its own (leftover of the tenth session), and the
+    updates sat in the pass after theirs."""
+    tr, passes = _passes_of(f'''import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.{optimizer}(model.parameters(), lr=0.1)
+for i in range(3):
+    opt.zero_grad()
+    x = torch.randn(4, 2)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    print(round(loss.item(), 4))
+''')
+    assert [p.kind for p in passes] == ["backward"] * 3
+    assert all(p.new_graph for p in passes)
+    for p in passes:
+        lines = [tr.op_by_id(i).line for i in p.ops]
+        assert lines.count(10) > 0 and 7 in lines       # its own update, its own input
+    # the passes follow one another: no op of one lies between two of another's
+    spans = _spans(tr, passes)
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+    # zero_grad of the next iteration ends this one, the next input begins the next
+    second = [tr.op_by_id(i) for i in passes[1].ops]
+    assert second[0].line == 7 and second[0].kind == "factory"
+
+
+def test_a_models_initialisation_and_a_branch_test_are_no_passes_of_their_own():
+    """Without backward: nn.Linear's initialisation (in place, under no_grad) made
+    two passes of one op each, and the graph of ``if x.sum() > 0`` one more for each
+    call; b's set-up, run before a's computation, went to a's pass."""
+    tr, passes = _passes_of('''import torch
+torch.manual_seed(0)
+layer = torch.nn.Linear(2, 2)
+def f(x):
+    if x.sum() > 0:
+        return layer(x).sum()
+    return layer(x.exp()).sum()
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor([-1.0, -2.0], requires_grad=True)
+ya, yb = f(a), f(b)
+''')
+    assert [p.kind for p in passes] == ["graph", "graph"]
+    names = [[tr.op_by_id(i).name for i in p.ops] for p in passes]
+    assert "exp" not in names[0] and "exp" in names[1]
+    assert [n.count("gt") for n in names] == [1, 1]
+    assert [n.count("tensor") for n in names] == [1, 1]
+    assert "kaiming_uniform_" in names[0]
+
+
+def test_a_backward_again_through_a_kept_graph_says_so():
+    tr, passes = _passes_of('''import torch
+x = torch.tensor(3.0, requires_grad=True)
+y = x * x
+y.backward(retain_graph=True)
+print(x.grad)
+y.backward()
+print(x.grad)
+''')
+    assert [p.new_graph for p in passes] == [True, False]
+    assert passes[1].label.startswith("Pass 2: backward only, 1 op, 2 backward steps")
+    assert Pass.from_dict(json.loads(json.dumps(passes[1].to_dict()))).label == passes[1].label
+    assert Trace.from_json(tr.to_json()).passes == tr.passes

@@ -139,10 +139,14 @@ def test_pass_bands_on_the_timeline(qtbot, window):
     qtbot.waitUntil(lambda: strip.height() >= strip.fontMetrics().height() + 20, timeout=3000)
     run(qtbot, w, BASIC)                                     # one pass: no bands
     assert w.timeline_bar.strip.passes() == []
-    # work after the last backward is a pass without one, and says so
-    run(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
-                  "(x * 2).sum().backward()\n(x * 3).sum().backward()\n"
-                  "with torch.no_grad():\n    x -= 0.1 * x.grad\n")
+    # an update after the last backward ends its pass (it records no graph) ...
+    update = ("import torch\nx = torch.ones(2, requires_grad=True)\n"
+              "(x * 2).sum().backward()\n(x * 3).sum().backward()\n"
+              "with torch.no_grad():\n    x -= 0.1 * x.grad\n")
+    run(qtbot, w, update)
+    assert [b[2] for b in w.timeline_bar.strip.passes()] == ["Pass 1", "Pass 2"]
+    # ... while a graph recorded after it is a pass without backward, and says so
+    run(qtbot, w, update + "y = x * 4\n")
     assert [b[2] for b in w.timeline_bar.strip.passes()] == [
         "Pass 1", "Pass 2", "Pass 3: no backward"]
     # a narrow band shows the longest form that fits, never a cut "no …"

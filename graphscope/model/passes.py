@@ -4,17 +4,31 @@ PyTorch builds the autograd graph anew on every forward pass and, unless
 ``retain_graph`` keeps it, frees it when backward has walked it. A *pass* is
 that unit:
 
-- ``kind == "backward"``: the forward work that feeds one backward call (every
-  op after the previous backward call, up to this one) plus the backward steps
-  of that call, and the ops the engine itself ran meanwhile (double backward
-  with ``create_graph``). This is also each iteration of a training loop.
+- ``kind == "backward"``: the forward work that feeds one backward call plus
+  the backward steps of that call, the ops the engine itself ran meanwhile
+  (double backward with ``create_graph``), and what the snippet did with the
+  gradients before its next pass began (NOTE [a pass's tail]). This is also
+  each iteration of a training loop.
 - ``kind == "forward"``: forward work after the last backward call (or in a
   run without any backward), which nothing walked back through.
 - ``kind == "graph"``: in a run without any backward call, one connected
   computation (``run(x1)`` then ``run(x2)``): ops joined by the tensors they
   pass on. Parameters and other leaves that require grad are shared by
   every pass, so they do not join passes; the op that made such a leaf
-  goes with its first user.
+  goes with its first user. Work that records no graph (a model's
+  initialisation, a ``no_grad`` block, a print) is not a pass of its own.
+
+NOTE [a pass's tail]: a pass is a graph PyTorch recorded, so it begins with
+the first op that records one (an output with a ``grad_fn``). Between a
+backward call and that op, a training loop updates its weights (in place,
+under ``no_grad``), zeroes the gradients and prints the loss: that is the
+end of the iteration whose gradients it uses, and a pass of its own would be
+a "pass without backward" after every loop (the last update fell there). So
+those ops end the pass before, and only the set-up of the next pass begins
+it: a tensor made there that the next graph reads (a new input, a fresh
+hidden state) and whatever then reads or changes that tensor. An
+optimizer's own new state (Adam's ``zeros_like``) is read by its update
+only, so it stays with the update.
 
 Qt-free and torch-free: reads only the trace's rows.
 """
@@ -23,8 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-# Op kinds that read a tensor without building graph: they do not make a pass of their own.
-_PASSIVE = {"grad_read", "item", "bool", "retain_grad"}
 
 
 @dataclass
@@ -37,6 +49,8 @@ class Pass:
     lines: tuple = (None, None)       # first and last snippet line involved
     retained: bool = False            # graph kept after backward (retain_graph / create_graph)
     seq: tuple = (None, None)         # first and last seq of its events
+    new_graph: bool = True            # it recorded graph of its own (not only a backward
+                                      # again through a graph kept by retain_graph)
 
     @property
     def label(self) -> str:
@@ -44,20 +58,27 @@ class Pass:
         where = f"lines {a}-{b}" if a is not None and a != b else (f"line {a}" if a else "")
         what = {"backward": "forward + backward", "forward": "forward only",
                 "graph": "forward"}.get(self.kind, self.kind)
-        extra = f", {len(self.backward)} backward steps" if self.backward else ""
-        return f"Pass {self.index + 1}: {what}, {len(self.ops)} ops{extra}" + (f" ({where})" if where else "")
+        if self.kind == "backward" and not self.new_graph:
+            what = "backward only"   # again through a graph kept by retain_graph
+        parts = [what]
+        if self.ops:
+            parts.append(_count(len(self.ops), "op"))
+        if self.backward:
+            parts.append(_count(len(self.backward), "backward step"))
+        return f"Pass {self.index + 1}: " + ", ".join(parts) + (f" ({where})" if where else "")
 
     def to_dict(self) -> dict:
         return {"index": self.index, "kind": self.kind, "ops": list(self.ops),
                 "backward": list(self.backward), "call": self.call,
-                "lines": list(self.lines), "retained": self.retained}
+                "lines": list(self.lines), "retained": self.retained,
+                "new_graph": self.new_graph}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Pass":
         return cls(index=int(d.get("index", 0)), kind=str(d.get("kind", "forward")),
                    ops=list(d.get("ops") or []), backward=list(d.get("backward") or []),
                    call=d.get("call"), lines=tuple(d.get("lines") or (None, None)),
-                   retained=bool(d.get("retained")))
+                   retained=bool(d.get("retained")), new_graph=bool(d.get("new_graph", True)))
 
 
 def split_passes(trace) -> list:
@@ -70,6 +91,7 @@ def split_passes(trace) -> list:
     for i, p in enumerate(passes):
         p.index = i
         p.lines = _lines(trace, p, call_lines)
+        p.new_graph = any(_builds_graph(trace, o) for o in p.ops)
     return passes
 
 
@@ -104,25 +126,82 @@ def _by_backward(trace) -> list:
                    retained=bool(c.retain_graph or c.create_graph),
                    seq=windows[i])
               for i, c in enumerate(calls)]
-    trailing = Pass(index=0, kind="forward")
+    # segments[k]: the ops after window k-1 up to the end of window k; the last one,
+    # the ops after the last window.
+    segments: list = [[] for _ in range(len(calls) + 1)]
     k = 0
     for op in sorted(trace.ops, key=lambda o: o.seq):
         while k < len(calls) and op.seq > windows[k][1]:
             k += 1
+        segments[k].append(op)
+    passes[0].ops = [op.id for op in segments[0]]
+    for k in range(1, len(calls) + 1):
+        seg = segments[k]
+        start = calls[k].seq if k < len(calls) else None
+        before = [op for op in seg if start is None or op.seq < start]
+        during = seg[len(before):]
+        if k == len(calls) and not any(_records_graph(op) for op in before):
+            # after the last backward, work that records no graph is no pass of its own
+            passes[k - 1].ops.extend(op.id for op in before)
+            continue
+        tail, rest = _split_gap(trace, before)               # NOTE [a pass's tail]
+        passes[k - 1].ops.extend(op.id for op in tail)
+        rest_ids = [op.id for op in rest + during]
         if k < len(calls):
-            passes[k].ops.append(op.id)
+            passes[k].ops = rest_ids
         else:
-            trailing.ops.append(op.id)
-    if trailing.ops and not all(_passive(trace, i) for i in trailing.ops):
-        passes.append(trailing)
-    elif trailing.ops and passes:
-        passes[-1].ops.extend(trailing.ops)  # a trailing print(x.grad): part of the last pass
+            passes.append(Pass(index=0, kind="forward", ops=rest_ids))
     return passes
 
 
-def _passive(trace, op_id) -> bool:
-    op = trace.op_by_id(op_id)
-    return op is None or op.kind in _PASSIVE
+def _split_gap(trace, ops) -> tuple:
+    """(the tail of the pass before, the start of the next) of the ops between a
+    backward call and the next one's (NOTE [a pass's tail]); both in seq order."""
+    first = next((i for i, op in enumerate(ops) if _records_graph(op)), len(ops))
+    gap = ops[:first]
+    if not gap:
+        return [], ops
+    # A statement is one side or the other: the ops inside ``opt.step()`` share its
+    # line, and one of them reading a parameter makes the whole call an update.
+    runs: list = []
+    for op in gap:
+        if runs and op.line is not None and runs[-1][-1].line == op.line:
+            runs[-1].append(op)
+        else:
+            runs.append([op])
+    fresh, used = set(), set()       # made here for the next pass / by the tail
+    tail, start = [], []
+    for run in runs:
+        made: set = set()
+        is_tail = False
+        for op in run:
+            is_tail = is_tail or _uses_gradients(trace, op, fresh | made, used)
+            made.update(op.outputs)
+        (tail if is_tail else start).extend(run)
+        (used if is_tail else fresh).update(made)
+    return tail, start + ops[first:]
+
+
+def _uses_gradients(trace, op, fresh, used) -> bool:
+    """The op is what a step does with its pass's results: it reads or writes a
+    ``.grad``, reads a tensor that requires grad (a parameter, the loss) or one the
+    tail made, or changes a tensor in place that was not just made."""
+    if op.kind in ("grad_read", "grad_write", "retain_grad"):
+        return True
+    for t in op.inputs:
+        if t in used:
+            return True
+        if t in fresh:
+            continue
+        info = trace.tensors.get(t)
+        if info is not None and info.requires_grad:
+            return True
+    return op.kind in ("inplace", "hook", "unhook") and not all(t in fresh for t in op.inputs)
+
+
+def _records_graph(op) -> bool:
+    """The op added a node to an autograd graph (its output has a ``grad_fn``)."""
+    return op.grad_fn is not None and not op.failed
 
 
 # -- one pass per connected computation --------------------------------------------------
@@ -166,23 +245,44 @@ def _by_component(trace) -> list:
     for op in ops:
         groups.setdefault(find(op.id), []).append(op.id)
     ordered = sorted(groups.values(), key=lambda ids: ids[0])
-    # A group that builds no graph (a lone factory, a print's item()) joins the next one:
-    # it is the set-up of the computation that follows.
-    passes, pending = [], []
+    # A group that builds no graph (a lone factory, a print's item(), a module's
+    # initialisation) joins the next one: it is the set-up of the computation that
+    # follows. So does one whose graph only decided a branch (``if x.sum() > 0``):
+    # that graph ends in a comparison and is dropped; the computation is what follows.
+    # A graph is kept when a result goes on into more graph, is bound to a name
+    # (``loss``, the ``y`` of ``while y.item() < 5``) or is never read at all.
+    into_graph = {t for op in ops if _records_graph(op) for t in op.inputs}
+    read = {t for op in ops for t in op.inputs}
+
+    def kept(op_id) -> bool:
+        op = trace.op_by_id(op_id)
+        return (op is not None and _records_graph(op)
+                and any(t in into_graph or t not in read or _named(trace, t)
+                        for t in op.outputs))
+
+    builders = [ids for ids in ordered if any(kept(i) for i in ids)]
+    if not builders:
+        return [Pass(index=0, kind="forward", ops=[o.id for o in ops])]
+    # a group that builds none joins the first computation begun after its last op
+    # (``a, b = make(), make()``: b's set-up ran before a's computation, and is b's)
+    starts = [min(i for i in ids if kept(i)) for ids in builders]
+    members = [list(ids) for ids in builders]
     for ids in ordered:
-        if not any(_builds_graph(trace, i) for i in ids):
-            pending.extend(ids)
+        if any(kept(i) for i in ids):
             continue
-        passes.append(Pass(index=0, kind="graph", ops=sorted(pending + ids)))
-        pending = []
-    if pending:
-        if passes:
-            passes[-1].ops = sorted(passes[-1].ops + pending)
-        else:
-            passes.append(Pass(index=0, kind="forward", ops=sorted(pending)))
+        last = max(ids)
+        k = next((j for j, s in enumerate(starts) if s > last), len(builders) - 1)
+        members[k].extend(ids)
+    order = sorted(range(len(builders)), key=lambda j: starts[j])
+    passes = [Pass(index=0, kind="graph", ops=sorted(members[j])) for j in order]
     if len(passes) == 1:
         passes[0].kind = "forward"
     return passes
+
+
+def _named(trace, tid) -> bool:
+    t = trace.tensors.get(tid)
+    return t is not None and bool(t.name)
 
 
 def _shared_leaf(trace, tid) -> bool:
@@ -191,9 +291,10 @@ def _shared_leaf(trace, tid) -> bool:
 
 
 def _builds_graph(trace, op_id) -> bool:
-    """Computation, as opposed to making an input or reading a value."""
+    """The op recorded graph, as opposed to making an input, reading a value or
+    changing a tensor outside autograd (a module's initialisation, ``no_grad``)."""
     op = trace.op_by_id(op_id)
-    return op is not None and op.kind not in _PASSIVE and op.kind != "factory"
+    return op is not None and _records_graph(op)
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -207,6 +308,10 @@ def _lines(trace, p, call_lines) -> tuple:
     if call_lines.get(p.call):
         lines.append(call_lines[p.call])
     return (min(lines), max(lines)) if lines else (None, None)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def pass_of_op(passes, op_id) -> Optional[int]:
