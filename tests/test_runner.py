@@ -175,6 +175,22 @@ def test_segfault_is_reported_with_signal_and_line(tmp_path):
     assert "graphscope" not in (tr.error.traceback or "")
 
 
+def test_a_deep_graph_is_freed_without_a_crash():
+    """Freeing a 60,000-Node chain whose Nodes the recorder had read overflowed the
+    worker's 8 MB C stack: SIGSEGV at ``y = None`` (fidelity review; NOTE [a deep
+    graph's C stack] in worker.py). Plain python prints "freed"."""
+    src = ("import torch\n"
+           "x = torch.tensor(1.0, requires_grad=True)\n"
+           "y = x\n"
+           "for _ in range(60000):\n"
+           "    y = y * 1.0\n"
+           "y = None\n"
+           "print('freed')\n")
+    tr = run_to_trace(src, "<snippet>", timeout=120)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == "freed\n" and tr.stderr == ""
+
+
 def test_fd_level_output_is_forwarded_not_mixed_into_events():
     src = ("import os, torch\n"
            "os.write(1, b'{\"t\": \"end\", \"status\": \"ok\"}\\n')\n"

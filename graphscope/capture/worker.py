@@ -287,6 +287,28 @@ def set_memory_limit(limit) -> None:
 
 _MEMORY_HEADROOM = 256 << 20   # address space a run needs beyond the worker's own
 
+STACK_LIMIT = 120 << 20        # bytes of C stack the snippet's main thread may use
+
+
+def raise_stack_limit() -> None:
+    """NOTE [a deep graph's C stack]: freeing an autograd graph whose Nodes have
+    had a Python object (any ``t.grad_fn`` read, and the recorder reads every
+    one) recurses in C once per Node. At Linux's usual 8 MB that overflows
+    at about 50,000 Nodes, a chain the export records whole (up to 200,000
+    ops): the worker died of SIGSEGV when the snippet dropped its last tensor
+    or when its namespace was freed at the end. The main thread's stack grows
+    on demand up to the soft limit read at each growth, so raising it here is
+    enough; 120 MB (about 700,000 Nodes) stays under the 128 MB gap Linux
+    leaves below the stack whatever the limit was at exec."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        want = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
 
 def _mapped_bytes() -> int:
     """The worker's address space now (VmSize), 0 if it cannot be read."""
@@ -340,6 +362,7 @@ def main(argv=None) -> int:
     if run is None:  # the runner closed without a run (shutdown of a warm worker)
         return 0
     set_memory_limit(run.memory_limit)
+    raise_stack_limit()
     prepare_path(run)
     writer.start_flusher()
     started = time.perf_counter()
