@@ -619,3 +619,36 @@ def test_a_lone_surrogate_is_refused_by_stdout_as_python_refuses_it():
     tr = worker_trace(LONE_SURROGATE, "sur.py")
     assert out == tr.stdout == "ok θ\n"
     assert tr.error.type == "UnicodeEncodeError" and tr.error.traceback == err
+
+
+FREED = """\
+import torch
+class Big:
+    def __del__(self):
+        print("Big freed")
+def f():
+    b = Big()
+    return torch.ones(2).sum().item()
+print(f())
+print("after f")
+x = torch.zeros(1) + 1
+def g():
+    b = Big()
+    return torch.ones(2) @ torch.ones(3)
+try:
+    g()
+except RuntimeError:
+    print("caught")
+print("after except")
+"""
+
+
+def test_a_function_s_locals_are_freed_when_it_returns_as_under_python():
+    """The recorder kept the last op's frame (and a failed call's exception, with
+    its traceback), so a returned function's locals lived until the next op:
+    "Big freed" came after "after f" (fidelity review; NOTE [no frame kept])."""
+    out, err = plain_run(FREED, "freed.py")
+    assert out.splitlines()[:2] == ["Big freed", "2.0"]
+    tr = worker_trace(FREED, "freed.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out and tr.stderr == err

@@ -42,6 +42,7 @@ from graphscope import protocol as P
 from graphscope.capture.node_owners import node_name
 from graphscope.capture.tensor_facts import grad_fn_of, no_subclass_dispatch
 from graphscope.capture.call_sites import call_as_caller
+from graphscope.capture.tracebacks import exc_key
 
 _KEY = "graphscope"
 Tensor = torch.Tensor
@@ -113,8 +114,8 @@ class BackwardTracer:
                 leaves = self._hook_graph(call_id, roots, befores, bool(retain))
             result = call_as_caller(func, args, kwargs)
         except BaseException as e:
-            if r.failed is None or r.failed[0] is not e:
-                r.failed = (e, None, root_ids[0] if root_ids else None)
+            if r.failed is None or r.failed[0] != exc_key(e):
+                r.failed = (exc_key(e), None, root_ids[0] if root_ids else None)
             raise
         finally:
             self.running -= 1

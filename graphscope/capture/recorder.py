@@ -63,7 +63,7 @@ from graphscope.capture.custom_functions import CustomFunctions
 from graphscope.capture.hook_removal import HookRemovals
 from graphscope.capture.node_owners import inner_nodes, may_have_inner, node_name, tag
 from graphscope.capture.source_text import method_call_starts, source_span
-from graphscope.capture.tracebacks import without_our_frames
+from graphscope.capture.tracebacks import exc_key, without_our_frames
 from graphscope.capture.special_calls import BRANCH_KINDS, SpecialCalls
 from graphscope.capture.tensor_facts import (flags_of, flatten_tensors, grad_fn_of,
                                              no_subclass_dispatch, read_plainly, retains_grad,
@@ -163,12 +163,11 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         self.grad_fn_ops: dict = {}   # reserved for backward.py
         self.n_branches = 0
         self._names_cache: dict = {}
-        self._last_frame = None       # snippet frame and line of the last op (names.py scans)
-        self._last_line = None
+        # where the last op was (names.py scans): ids, not the frame, which would keep a
+        # returned function's locals alive (NOTE [no frame kept])
+        self._last_where = None
         self._scans = 0
         self._scanned_lines: set = set()
-        self._vframe = None           # snippet frame last checked by _above_opaque ...
-        self._vopaque = False         # ... and its verdict
         self._special = self._build_special()
         self.custom = CustomFunctions(self)   # NOTE [custom Functions]
         self._node_owner: dict = {}   # view's tensor id -> op whose node it last got
@@ -256,7 +255,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         """Drop the snippet frames (and the error, with its traceback) kept from
         the run: they hold its namespace, which the end of the run frees
         (NOTE [the end of a run] in process_exit.py)."""
-        self._last_frame = self._vframe = None
+        self._last_where = None
         self.failed = None
         self.custom.state = None
         forget_call_sites()
@@ -266,12 +265,14 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         from ``depth`` frames up, and whether a tracer runs the call (NOTE [static tracers])."""
         f, opaque = snippet_frame_of(sys._getframe(depth), self.filename)
         if f is not None and not opaque:
-            opaque = self._vopaque if f is self._vframe else self._above_opaque(f)
+            opaque = self._above_opaque(f)
         return f, opaque
 
     def _above_opaque(self, s) -> bool:
         """Whether a tracer's frame is above snippet frame ``s`` (a snippet function
-        being traced); remembered for the last ``s`` (NOTE [static tracers])."""
+        being traced) (NOTE [static tracers]). Walked at each op, not remembered for
+        the last ``s``: the walk ends at the snippet's module frame, a step or two, and
+        remembering ``s`` kept its locals alive (NOTE [no frame kept])."""
         opaque = False
         f = s.f_back
         while f is not None:
@@ -282,8 +283,6 @@ class Recorder(SpecialCalls, TorchFunctionMode):
             if code.co_filename.startswith(CAPTURE_DIR):
                 break   # run_snippet: the snippet's module frame was the last
             f = f.f_back
-        self._vframe = s
-        self._vopaque = opaque
         return opaque
 
     # -- tensors -----------------------------------------------------------------
@@ -382,7 +381,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
                 func = real
                 name, qualname, kind = short_name(func)
         if opaque or (frame is not None and (
-                self._vopaque if frame is self._vframe else self._above_opaque(frame))) or (
+                self._above_opaque(frame))) or (
                 (self.custom.state is not None or not grad_enabled) and self.custom.skips(
                     caller or frame, ins, kind)):
             # a tracer runs this call: not the snippet's own op (NOTE [static tracers]);
@@ -468,10 +467,11 @@ class Recorder(SpecialCalls, TorchFunctionMode):
             return None
         seq = next(self.seq)
         line = frame.f_lineno if frame is not None else None
-        if frame is not None and (line != self._last_line or frame is not self._last_frame):
-            self._last_frame = frame
-            self._last_line = line
-            self._maybe_scan(frame, line)
+        if frame is not None:
+            where = (id(frame), id(frame.f_code), line)
+            if where != self._last_where:
+                self._last_where = where
+                self._maybe_scan(frame, line)
         lookup = self.ids.lookup
         in_ids = []
         for t in ins:
@@ -707,7 +707,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None, frame,
                              failed=type(e).__name__)
         tid = self.ids.get(ins[0]) if ins else None
-        self.failed = (e, op_id, tid)
+        self.failed = (exc_key(e), op_id, tid)
 
     # NOTE [the snippet's call comes first]: the call has run (or raised its own
     # error); a tensor the recorder cannot describe, or a failure of its own,

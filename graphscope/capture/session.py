@@ -36,7 +36,7 @@ from graphscope.capture.node_owners import node_name
 from graphscope.capture.process_exit import before_exit, free_module
 from graphscope.capture.recorder import Recorder
 from graphscope.capture.tensor_facts import no_subclass_dispatch
-from graphscope.capture.tracebacks import TRAMPOLINE, without_our_frames
+from graphscope.capture.tracebacks import TRAMPOLINE, exc_key, without_our_frames
 
 
 _current = None   # the Recorder of the run going on, for on_fork_in_child
@@ -117,11 +117,11 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
             status, exit_code = "exit", _exit_code(e)
         except BaseException as e:  # KeyboardInterrupt (interrupt) included
             status = "error"
-            if recorder.failed is None or recorder.failed[0] is not e:
+            if recorder.failed is None or recorder.failed[0] != exc_key(e):
                 try:   # a custom Function's forward raised: its apply is the op that failed
                     got = recorder.custom.record_failed(e)
                     if got is not None:
-                        recorder.failed = (e, *got)
+                        recorder.failed = (exc_key(e), *got)
                 except Exception:
                     pass
             error = _error_info(e, filename, recorder)
@@ -275,7 +275,7 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     if any(isinstance(x, BaseExceptionGroup) for x in (e, *(c for c, _ in chain))):
         lines = _group_lines(e, filename)
     op = tensor = None
-    if recorder.failed is not None and recorder.failed[0] is e:
+    if recorder.failed is not None and recorder.failed[0] == exc_key(e):
         op, tensor = recorder.failed[1], recorder.failed[2]
     return P.ErrorInfo(type(e).__name__, _message_of(e), line, None, "".join(lines), op, tensor)
 

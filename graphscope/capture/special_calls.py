@@ -37,7 +37,7 @@ class SpecialCalls:
         t = args[0]
         caller, frame, opaque = locate_call(sys._getframe(1), self.filename)
         if not opaque and frame is not None:
-            opaque = self._vopaque if frame is self._vframe else self._above_opaque(frame)
+            opaque = self._above_opaque(frame)
         if caller is None or (isinstance(t, Tensor) and read_plainly(flags_of, t, None)[1]):
             result = func(*args, **kwargs)
         else:

@@ -41,3 +41,14 @@ def without_our_frames(tb):
     for t in reversed(kept):
         new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
     return new
+
+
+def exc_key(e: BaseException) -> tuple:
+    """NOTE [no frame kept]: what the recorder keeps to know an exception again. The
+    exception itself holds its traceback, so its frames and their locals: a snippet
+    that caught it and went on would have its objects freed later than under plain
+    python (a ``__del__`` printing after the next line, not before). Frames are
+    likewise compared by id, never held (a function's locals outlived its return
+    until the next op; fidelity review). An id is reused only once its object is
+    gone, and the type goes with it."""
+    return (id(e), type(e))
