@@ -397,3 +397,26 @@ def test_a_file_of_one_s_own_after_a_quiz_shows_its_output(window, folder, qtbot
     assert not c.quiz.meta_label.isHidden()
     window.new_file()
     assert c.scenario is None and not c.output_hidden()
+
+
+def test_an_opened_quiz_takes_its_keys_not_the_editor(window, folder, qtbot):
+    """The editor kept the keyboard when a scenario opened: B typed "b" into the
+    snippet instead of picking answer B, and N into the next scenario of a lesson
+    (UX review). The graph takes the keyboard, as after a run starts."""
+    c = install_classroom(window, args(lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=3000)
+    window.editor.setFocus()                         # as after editing the last snippet
+    assert c.open_scenario(c.walker.scenarios[0]) and c.scenario.id == "two"
+    text = window.editor.toPlainText()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is not window.editor, timeout=3000)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_B)
+    assert c.quiz.chosen == "B" and window.editor.toPlainText() == text
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_N)
+    assert c.scenario.id == "one" and "typed" not in window.editor.toPlainText()
+    assert "Pick an answer (A-D)" in window.status_text()
+    c.presentation.toggle()                          # B blanks there: the status says 1-4
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_P)
+    assert c.scenario.id == "two" and "Pick an answer (1-4)" in window.status_text()
+    c.presentation.toggle()

@@ -229,13 +229,25 @@ class Classroom(QObject):
             self.lesson_bar.refresh()
             self._lesson_actions()   # (opened from the browser: code review)
         self._update_quiz_actions()
-        hint = "Pick an answer (A-D), then Reveal (R) runs it." if self.quiz.buttons else ""
+        # The keys the status line names (A-D, R, H, N, P) are window-wide actions, and a
+        # focused editor keeps its letters: left there, "D" then "R" typed "dr" into the
+        # snippet and revealed a SyntaxError (UX review). The graph takes the keyboard,
+        # as it does when a run starts; a click in the code edits it.
+        w.canvas.setFocus(Qt.FocusReason.OtherFocusReason)
+        hint = self._pick_hint()
         title = scenario.title.rstrip()
         # "…in PyTorch?. Pick an answer" (GUI review): a title that ends a sentence
         # gets no second full stop
         stop = "" if title.endswith((".", "?", "!", ":", "…")) else "."
         self.window.set_status(f"{title}{stop} {hint}".rstrip())
         return True
+
+    def _pick_hint(self) -> str:
+        if not self.quiz.buttons:
+            return ""
+        if self.presentation.active:   # B blanks the screen there (_bind_letter_keys)
+            return "Pick an answer (1-4), then Reveal (R) runs it."
+        return "Pick an answer (A-D), then Reveal (R) runs it."
 
     def size_docks(self):
         """The window shares its width (``arrange``: the graph gets the most); the
@@ -384,7 +396,8 @@ class Classroom(QObject):
         w.set_presentation(on)
         self.size_docks()
         QTimer.singleShot(0, self.size_docks)
-        w.set_status("Presentation mode: PageDown/PageUp step, B blanks the screen, "
+        pick = "1-4 pick an answer, " if on and self.quiz.buttons else ""
+        w.set_status(f"Presentation mode: PageDown/PageUp step, {pick}B blanks the screen, "
                      "Ctrl+= / Ctrl+- text size, Ctrl+Shift+P leaves." if on else "Presentation mode off.")
 
     def _spotlight_for_presentation(self, on: bool):
