@@ -280,3 +280,35 @@ def test_the_outcome_goes_out_after_everything_held_and_is_never_held_itself():
     held.emit_now(P.Outcome("error", P.ErrorInfo("ValueError", "v"), None, 0.1))
     assert [type(m).__name__ for m in out] == ["Output", "Outcome"]
     assert "min" in st                                  # computed before they went
+
+
+def test_the_snippet_s_flush_sends_what_it_printed_at_once():
+    """``print("step 0: ", end="", flush=True)`` then a child process writing to the
+    same fd: the text stayed held (no line end) and the writer's batch waited, so the
+    child's line came first in about one run of four (fidelity review). A flush of
+    the snippet's stdout now sends what is held, then the writer's batch."""
+    import itertools
+    from graphscope.capture.output import CapturedStream, OutputLimit
+
+    class Writer:                               # the worker's EventWriter: batches rows
+        def __init__(self):
+            self.rows, self.sent = [], []
+
+        def __call__(self, msg):
+            self.rows.append(msg)
+
+        def flush(self):
+            self.sent += self.rows
+            self.rows = []
+
+    w = Writer()
+    out, batch, held = _held_with_pending(emit=w)
+    stream = CapturedStream("stdout", held, itertools.count(1), OutputLimit(1000, held))
+    stream.write("step 0: ")
+    assert not w.rows and not w.sent            # held behind the pending stats
+    stream.flush()
+    assert [type(m) for m in w.sent] == [P.TensorInfo, P.Output]
+    assert w.sent[1].text == "step 0: " and w.sent[0].stats["min"] is not None
+    stream.write("more")                        # nothing held: to the writer, then out
+    stream.flush()
+    assert w.sent[-1].text == "more" and not w.rows

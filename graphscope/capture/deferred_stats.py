@@ -369,6 +369,19 @@ class HeldEmit:
             finally:
                 self._flushing = False
 
+    def push(self) -> None:
+        """What is held, and then the writer's batch, out now: the snippet flushed
+        its stdout (``print(..., flush=True)``) before a child process or
+        ``os.write`` writes to the same fd, so its text must be ahead of theirs
+        (fidelity review: "step 0: " came after the child's line). Inside a flush
+        (a ``__del__`` that prints and flushes) the flush under way sends it."""
+        if self._held and not (self._flushing or self._flush_lock.locked()
+                               or self.batch._lock.locked()):
+            self.flush()
+        out = getattr(self._emit, "flush", None)   # the worker's EventWriter
+        if out is not None:
+            out()
+
     def emit_now(self, msg) -> None:
         """``msg`` to the writer at once, past anything held (call ``flush`` first
         to keep the order)."""

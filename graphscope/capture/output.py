@@ -247,6 +247,10 @@ class CapturedStream(io.TextIOBase):
     def flush(self) -> None:
         if _child_streams is not None:
             _child_streams[self._name].flush()
+            return
+        push = getattr(self._emit, "push", None)   # HeldEmit
+        if push is not None:
+            push()
 
 
 class CapturedBuffer(io.BufferedIOBase):
