@@ -142,3 +142,24 @@ def test_text_scale_applies_with_minimum(panel, tmp_path):
     assert f"font-size: {2 * small}px" in panel.styleSheet()
     panel.set_text_scale(0.5, min_px=18)
     assert panel.base_px() == 18
+
+
+def test_a_long_option_wraps_inside_its_button(panel, tmp_path):
+    """ "tensor([3., 4., 5.], grad_fn=<AddBackward0>)" in a 1280x720 window's quiz
+    column lost its end: a label wraps only at spaces (UX review)."""
+    from PySide6.QtGui import QTextDocument, QTextOption
+    text = open(make(tmp_path).path).read().replace(
+        "tensor([3., 4.])", "tensor([3., 4., 5.], grad_fn=<AddBackward0>)")
+    (tmp_path / "long.toml").write_text(text.replace('id = "q1"', 'id = "long"'))
+    panel.set_scenario(scn.load_file(tmp_path / "long.toml"))
+    label = panel.option("B")._label
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setHtml(label.text())
+    opt = doc.defaultTextOption()
+    opt.setWrapMode(QTextOption.WrapMode.WordWrap)      # a QLabel's wrapping
+    doc.setDefaultTextOption(opt)
+    width = 200
+    doc.setTextWidth(width)
+    assert doc.idealWidth() <= width
+    assert "AddBackward0>)" in label.text().replace("\u200b", "").replace("&gt;", ">").replace("&lt;", "<")

@@ -65,6 +65,18 @@ def rich(text: str) -> str:
     return body.replace("\n\n", "<br><br>").replace("\n", "<br>")
 
 
+_LONG_TOKEN = re.compile(r"\S{15,}")
+_BREAK_AFTER = re.compile(r"([=<(\[,])(?=\S)")
+
+
+def breakable(text: str) -> str:
+    """Break opportunities (U+200B) after ``=``, ``<``, ``(``, ``[`` and ``,`` inside
+    long tokens: a label wraps only at spaces, so "grad_fn=<AddBackward0>)" ran out
+    of a narrow option button and was cut (UX review at 1280x720). Only for text
+    nobody copies (a button's label): copied, the breaks would come along."""
+    return _LONG_TOKEN.sub(lambda m: _BREAK_AFTER.sub("\\1\u200b", m.group(0)), text)
+
+
 def _option_list(scenario) -> list[tuple[str, str]]:
     opts = getattr(scenario, "options", None) or []
     result = []
@@ -111,7 +123,8 @@ class OptionButton(QPushButton):
     def refresh(self):
         glyph = {"right": "\u2714 ", "wrong": "\u2718 "}.get(self.mark, "")
         word = {"right": "  <b>(correct)</b>", "wrong": "  <b>(your answer)</b>"}.get(self.mark, "")
-        self._label.setText(f"<b>{glyph}{self.key}</b>&nbsp;&nbsp;{rich(self.option_text)}{word}")
+        text = rich(breakable(self.option_text))
+        self._label.setText(f"<b>{glyph}{self.key}</b>&nbsp;&nbsp;{text}{word}")
         self.setProperty("mark", self.mark or "none")
         self.style().unpolish(self)
         self.style().polish(self)
