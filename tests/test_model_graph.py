@@ -311,8 +311,8 @@ def _decisions(g):
     return [n for n in g.nodes.values() if n.kind == "op" and "branch" in n.flags]
 
 
-@pytest.mark.parametrize("x, detail", [("1.0", "2.0 \u2192 if-branch (line 5)"),
-                                       ("0.5", "1.0 \u2192 else-branch (line 7)")])
+@pytest.mark.parametrize("x, detail", [("1.0", "2.0 \u2192 if, line 5"),
+                                       ("0.5", "1.0 \u2192 else, line 7")])
 def test_branch_point_is_a_decision_node_after_the_tensor_it_read(x, detail):
     g = build_graph(trace_of(PROBLEM_BRANCH.format(x=x)))
     [b] = _decisions(g)
@@ -373,7 +373,7 @@ def test_decision_known_only_after_the_next_op_is_updated_while_streaming():
             if "branch" in n.flags and n.kind == "op":
                 seen.setdefault(n.id, []).append(n.detail)
     # the value alone (``> t``) does not say the way: the multiply on line 6 does
-    assert list(seen.values()) == [["read 2.0", "2.0 \u2192 if-branch (line 6)"]]
+    assert list(seen.values()) == [["read 2.0", "2.0 \u2192 if, line 6"]]
 
 
 def test_each_pass_gets_its_own_decision_and_plain_reads_draw_none():
@@ -423,9 +423,9 @@ def test_an_if_read_by_two_calls_in_a_row_is_two_decisions():
         if x.sum() > 0 and x.max() < 5:
             y = x * 3
     """))
-    assert [d.detail for d in _decisions(g)] == ["True \u2192 if-branch (line 4)",
+    assert [d.detail for d in _decisions(g)] == ["True \u2192 if, line 4",
                                                  "False \u2192 if skipped",
-                                                 "2\u00d7, last True \u2192 if-branch (line 10)"]
+                                                 "2\u00d7, last True \u2192 if, line 10"]
 
 
 def test_a_reshape_that_copied_is_not_drawn_as_a_view():

@@ -312,3 +312,17 @@ def test_a_streamed_wrap_shapes_the_stream_and_settle_keeps_the_batch_layout():
     _check_invariants(g, lay)
     lay.settle()
     assert lay.positions == batch.positions
+
+
+def test_a_branch_points_text_fits_between_its_pointed_ends():
+    """The hexagon's ends took the text's room: "2.0 -> if-branch (line 5)" ran
+    across them and, bigger, lost "(line 5)" to the ellipsis (UX review). The
+    box is wider by its ends, and the direction text is short enough to fit."""
+    from graphscope.model.graph_types import Node
+    from graphscope.model.layout import BRANCH_TIPS, DETAIL_CHAR, PAD_X, TEXT_MARGIN
+    detail = "2.0 \u2192 if, line 15"
+    plain = Node("o1", "op", "if x.item() > 1", detail)
+    branch = Node("o2", "op", "if x.item() > 1", detail, flags=frozenset({"branch"}))
+    (w0, h), (w1, _) = node_size(plain), node_size(branch)
+    assert w1 > w0
+    assert w1 - (PAD_X - 2 * TEXT_MARGIN) - 2 * BRANCH_TIPS * h >= len(detail) * DETAIL_CHAR

@@ -1486,7 +1486,7 @@ def test_a_while_node_says_at_each_step_what_was_read_by_then(canvas, qtbot):
     hist = graph.detail_steps[dec.id]
     assert len(hist) >= 3 and hist[0][0] == dec.step
     first = tl.state(dec.step)
-    assert "1.5" in first.detail_at(dec) and "loop body" in first.detail_at(dec)
+    assert "1.5" in first.detail_at(dec) and "loop, line" in first.detail_at(dec)
     assert tl.state(len(tl) - 1).detail_at(dec) == dec.detail
     canvas.set_graph(graph, layout, tr)
     canvas.set_frame(first)
@@ -1532,9 +1532,9 @@ def test_earlier_passes_fade_with_their_region_boxes_and_at_the_lowest_detail(ca
     tr = graphscope.trace(TRAIN)
     graph, layout, tl = shown(canvas, tr, size=(1200, 700))
     bands = _pass_bands(tl)
-    assert len(bands) == 5         # four iterations, and the update after the last
+    assert len(bands) == 4         # four iterations, each with its update
     tl.set_passes(bands)
-    frame = tl.state(bands[-1][0] + 2)
+    frame = tl.state(bands[-1][1])      # the last update, in the last pass
     assert frame.focus is not None and frame.focus.index == len(bands) - 1
     canvas.set_frame(frame)
     canvas.fit()
@@ -1558,9 +1558,12 @@ def test_earlier_passes_fade_with_their_region_boxes_and_at_the_lowest_detail(ca
         dist = lambda q: sum(abs(x - y) for x, y in zip(q.getRgb()[:3], bg.getRgb()[:3]))
         assert dist(a) <= dist(b)
         faded.append(dist(a) < dist(b))
-    # the block of the last pass (the update after the last backward) stays (the
+    # the block of the last pass (the update of the last iteration) stays (the
     # layout may draw it in two boxes); the box of the blocks before it fades
     assert True in faded and False in faded
+    frame = tl.state(bands[-1][0] + 2)   # early in the last pass: less of it drawn
+    canvas.set_frame(frame)
+    canvas.fit()
     canvas.zoom_by(0.1)
     on, off = pictures()
     assert canvas.lod == "tiny"

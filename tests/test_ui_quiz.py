@@ -122,9 +122,13 @@ def test_score_counts_first_answer_per_scenario(panel, tmp_path, qtbot):
     panel.reveal()                           # revealed without a pick: not scored
     assert panel.score.answered == 2 and "answer is <b>D</b>" in panel.result_label.text()
     panel.set_scenario(a)                    # back to an answered one: the score stays
+    # ... and says so (UX review: it looked new, and a second answer went uncounted)
+    assert "your first answer here, A (right), is the one counted" in panel.score_label.text()
     panel.choose("B")
     panel.reveal()
-    assert panel.score_label.text() == "Score 1 / 2"
+    assert panel.score_label.text().startswith("Score 1 / 2 \u00b7 your first answer here, A")
+    panel.set_scenario(b)
+    assert "first answer here, A (not right)" in panel.score_label.text()
 
 
 def test_score_is_shared_between_panels():

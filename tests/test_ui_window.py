@@ -138,6 +138,9 @@ def test_run_builds_graph_and_stepping_goes_back(qtbot, window):
     assert not w.play_action.isEnabled() and not w.timeline_bar.play_button.isEnabled()
     w.load_snippet("print(1)\n", "other.py")          # before any run of it, neither
     assert not w.play_action.isEnabled() and not w.timeline_bar.play_button.isEnabled()
+    # nor the toolbar's step buttons (UX review: usable-looking at "Step 0 of 0")
+    assert not any(a.isEnabled() for a in (w.first_action, w.back_action,
+                                           w.forward_action, w.last_action))
 
 
 def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):
@@ -264,6 +267,7 @@ def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
     assert "no_grad" in text and "y" in diag.text
     rows = w.problems.rows()
     assert rows and rows[0].severity == "error" and rows[0].line == diag.line == 4
+    assert rows[0].text.endswith("raised at line 6")   # the status line's line, said why
     assert any(r.severity == "warning" and r.line == 4 for r in rows[1:])
     # stepping back before the error hides the banner; the last step shows it again
     w.step_first()
@@ -667,15 +671,15 @@ def test_branch_decision_value_hidden_until_reveal(qtbot, window):
            "if y.item() > 1.5:\n    z = y * 3\nelse:\n    z = y * 4\nz.backward()\n")
     run_source(qtbot, w, src)
     [b] = [n for n in w.live.graph.nodes.values() if n.kind == "op" and "branch" in n.flags]
-    assert b.label == "if y.item() > 1.5" and "if-branch" in b.detail
+    assert b.label == "if y.item() > 1.5" and "if, line 5" in b.detail
     w.select_node(b.id)
     assert w.inspector.rows()["went"] == "hidden until Reveal"
     tip = w.canvas.tooltip_for(b.id)
     assert "hidden until Reveal" in tip and "2.0" not in tip
     img_hidden = w.canvas.grab().toImage()
     w.set_output_hidden(False)
-    assert w.inspector.rows()["went"] == "2.0 \u2192 if-branch (line 5)"
-    assert "2.0 \u2192 if-branch" in w.canvas.tooltip_for(b.id)
+    assert w.inspector.rows()["went"] == "2.0 \u2192 if, line 5"
+    assert "2.0 \u2192 if, line 5" in w.canvas.tooltip_for(b.id)
     assert w.canvas.grab().toImage() != img_hidden      # the box now shows the value
 
 

@@ -29,7 +29,7 @@ class BranchDecisions:
     # "branch": the canvas draws a flowchart hexagon) after the tensor it read, joined
     # by a "nograd" edge: Python control flow, not autograd. Its label is the condition
     # as written (``if y.item() > 1.5``), its detail the value read and where it sent
-    # the program (``2.0 → if-branch (line 5)``). Reads at the same line while the
+    # the program (``2.0 → if, line 5``). Reads at the same line while the
     # program stays in its loop (a ``while``, an ``if`` in a ``for``) fold into one node
     # that counts them and shows the last; an op outside the loop or a backward call
     # ends that, so a function called twice, or two passes, show two decisions. Where the value alone does
@@ -194,15 +194,17 @@ def _condition_label(source: str, ctl) -> str:
 
 
 def _direction_text(ctl, went) -> str:
-    """Where the program went: ``if-branch (line 5)``, ``loop ended``; '' if unknown."""
+    """Where the program went: ``if, line 5``, ``loop ended``; '' if unknown. Short:
+    it is the second line of a box as wide as any ("2.0 → if-branch (line 5)" lost
+    its line number to the ellipsis: UX review)."""
     if went is None:
         return ""
     if isinstance(ctl, ast.If):
         if went:
-            return f"if-branch (line {ctl.body[0].lineno})"
-        return f"else-branch (line {ctl.orelse[0].lineno})" if ctl.orelse else "if skipped"
+            return f"if, line {ctl.body[0].lineno}"
+        return f"else, line {ctl.orelse[0].lineno}" if ctl.orelse else "if skipped"
     if isinstance(ctl, ast.While):
-        return f"loop body (line {ctl.body[0].lineno})" if went else "loop ended"
+        return f"loop, line {ctl.body[0].lineno}" if went else "loop ended"
     if isinstance(ctl, ast.IfExp):
         return "first value" if went else "else value"
     if isinstance(ctl, ast.Assert):

@@ -92,7 +92,8 @@ def node_size(node, text_scale: float = 1.0) -> tuple:
     # a few hundred different boxes, so the arithmetic runs once per kind of box
     detail = node.detail
     key = (node.kind, len(node.label or ""),
-           tuple(detail) if isinstance(detail, list) else detail, text_scale)
+           tuple(detail) if isinstance(detail, list) else detail, text_scale,
+           "branch" in (node.flags or ()))
     wh = _SIZES.get(key)
     if wh is None:
         if len(_SIZES) > 100_000:
@@ -113,8 +114,21 @@ def _node_size(node, text_scale: float) -> tuple:
     lines = [d for d in str(detail).split("\n") if d]
     per = TENSOR_CHAR if node.kind == "tensor" else OP_CHAR
     text = max(len(label) * per, max((len(d) for d in lines), default=0) * DETAIL_CHAR)
-    w = min(max_width(f), max(64 * f, text * f + PAD_X))
-    return (w, _height(node.kind, len(lines), f))
+    h = _height(node.kind, len(lines), f)
+    # a branch point's hexagon keeps its pointed ends clear of text (BRANCH_TIPS)
+    pad = PAD_X + (2 * max(0.0, BRANCH_TIPS * h - TEXT_MARGIN)
+                   if "branch" in (node.flags or ()) else 0)
+    w = min(max_width(f), max(64 * f, text * f + pad))
+    return (w, h)
+
+
+# How far in from each end a branch point's text starts, as a fraction of its
+# height (other boxes: TEXT_MARGIN units): the hexagon's ends are as long as half
+# its height, and at the middle of the text's lower line (a quarter of the height
+# below the centre) its border is a quarter of the height in; the rest is for the
+# pen. The canvas draws within the same inset.
+BRANCH_TIPS = 0.35
+TEXT_MARGIN = 8       # units between a box's side and its text (canvas_paint)
 
 
 class LayeredLayout:

@@ -37,6 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from graphscope.model.summary import counted
+
 
 
 @dataclass
@@ -62,9 +64,9 @@ class Pass:
             what = "backward only"   # again through a graph kept by retain_graph
         parts = [what]
         if self.ops:
-            parts.append(_count(len(self.ops), "op"))
+            parts.append(counted(len(self.ops), "op"))
         if self.backward:
-            parts.append(_count(len(self.backward), "backward step"))
+            parts.append(counted(len(self.backward), "backward step"))
         return f"Pass {self.index + 1}: " + ", ".join(parts) + (f" ({where})" if where else "")
 
     def to_dict(self) -> dict:
@@ -308,10 +310,6 @@ def _lines(trace, p, call_lines) -> tuple:
     if call_lines.get(p.call):
         lines.append(call_lines[p.call])
     return (min(lines), max(lines)) if lines else (None, None)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def pass_of_op(passes, op_id) -> Optional[int]:

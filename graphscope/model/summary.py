@@ -172,3 +172,9 @@ def _short(x) -> str:
     if a != 0 and a < 1e-3:
         return f"{float(x):.1e}"
     return f"{float(x):.2g}"
+
+
+def counted(n: int, noun: str) -> str:
+    """``counted(1, "op")`` is "1 op", ``counted(3, "op")`` "3 ops" (the status line
+    said "after 1 ops": UX review)."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

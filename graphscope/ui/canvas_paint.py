@@ -30,6 +30,7 @@ from graphscope.ui.canvas_primitives import (FADED, DETAIL_PX, LABEL_PX, MIN_TEX
                                              lod_for, qcolor)
 from graphscope.ui.canvas_regions import RegionPainter
 from graphscope.model.timeline import QUIZ_ANSWERS, shown_flags
+from graphscope.model.layout import BRANCH_TIPS, TEXT_MARGIN
 from graphscope.ui.canvas_scene import (NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route,
                                         node_style)
 
@@ -647,7 +648,12 @@ class ScenePainter(RegionPainter, OverlayPainter):
         else:
             detail_lines = [x for x in str(detail).split("\n") if x]
         ts = self.text_scale
-        inner = r.adjusted(8, 2, -8, -2)
+        side = TEXT_MARGIN
+        if "branch" in (node.flags or ()):
+            # inside the hexagon, not over its pointed ends (UX review: "2.0 ->
+            # if-branch (line 5)" ran across them)
+            side = max(side, BRANCH_TIPS * r.height())
+        inner = r.adjusted(side, 2, -side, -2)
         lines = 1 + min(len(detail_lines), 2)
         # the label takes what the box allows: scaled text never spills out of its node
         label_px = min((LABEL_PX if node.kind == "tensor" else LABEL_PX - 2) * ts,

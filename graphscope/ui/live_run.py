@@ -119,6 +119,11 @@ class LiveRun:
             if diag is not None:
                 text = f"{diag.title} ({text})"
                 line, ids = diag.line or err.line, list(diag.node_ids)
+                if err.line and line != err.line:
+                    # the row's line is the cause (the no_grad block); the status
+                    # line says where it raised: say both (UX review: "line 4" here
+                    # and "line 6" there, with no word why)
+                    text += f", raised at line {err.line}"
             rows.append(ProblemRow("error", text, line, ids))
         try:
             problems = flags(self.trace, self.graph)

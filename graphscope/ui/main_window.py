@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, Q
                                QSplitter, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphscope import protocol as P
+from graphscope.model.summary import counted
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
 from graphscope.ui.end_status import END_STATUS, end_status
@@ -422,9 +423,15 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
 
     def _set_playable(self, on: bool) -> None:
-        """Play, in the toolbar and on the timeline bar, usable or not."""
+        """Play, in the toolbar and on the timeline bar, usable or not; with no run
+        at all, the toolbar's step buttons too (they looked usable at "Step 0 of 0"
+        before any run: UX review; ``_show_cursor`` sets them once a run shows)."""
         self.play_action.setEnabled(on)
         self.timeline_bar.play_button.setEnabled(on)
+        if self.live is None:
+            for act in (self.first_action, self.back_action, self.forward_action,
+                        self.last_action):
+                act.setEnabled(False)
 
     def set_fade_passes(self, on: bool) -> None:
         """Earlier passes' graphs faded (the default) or drawn like the current one
@@ -666,7 +673,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         n_ops = len(live.trace.ops)
         n_bw = len(live.trace.backward)
         dur = f" in {end.duration:.2f} s" if end.duration else ""
-        text = f"{end_status(end)}{dur}: {n_ops} ops, {n_bw} backward steps."
+        ops, steps = counted(n_ops, "op"), counted(n_bw, "backward step")
+        text = f"{end_status(end)}{dur}: {ops}, {steps}."
         exited = end.status == "crash" and end.exit_code is not None and end.exit_code >= 0
         if exited and end.exit_code == P.EXIT_PIPE_CLOSED and end.error is not None:
             # the worker's own code for a lost event pipe (runner._exit_text says why)
@@ -682,7 +690,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             if err.type in ("SyntaxError", "IndentationError", "TabError"):
                 text = f"The snippet is not valid Python{where}: nothing ran."
             else:
-                text = (f"{err.type}{where} after {n_ops} ops and {n_bw} backward steps "
+                text = (f"{err.type}{where} after {ops} and {steps} "
                         "(explained at the last step, above the graph).")
         if live.trace.truncated and live.trace.truncation is not None:
             cut = live.trace.truncation
@@ -721,7 +729,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         ours = end.error is not None and end.error.type in _OUR_FAILURES
         if self.output_hidden and end.status not in ("stopped", "crash", "timeout") \
                 and not ours:
-            self.set_status(f"The run is over: {len(self.live.trace.ops)} ops recorded. "
+            self.set_status(f"The run is over: {counted(len(self.live.trace.ops), 'op')} recorded. "
                             "What it printed, its values and any error stay hidden until Reveal.")
             # no tick: for "what error does this raise?" a tick said "no error"
             # before Reveal (GUI review: challenge-5's RuntimeError read "✔ ran")

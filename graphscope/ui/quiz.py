@@ -62,15 +62,18 @@ def rich(text: str) -> str:
         else:
             out.append(html.escape(p))
     body = "".join(out)
+    # the problem set marks its checks "[OK]" (a tick lost on the way to plain
+    # text); the scenario keeps its words, the panel shows the tick (UX review)
+    body = body.replace(" [OK]", " \u2714")
     return body.replace("\n\n", "<br><br>").replace("\n", "<br>")
 
 
 _LONG_TOKEN = re.compile(r"\S{15,}")
-_BREAK_AFTER = re.compile(r"([=<(\[,])(?=\S)")
+_BREAK_AFTER = re.compile(r"([=(\[,])(?=\S)")
 
 
 def breakable(text: str) -> str:
-    """Break opportunities (U+200B) after ``=``, ``<``, ``(``, ``[`` and ``,`` inside
+    """Break opportunities (U+200B) after ``=``, ``(``, ``[`` and ``,`` inside
     long tokens: a label wraps only at spaces, so "grad_fn=<AddBackward0>)" ran out
     of a narrow option button and was cut (UX review at 1280x720). Only for text
     nobody copies (a button's label): copied, the breaks would come along."""
@@ -166,6 +169,7 @@ class QuizPanel(QWidget):
         self.setFocusPolicy(Qt.StrongFocus)
         self.scenario = None
         self.score = score if score is not None else QuizScore()
+        self._answered_before = None   # scenario id answered before this visit
         self.chosen: str | None = None
         self.revealed = False
         self.hint_shown = False
@@ -238,6 +242,8 @@ class QuizPanel(QWidget):
     def set_scenario(self, scenario):
         """Show a new scenario's question, unanswered and unrevealed."""
         self.scenario = scenario
+        sid = str(scenario.id) if scenario is not None else None
+        self._answered_before = sid if sid in self.score.answers else None
         self.chosen = None
         self.revealed = False
         self.hint_shown = False
@@ -371,7 +377,15 @@ class QuizPanel(QWidget):
             self.output_hidden_changed.emit(hidden)
 
     def _update_score(self):
-        self.score_label.setText(self.score.text())
+        text = self.score.text()
+        sid = self._answered_before
+        if sid is not None and sid in self.score.answers:
+            # back at a scenario answered before (P in a lesson): it looked new, and
+            # a second answer went uncounted without a word (UX review)
+            chosen, ok = self.score.answers[sid]
+            text += (f" · your first answer here, {chosen} "
+                     f"({'right' if ok else 'not right'}), is the one counted")
+        self.score_label.setText(text)
         self.score_changed.emit(self.score.correct, self.score.answered)
 
     def option(self, key: str) -> OptionButton:
