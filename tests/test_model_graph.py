@@ -758,3 +758,26 @@ def test_an_update_in_a_loop_reads_a_copy_of_the_weight_past_the_fan_out_limit()
     assert len(updates) == 16
     fed_by_copies = [u for u in updates if any(g.nodes[p].ghost_of for p in g.preds[u.id])]
     assert len(fed_by_copies) >= 12
+
+
+def test_a_freeze_unfreeze_loop_draws_each_use_as_it_was_in_linear_time():
+    """NOTE [toggles and ghosts]: w used a dozen times is drawn again next to each
+    use (its ghosts); each ``requires_grad_()`` restyled every earlier copy, so a
+    2,000-iteration loop took 1.8 s to build (quadratic), and every copy showed w
+    as it was at the end. A copy shows w as it was at its use, streamed, built
+    and loaded alike."""
+    from graphscope.model.trace import Trace
+    src = ("import torch\nw = torch.ones(3, requires_grad=True)\nx = torch.ones(3)\n"
+           "for i in range(12):\n    w.requires_grad_(i % 2 == 0)\n    y = (w * x).sum()\n")
+    b, tr = streamed_and_trace(src)
+    streamed = _graph_facts(b.graph)
+    assert _graph_facts(build_graph(tr)) == streamed
+    assert _graph_facts(build_graph(Trace.from_json(tr.to_json()))) == streamed
+    w = tr.tensor_by_name("w").id
+    g = b.graph
+    copies = sorted((n.step, "requires_grad" in n.flags) for n in g.nodes.values()
+                    if n.tensor == w and n.ghost_of is not None)
+    assert len(copies) >= 6
+    # used while on, then while off, in turn (the loop's own order)
+    assert [on for _, on in copies] == [not copies[0][1] if k % 2 else copies[0][1]
+                                        for k in range(len(copies))]
