@@ -177,3 +177,28 @@ def test_a_disabled_transport_button_looks_disabled_in_every_theme(qapp):
         off = icon.pixmap(32, 32, QIcon.Mode.Disabled).toImage()
         assert max_alpha(on) == 255
         assert max_alpha(off) < 110, colour
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_a_disabled_text_button_looks_disabled(qtbot, name):
+    """The window's style sheet gave every button the theme's text colour, disabled
+    or not: the lesson's "Next (N)" at the last scenario looked as usable as
+    ever (UX review). A disabled one is drawn in the muted text colour."""
+    from PySide6.QtWidgets import QPushButton
+    t = get_theme(name)
+    b = QPushButton("Next (N)")
+    qtbot.addWidget(b)
+    b.setStyleSheet(stylesheet(t))
+    b.resize(140, 40)
+
+    def strongest_ink():
+        """How far the text's most contrasting pixel is from the button's face."""
+        img = b.grab().toImage()
+        bg = img.pixelColor(3, img.height() // 2)
+        return max(sum(abs(u - v) for u, v in zip(img.pixelColor(x, y).getRgb()[:3],
+                                                   bg.getRgb()[:3]))
+                   for x in range(8, img.width() - 8) for y in range(8, img.height() - 8))
+    on = strongest_ink()
+    b.setEnabled(False)
+    off = strongest_ink()
+    assert off < on * 0.85, (on, off)

@@ -214,6 +214,7 @@ QToolButton, QPushButton {{
 QToolButton:hover, QPushButton:hover {{ border-color: {accent}; }}
 QToolButton:checked, QPushButton:checked {{ background: {selection_bg}; color: {selection_text}; }}
 QPushButton:default {{ border: 2px solid {accent}; }}
+QToolButton:disabled, QPushButton:disabled {{ color: {disabled_text}; background: {window_bg}; }}
 QTabBar::tab {{ background: {window_bg}; color: {text_muted}; padding: {pad}px {pad2}px;
     border: 1px solid {border}; border-bottom: none; }}
 QTabBar::tab:selected {{ background: {panel_bg}; color: {text}; border-top: 2px solid {accent}; }}
@@ -241,5 +242,8 @@ def stylesheet(theme: Theme, scale: float = 1.0) -> str:
         pt=base_font_pt(s), pad=round(3 * s), pad2=round(8 * s), sep=2 if hc else 1,
         groove=round(6 * s), groove_r=round(3 * s), handle=round(16 * s),
         handle_m=round(5 * s), handle_r=round(8 * s),
+        # a disabled button's text: muted, and in high contrast (whose muted text
+        # is nearly white) a plain grey, still 8:1 on black
+        disabled_text="#A0A0A0" if hc else values["text_muted"],
     )
     return _STYLESHEET.format(**values)
