@@ -243,3 +243,57 @@ print(x.grad)
     assert passes[1].label.startswith("Pass 2: backward only, 1 op, 2 backward steps")
     assert Pass.from_dict(json.loads(json.dumps(passes[1].to_dict()))).label == passes[1].label
     assert Trace.from_json(tr.to_json()).passes == tr.passes
+
+
+def _one_run_each(tr, passes):
+    """Each pass's ops are one unbroken run of the trace's ops (its timeline band)."""
+    order = {o.id: i for i, o in enumerate(sorted(tr.ops, key=lambda o: o.seq))}
+    for p in passes:
+        idx = sorted(order[i] for i in p.ops)
+        assert idx == list(range(idx[0], idx[0] + len(idx))) if idx else True, p.label
+
+
+@pytest.mark.parametrize("loop", [
+    # the next input made before the update (code review: pass k+1 took the input,
+    # pass k the update after it, and the bands overlapped)
+    "    x = torch.randn(3)\n    with torch.no_grad():\n        w -= 0.1 * w.grad\n"
+    "    w.grad = None\n",
+    # a frozen teacher's no_grad forward reads weights that require grad: it is the
+    # next pass's set-up, not the tail of this one
+    "    w.grad = None\n    x = torch.randn(3)\n    with torch.no_grad():\n"
+    "        t = (teacher * x).sum()\n",
+    # logging that records graph (code review: the update stayed in the next pass)
+    "    mae = (out - 1).abs().mean()\n    with torch.no_grad():\n        w -= 0.1 * w.grad\n"
+    "    w.grad = None\n",
+    # a weight made again each step: the next forward reads the tail's tensor
+    "    w = (w - 0.1 * w.grad).detach().requires_grad_()\n",
+], ids=["input-first", "teacher", "graph-logging", "remade-weight"])
+def test_each_iteration_is_one_unbroken_pass(loop):
+    tr, passes = _passes_of(
+        "import torch\nw = torch.randn(3, requires_grad=True)\nteacher = torch.randn(3, "
+        "requires_grad=True)\nx = torch.randn(3)\nt = torch.zeros(())\n"
+        "for i in range(3):\n    out = (w * x).sum() + t\n    out.backward()\n" + loop)
+    assert [p.kind for p in passes] == ["backward"] * 3
+    _one_run_each(tr, passes)
+    # every iteration's use of its gradient is in the pass that made it, and the
+    # teacher's forward (made for the next pass) is not
+    for p in passes:
+        assert any(tr.op_by_id(i).kind in ("grad_read", "grad_write") for i in p.ops), p.label
+    if "teacher" in loop:
+        # the teacher's forward (line 12) reads weights that require grad, yet it makes
+        # the next pass's input: none in the first pass, each in the one it feeds
+        at_12 = [sum(tr.op_by_id(i).line == 12 for i in p.ops) for p in passes]
+        assert at_12[0] == 0 and at_12[1] > 0
+
+
+def test_a_multi_op_if_test_is_no_pass_of_its_own():
+    """``if (w * 2).sum() > 0`` made a pass of its 5 ops (code review): a graph whose
+    results are unnamed and end in a comparison only decided a branch."""
+    tr, passes = _passes_of('''import torch
+w = torch.randn(3, requires_grad=True)
+if (w * 2).sum() > 0:
+    y = (w.exp() * 3).mean()
+else:
+    y = (w.sin() * 3).mean()
+''')
+    assert len(passes) == 1 and passes[0].kind == "forward"

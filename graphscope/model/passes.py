@@ -18,27 +18,30 @@ that unit:
   goes with its first user. Work that records no graph (a model's
   initialisation, a ``no_grad`` block, a print) is not a pass of its own.
 
-NOTE [a pass's tail]: a pass is a graph PyTorch recorded, so it begins with
-the first op that records one (an output with a ``grad_fn``). Between a
-backward call and that op, a training loop updates its weights (in place,
-under ``no_grad``), zeroes the gradients and prints the loss: that is the
-end of the iteration whose gradients it uses, and a pass of its own would be
-a "pass without backward" after every loop (the last update fell there). So
-those ops end the pass before, and only the set-up of the next pass begins
-it: a tensor made there that the next graph reads (a new input, a fresh
-hidden state) and whatever then reads or changes that tensor. An
-optimizer's own new state (Adam's ``zeros_like``) is read by its update
-only, so it stays with the update.
-
-Qt-free and torch-free: reads only the trace's rows.
+NOTE [a pass's tail]: a pass is a graph PyTorch recorded and the backward call
+that walked it. Between one backward call and the next, a training loop
+updates its weights (in place, under ``no_grad``), clips and zeroes the
+gradients, logs the loss (``total += loss.item()``, ``mae = (out - y).abs()``)
+and then makes the next input and runs the next forward. The first of these
+use the pass just finished and end it (left in the next one, the last update
+was a "pass without backward" after every loop); the rest begin the next pass.
+Each statement (the ops of one line, so all of ``opt.step()``) is one or the
+other: the finished pass's if it reads or writes a ``.grad``; else the next
+pass's if the next backward's roots are computed from it; else the finished
+pass's if it reads a result of the finished graph or of the tail, or
+updates a tensor that requires grad in place; else (an ``if`` on the next
+input) whichever side it falls on. The
+two sides split at one place (after the last of the tail's statements before
+the next forward records graph), so each pass is one unbroken run of steps,
+as the timeline draws it.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Optional
 
 from graphscope.model.summary import counted
-
 
 
 @dataclass
@@ -142,63 +145,98 @@ def _by_backward(trace) -> list:
         start = calls[k].seq if k < len(calls) else None
         before = [op for op in seg if start is None or op.seq < start]
         during = seg[len(before):]
-        if k == len(calls) and not any(_records_graph(op) for op in before):
-            # after the last backward, work that records no graph is no pass of its own
-            passes[k - 1].ops.extend(op.id for op in before)
-            continue
-        tail, rest = _split_gap(trace, before)               # NOTE [a pass's tail]
+        roots = calls[k].roots if k < len(calls) else None
+        tail, rest = _split_gap(trace, before, roots)        # NOTE [a pass's tail]
+        if k == len(calls) and not any(_records_graph(op) for op in rest):
+            tail, rest = before, []   # after the last backward: no new graph, no pass
         passes[k - 1].ops.extend(op.id for op in tail)
         rest_ids = [op.id for op in rest + during]
         if k < len(calls):
             passes[k].ops = rest_ids
-        else:
+        elif rest_ids:
             passes.append(Pass(index=0, kind="forward", ops=rest_ids))
     return passes
 
 
-def _split_gap(trace, ops) -> tuple:
+def _split_gap(trace, ops, roots) -> tuple:
     """(the tail of the pass before, the start of the next) of the ops between a
-    backward call and the next one's (NOTE [a pass's tail]); both in seq order."""
-    first = next((i for i, op in enumerate(ops) if _records_graph(op)), len(ops))
-    gap = ops[:first]
-    if not gap:
-        return [], ops
+    backward call and the next one's (NOTE [a pass's tail]), each in seq order and
+    each one unbroken run of steps (a pass's band on the timeline). ``roots``: the
+    next backward call's roots (None after the last call)."""
+    if not ops:
+        return [], []
     # A statement is one side or the other: the ops inside ``opt.step()`` share its
-    # line, and one of them reading a parameter makes the whole call an update.
+    # line, and one of them reading a gradient makes the whole call an update.
     runs: list = []
-    for op in gap:
+    for op in ops:
         if runs and op.line is not None and runs[-1][-1].line == op.line:
             runs[-1].append(op)
         else:
             runs.append([op])
-    fresh, used = set(), set()       # made here for the next pass / by the tail
-    tail, start = [], []
+    # the next pass's graph: what its backward's roots were computed from here
+    feeds: set = set()
+    if roots is not None:
+        need = set(roots)
+        for op in reversed(ops):
+            if op.kind not in _CHANGES and any(t in need for t in op.outputs):
+                feeds.add(op.id)
+                need.update(op.inputs)
+    tensors = trace.tensors
+    fresh: set = set()      # made here by the next pass's set-up (or neither side's)
+    used: set = set()       # made here by the tail
+    kinds = []
     for run in runs:
-        made: set = set()
-        is_tail = False
-        for op in run:
-            is_tail = is_tail or _uses_gradients(trace, op, fresh | made, used)
+        kind = _statement_kind(run, feeds, fresh, used, tensors)
+        kinds.append(kind)
+        # (an in-place op's output is the tensor it changed: made before)
+        (used if kind == "tail" else fresh).update(
+            t for op in run if op.kind not in _SAME_TENSOR for t in op.outputs)
+    graph = [i for i, run in enumerate(runs) if kinds[i] != "tail"
+             and any(_records_graph(op) for op in run)
+             and (roots is None or any(op.id in feeds for op in run))]
+    first = graph[0] if graph else len(runs)
+    boundary = max((i + 1 for i in range(first) if kinds[i] == "tail"), default=0)
+    return ([op for run in runs[:boundary] for op in run],
+            [op for run in runs[boundary:] for op in run])
+
+
+# Op kinds that change a tensor (or its .grad) rather than make one.
+_CHANGES = {"inplace", "grad_read", "grad_write", "retain_grad", "requires_grad", "hook",
+            "unhook"}
+_GRAD_KINDS = {"grad_read", "grad_write", "retain_grad"}
+_SAME_TENSOR = {"inplace", "requires_grad", "hook", "unhook", "retain_grad"}
+
+
+def _statement_kind(run, feeds, fresh, used, tensors) -> str:
+    """``tail``: what a step does with its pass's results (NOTE [a pass's tail]): it
+    reads or writes a ``.grad``; or, unless the next backward's roots are computed
+    from it, it reads what the tail made, changes in place a tensor that requires
+    grad (a parameter's update) or reads a result of the finished graph (``loss``,
+    ``out``: logging). ``head``: the next backward's roots are computed from it (a
+    new input, a frozen teacher's output, the forward reading a re-made weight).
+    ``""``: neither (an ``if`` on the next input); it goes with its neighbours."""
+    head = other = False
+    made: set = set()
+    for op in run:
+        if op.kind in _GRAD_KINDS:
+            return "tail"
+        head = head or op.id in feeds
+        for t in op.inputs:
+            if t in fresh or t in made:
+                continue
+            if t in used:
+                other = True
+                continue
+            info = tensors.get(t)
+            if info is None:
+                continue
+            if (op.kind == "inplace" and info.requires_grad) or info.grad_fn:
+                other = True      # a parameter's update; a read of the finished graph
+        if op.kind not in _SAME_TENSOR:
             made.update(op.outputs)
-        (tail if is_tail else start).extend(run)
-        (used if is_tail else fresh).update(made)
-    return tail, start + ops[first:]
-
-
-def _uses_gradients(trace, op, fresh, used) -> bool:
-    """The op is what a step does with its pass's results: it reads or writes a
-    ``.grad``, reads a tensor that requires grad (a parameter, the loss) or one the
-    tail made, or changes a tensor in place that was not just made."""
-    if op.kind in ("grad_read", "grad_write", "retain_grad"):
-        return True
-    for t in op.inputs:
-        if t in used:
-            return True
-        if t in fresh:
-            continue
-        info = trace.tensors.get(t)
-        if info is not None and info.requires_grad:
-            return True
-    return op.kind in ("inplace", "hook", "unhook") and not all(t in fresh for t in op.inputs)
+    if head:
+        return "head"
+    return "tail" if other else ""
 
 
 def _records_graph(op) -> bool:
@@ -251,32 +289,30 @@ def _by_component(trace) -> list:
     # initialisation) joins the next one: it is the set-up of the computation that
     # follows. So does one whose graph only decided a branch (``if x.sum() > 0``):
     # that graph ends in a comparison and is dropped; the computation is what follows.
-    # A graph is kept when a result goes on into more graph, is bound to a name
-    # (``loss``, the ``y`` of ``while y.item() < 5``) or is never read at all.
-    into_graph = {t for op in ops if _records_graph(op) for t in op.inputs}
+    # A graph is kept when a result of it is bound to a name (``loss``, the ``y`` of
+    # ``while y.item() < 5``) or never read at all (a result left unnamed); the
+    # graph of ``if (w * 2).sum() > 0`` ends in a comparison, unnamed.
     read = {t for op in ops for t in op.inputs}
 
     def kept(op_id) -> bool:
         op = trace.op_by_id(op_id)
         return (op is not None and _records_graph(op)
-                and any(t in into_graph or t not in read or _named(trace, t)
-                        for t in op.outputs))
+                and any(t not in read or _named(trace, t) for t in op.outputs))
 
     builders = [ids for ids in ordered if any(kept(i) for i in ids)]
     if not builders:
         return [Pass(index=0, kind="forward", ops=[o.id for o in ops])]
     # a group that builds none joins the first computation begun after its last op
     # (``a, b = make(), make()``: b's set-up ran before a's computation, and is b's)
+    builders.sort(key=lambda ids: min(i for i in ids if kept(i)))
     starts = [min(i for i in ids if kept(i)) for ids in builders]
     members = [list(ids) for ids in builders]
     for ids in ordered:
         if any(kept(i) for i in ids):
             continue
-        last = max(ids)
-        k = next((j for j, s in enumerate(starts) if s > last), len(builders) - 1)
+        k = min(bisect_right(starts, max(ids)), len(builders) - 1)
         members[k].extend(ids)
-    order = sorted(range(len(builders)), key=lambda j: starts[j])
-    passes = [Pass(index=0, kind="graph", ops=sorted(members[j])) for j in order]
+    passes = [Pass(index=0, kind="graph", ops=sorted(m)) for m in members]
     if len(passes) == 1:
         passes[0].kind = "forward"
     return passes
