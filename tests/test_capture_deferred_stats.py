@@ -312,3 +312,52 @@ def test_the_snippet_s_flush_sends_what_it_printed_at_once():
     stream.write("more")                        # nothing held: to the writer, then out
     stream.flush()
     assert w.sent[-1].text == "more" and not w.rows
+
+
+def test_a_flush_waits_for_one_under_way_on_another_thread():
+    """The worker's flusher thread was inside a flush when the snippet flushed its
+    stdout: the snippet's flush skipped, and "step 0: " stayed held behind a child
+    process's line (code review). It waits, then sends what that flush left."""
+    import itertools
+    from graphscope.capture.output import CapturedStream, OutputLimit
+
+    class Writer:
+        def __init__(self):
+            self.rows, self.sent = [], []
+            self.gate, self.inside = threading.Event(), threading.Event()
+
+        def __call__(self, msg):
+            self.rows.append(msg)
+
+        def emit_many(self, msgs):           # the flusher's flush, slow here
+            self.inside.set()
+            self.gate.wait(10)
+            self.rows += msgs
+
+        def flush(self):
+            self.sent += self.rows
+            self.rows = []
+
+    w = Writer()
+    batch = StatsBatch()
+    held = HeldEmit(w, batch)
+    for i in range(3):
+        held(P.TensorInfo(i, [300], "float32", stats=batch.add(torch.randn(300), 300, False),
+                          seq=i))
+    stream = CapturedStream("stdout", held, itertools.count(1), OutputLimit(1000, held))
+    flusher = threading.Thread(target=held.flush)
+    flusher.start()
+    assert w.inside.wait(10)
+
+    def snippet():
+        stream.write("step 0: ")
+        stream.flush()
+    t = threading.Thread(target=snippet)
+    t.start()
+    t.join(0.2)
+    assert t.is_alive()                          # waiting for the flush under way
+    w.gate.set()
+    t.join(10)
+    flusher.join(10)
+    assert [getattr(m, "text", None) for m in w.sent][-1] == "step 0: "
+    assert not held._held

@@ -652,3 +652,37 @@ def test_a_function_s_locals_are_freed_when_it_returns_as_under_python():
     tr = worker_trace(FREED, "freed.py")
     assert tr.status == "ok", tr.error
     assert tr.stdout == out and tr.stderr == err
+
+
+def test_an_error_of_the_snippet_s_own_is_not_blamed_on_a_caught_one():
+    """The recorder knows a failed call's exception by its id, not by holding it:
+    the snippet's own RuntimeError, at the address of a caught matmul error, was
+    marked as that matmul's (code review). Its type and message must match too."""
+    tr = worker_trace("import torch\nfor i in range(3):\n    try:\n"
+                      "        torch.ones(2) @ torch.ones(3)\n    except RuntimeError:\n"
+                      "        pass\nx = torch.ones(2) * 2\nraise RuntimeError('my own error')\n")
+    assert tr.status == "error" and tr.error.message == "my own error"
+    assert tr.error.op is None and tr.error.tensor is None
+
+
+def test_each_call_of_a_snippet_function_names_its_result():
+    """A loop's calls of f each make a frame, often at the address of the last: the
+    recorder, keeping no frame, took them for one and looked for names once
+    (code review: only the last of four results was named)."""
+    tr = worker_trace("import torch\ndef f(x):\n    return (x * 2).sum()\n"
+                      "t = torch.ones(3, requires_grad=True)\nouts = []\n"
+                      "for i in range(4):\n    a = f(t)\n    outs.append(a)\n")
+    assert tr.status == "ok", tr.error
+    sums = [o.outputs[0] for o in tr.ops if o.name == "sum"]
+    assert [tr.tensors[s].name for s in sums] == ["a"] * 4
+
+
+def test_a_small_run_leaves_the_stack_limit_its_children_inherit_alone():
+    """The worker raised its C stack limit for every run, and the snippet's child
+    processes gave each thread a 120 MB stack (code review: under a memory limit a
+    child started 26 of its 40 threads). Only a run of many ops raises it (NOTE
+    [a deep graph's C stack])."""
+    src = "import resource\nprint(resource.getrlimit(resource.RLIMIT_STACK))\n"
+    out, _ = plain_run(src, "limit.py")
+    tr = worker_trace(src, "limit.py")
+    assert tr.status == "ok" and tr.stdout == out

@@ -316,6 +316,7 @@ class HeldEmit:
         self._waited = 0     # ... and how many of the flusher's periods without one
         self._seen_flushes = 0
         self._flushing = False
+        self._flush_owner = None   # the thread inside flush
         self._since = 0.0    # when the oldest held message came
 
     def __call__(self, msg) -> None:
@@ -349,6 +350,7 @@ class HeldEmit:
     def flush(self) -> None:
         with self._flush_lock:
             self._flushing = True   # while set, __call__ holds: nothing overtakes
+            self._flush_owner = threading.get_ident()
             try:
                 held = self._held
                 n = len(held)          # these messages' stats were added before them ...
@@ -368,19 +370,22 @@ class HeldEmit:
                 self._flushes += 1
             finally:
                 self._flushing = False
+                self._flush_owner = None
 
     def push(self) -> None:
         """What is held, and then the writer's batch, out now: the snippet flushed
         its stdout (``print(..., flush=True)``) before a child process or
         ``os.write`` writes to the same fd, so its text must be ahead of theirs
-        (fidelity review: "step 0: " came after the child's line). Inside a flush
-        (a ``__del__`` that prints and flushes) the flush under way sends it."""
-        if self._held and not (self._flushing or self._flush_lock.locked()
-                               or self.batch._lock.locked()):
-            self.flush()
-        out = getattr(self._emit, "flush", None)   # the worker's EventWriter
-        if out is not None:
-            out()
+        (fidelity review: "step 0: " came after the child's line). A flush under
+        way on another thread (the flusher's) is waited for, then what it left
+        is sent (code review: skipped, the text stayed held); inside a flush on
+        this thread (a ``__del__`` that prints and flushes) that flush sends it."""
+        if self._flush_owner != threading.get_ident():
+            if self._held:
+                self.flush()
+            out = getattr(self._emit, "flush", None)   # the worker's EventWriter
+            if out is not None:
+                out()
 
     def emit_now(self, msg) -> None:
         """``msg`` to the writer at once, past anything held (call ``flush`` first

@@ -91,6 +91,7 @@ _OPERATOR_OPS = frozenset({"BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "STORE_SU
 _CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 _RECORD_WITHOUT_OUTPUT = frozenset({"inplace", "retain_grad", "requires_grad", "detach",
                                     "hook"})
+DEEP_OPS = 5_000   # ops before a graph may be deep enough to need more C stack to free
 _SCAN_ALWAYS = 2000
 _SCAN_EVERY = 64
 
@@ -163,9 +164,11 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         self.grad_fn_ops: dict = {}   # reserved for backward.py
         self.n_branches = 0
         self._names_cache: dict = {}
-        # where the last op was (names.py scans): ids, not the frame, which would keep a
-        # returned function's locals alive (NOTE [no frame kept])
+        # the module-level line of the last op (names.py scans); not the frame, which
+        # would keep a returned function's locals alive (NOTE [no frame kept])
         self._last_where = None
+        self.module_code = None       # the snippet's compiled module (session sets it)
+        self.on_deep = None           # called at the DEEP_OPS-th op (session sets it)
         self._scans = 0
         self._scanned_lines: set = set()
         self._special = self._build_special()
@@ -468,9 +471,15 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         seq = next(self.seq)
         line = frame.f_lineno if frame is not None else None
         if frame is not None:
-            where = (id(frame), id(frame.f_code), line)
-            if where != self._last_where:
-                self._last_where = where
+            if frame.f_code is not self.module_code:
+                # a function's frame: a new call may sit at the address of the last
+                # one (a loop calling f), and it cannot be told apart without holding
+                # the frame (NOTE [no frame kept]): each op looks (code review: only
+                # the last of four f(t) results was named); _maybe_scan thins it out
+                self._last_where = None
+                self._maybe_scan(frame, line)
+            elif line != self._last_where:   # the snippet's one module frame
+                self._last_where = line
                 self._maybe_scan(frame, line)
         lookup = self.ids.lookup
         in_ids = []
@@ -739,6 +748,8 @@ class Recorder(SpecialCalls, TorchFunctionMode):
             self._truncate()
             return None
         self.n_ops = op_id + 1
+        if op_id == DEEP_OPS and self.on_deep is not None:
+            self.on_deep()      # NOTE [a deep graph's C stack] in worker.py
         return op_id
 
     def _truncate(self) -> None:

@@ -42,7 +42,7 @@ from graphscope.capture.tracebacks import TRAMPOLINE, exc_key, without_our_frame
 _current = None   # the Recorder of the run going on, for on_fork_in_child
 
 
-def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
+def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False, on_deep=None) -> P.End:
     """Run ``run.source`` as ``__main__`` under the recorder; see the module docstring.
 
     ``on_idle``: called with a function that another thread may call every few
@@ -50,7 +50,9 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     None when the run is over; the worker's flusher thread calls it.
     ``at_exit``: then do what ``python FILE`` does after the last line (wait
     for threads, ``atexit``, free the namespace: NOTE [the end of a run]); only
-    in a process that ends with the run (the worker)."""
+    in a process that ends with the run (the worker).
+    ``on_deep``: called once the run has recorded ``recorder.DEEP_OPS`` ops (the
+    worker raises its C stack limit then: NOTE [a deep graph's C stack])."""
     global _current
     t0 = time.perf_counter()
     seq = itertools.count()
@@ -76,6 +78,8 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False) -> P.End:
     if on_idle is not None:
         on_idle(held.flush_if_idle)
     recorder = Recorder(run, emit, seq, batch)
+    recorder.module_code = code
+    recorder.on_deep = on_deep
     recorder.names = NameTracker(recorder.ids, emit)
     recorder.backward = BackwardTracer(recorder)
     hooks = ModuleHooks(recorder)

@@ -50,5 +50,10 @@ def exc_key(e: BaseException) -> tuple:
     python (a ``__del__`` printing after the next line, not before). Frames are
     likewise compared by id, never held (a function's locals outlived its return
     until the next op; fidelity review). An id is reused only once its object is
-    gone, and the type goes with it."""
-    return (id(e), type(e))
+    gone, so its type and message go with it (code review: a caught matmul error's
+    id, reused by the snippet's own RuntimeError, marked the matmul as the error)."""
+    try:
+        text = str(e)
+    except Exception:   # a broken __str__ is the snippet's, not ours to raise
+        text = None
+    return (id(e), type(e), text)

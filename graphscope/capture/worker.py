@@ -297,17 +297,32 @@ def raise_stack_limit() -> None:
     at about 50,000 Nodes, a chain the export records whole (up to 200,000
     ops): the worker died of SIGSEGV when the snippet dropped its last tensor
     or when its namespace was freed at the end. The main thread's stack grows
-    on demand up to the soft limit read at each growth, so raising it here is
+    on demand up to the soft limit read at each growth, so raising it is
     enough; 120 MB (about 700,000 Nodes) stays under the 128 MB gap Linux
-    leaves below the stack whatever the limit was at exec."""
+    leaves below the stack whatever the limit was at exec.
+
+    Children inherit the limit, and a child's threads get stacks of that size
+    by default (code review: under a 4 GB memory limit a child started 26 of
+    its 40 threads). So the limit is raised only once a run has recorded
+    ``DEEP_OPS`` ops (``run_snippet(on_deep=)``: a smaller run cannot make a
+    graph that deep), and a forked child (``multiprocessing``) gets the old
+    limit back; a program the snippet starts after that inherits it."""
     try:
         import resource
         soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
         want = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
-        if soft != resource.RLIM_INFINITY and soft < want:
-            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+        if soft == resource.RLIM_INFINITY or soft >= want:
+            return
+        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     except (ImportError, ValueError, OSError):
-        pass
+        return
+
+    def restore() -> None:
+        try:
+            resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
+        except (ValueError, OSError):
+            pass
+    os.register_at_fork(after_in_child=restore)
 
 
 def _mapped_bytes() -> int:
@@ -362,12 +377,11 @@ def main(argv=None) -> int:
     if run is None:  # the runner closed without a run (shutdown of a warm worker)
         return 0
     set_memory_limit(run.memory_limit)
-    raise_stack_limit()
     prepare_path(run)
     writer.start_flusher()
     started = time.perf_counter()
     try:
-        end = run_snippet(run, writer, writer.set_idle, at_exit=True)
+        end = run_snippet(run, writer, writer.set_idle, at_exit=True, on_deep=raise_stack_limit)
     except BaseException as e:  # a bug in the recorder, not in the snippet
         end = P.End(status="error", duration=time.perf_counter() - started,
                     error=P.ErrorInfo(type="InternalError",
