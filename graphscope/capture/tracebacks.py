@@ -47,11 +47,14 @@ def exc_key(e: BaseException) -> tuple:
     """NOTE [no frame kept]: what the recorder keeps to know an exception again. The
     exception itself holds its traceback, so its frames and their locals: a snippet
     that caught it and went on would have its objects freed later than under plain
-    python (a ``__del__`` printing after the next line, not before). Frames are
-    likewise compared by id, never held (a function's locals outlived its return
-    until the next op; fidelity review). An id is reused only once its object is
-    gone, so its type and message go with it (code review: a caught matmul error's
-    id, reused by the snippet's own RuntimeError, marked the matmul as the error)."""
+    python (a ``__del__`` printing after the next line, not before). Nor does the
+    recorder hold the last op's frame (a function's locals outlived its return
+    until the next op; fidelity review): the module's frame is known by its code,
+    and a function's may be a new call at a freed one's address, so it is taken
+    as new at each op (``Recorder._record_op``). An exception's id is reused only
+    once it is gone, so its type and message go with it (code review: a caught
+    matmul error's id, reused by the snippet's own RuntimeError, marked the
+    matmul as the error)."""
     try:
         text = str(e)
     except Exception:   # a broken __str__ is the snippet's, not ours to raise
