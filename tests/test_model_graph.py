@@ -781,3 +781,25 @@ def test_a_freeze_unfreeze_loop_draws_each_use_as_it_was_in_linear_time():
     # used while on, then while off, in turn (the loop's own order)
     assert [on for _, on in copies] == [not copies[0][1] if k % 2 else copies[0][1]
                                         for k in range(len(copies))]
+
+
+def test_an_optimizers_read_of_a_gradient_is_named_after_its_parameter():
+    """``opt.step()`` reads each parameter's .grad inside torch: the snippet wrote
+    no text for it, and the boxes beside model.weight and model.bias said "t10" and
+    "t11" in every training loop (visual check). Canvas, inspector and DOT agree."""
+    from graphscope.model.node_text import tensor_label
+    tr = trace_of("""
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.ones(2, 3)).sum()
+        loss.backward()
+        opt.step()
+    """)
+    g = build_graph(tr)
+    labels = {n.label for n in g.nodes.values() if n.kind == "tensor"}
+    assert {"model.weight.grad", "model.bias.grad"} <= labels
+    reads = [o.outputs[0] for o in tr.ops if o.kind == "grad_read"]
+    assert {tensor_label(tr, tr.tensors[t]) for t in reads} == {"model.weight.grad",
+                                                              "model.bias.grad"}

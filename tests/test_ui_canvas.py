@@ -1581,3 +1581,18 @@ def test_earlier_passes_fade_with_their_region_boxes_and_at_the_lowest_detail(ca
         assert a <= b
         lighter += a < b
     assert lighter >= 3
+
+
+def test_a_name_a_pixel_too_wide_shrinks_instead_of_losing_its_middle(qapp):
+    """Fonts come in whole pixels: "model.bias.grad" 1% too wide for its box was
+    shrunk to a size that rounded back to the same font, and drawn as
+    "model.…s.grad" beside a whole "model.weight.grad" (visual check)."""
+    from PySide6.QtGui import QFontMetricsF
+    from graphscope.ui.canvas_paint import shrunk_font
+    from graphscope.ui.canvas_primitives import font
+    label, width = "model.bias.grad", 154.0
+    px = 17.0
+    assert QFontMetricsF(font(px, True)).horizontalAdvance(label) > width
+    f, fm = shrunk_font(label, px, width, True)
+    assert fm.horizontalAdvance(label) <= width
+    assert fm.elidedText(label, Qt.ElideMiddle, width) == label

@@ -260,8 +260,13 @@ class GraphBuilder(BranchDecisions):
             # (``w.grad``, a read) but still has its text, as tensor_label finds it
             info = self.tensors.get(tid)
             op_id = info.created_by if info is not None else None
-        return (made_by_text(self.ops.get(op_id) if op_id is not None else None, tid)
+        return (made_by_text(self.ops.get(op_id) if op_id is not None else None, tid,
+                             self._name_of)
                 or expr_label(self._module_texts.get(tid)))
+
+    def _name_of(self, tid: int) -> Optional[str]:
+        info = self.tensors.get(tid)
+        return info.name if info is not None else None
 
     def _on_module(self, msg: P.ModuleCall) -> GraphDelta:
         if note_module_text(self._module_texts, msg) and msg.outputs[0] in self.tensors:

@@ -46,12 +46,20 @@ def _word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def made_by_text(op, tid: int) -> Optional[str]:
+def made_by_text(op, tid: int, name_of=None) -> Optional[str]:
     """The label of tensor ``tid`` from ``op``, when ``op`` made it: the snippet's
-    text of the call, cut for a box (None when there is none)."""
+    text of the call, cut for a box (None when there is none); for a ``.grad`` read
+    where the snippet wrote none (an optimizer's step reads each parameter's),
+    ``<owner>.grad`` with the owner's name from ``name_of(tensor id)`` ("t10" and
+    "t11" stood beside model.weight and model.bias in every training loop)."""
     if op is None or op.outputs[:1] != [tid]:
         return None
-    return expr_label(getattr(op, "expr", None))
+    text = expr_label(getattr(op, "expr", None))
+    if text is None and op.kind == "grad_read" and op.inputs and name_of is not None:
+        owner = name_of(op.inputs[0])
+        if owner:
+            text = f"{owner}.grad"     # a path, as a name: the canvas shrinks or cuts it
+    return text
 
 
 def tensor_label(trace, info) -> str:
@@ -61,8 +69,8 @@ def tensor_label(trace, info) -> str:
     if info.name:
         return info.name
     op = trace.op_by_id(info.created_by) if info.created_by is not None else None
-    return (made_by_text(op, info.id) or expr_label(trace._module_texts.get(info.id))
-            or f"t{info.id}")
+    return (made_by_text(op, info.id, lambda t: getattr(trace.tensors.get(t), "name", None))
+            or expr_label(trace._module_texts.get(info.id)) or f"t{info.id}")
 
 
 def tensor_detail(info: Optional[P.TensorInfo]) -> str:

@@ -202,10 +202,13 @@ class OverlayPainter:
             for ng, dr, text in quiet:
                 text = fm.elidedText(text, Qt.ElideRight, max(dr.width() * 1.6, 60))
                 w = fm.horizontalAdvance(text)
-                box = QRectF(dr.center().x() - w / 2, dr.bottom() + 2, w, fm.height())
+                # under its node's tags too ("in-place", "no grad"): it was written
+                # over them (visual check of a training loop)
+                own = to_device.mapRect(self.ink_rect(ng))
+                top = max(dr.bottom(), own.bottom()) + 2
+                box = QRectF(dr.center().x() - w / 2, top, w, fm.height())
                 # a line under its own node only; over another node (or its badges,
                 # or a label) it is left out: the inspector has the value
-                own = to_device.mapRect(self.ink_rect(ng))
                 if any(r != own and r.intersects(box) for r in obstacles) or \
                         any(r.intersects(box) for r in placed):
                     continue
