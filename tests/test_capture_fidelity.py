@@ -686,3 +686,14 @@ def test_a_small_run_leaves_the_stack_limit_its_children_inherit_alone():
     out, _ = plain_run(src, "limit.py")
     tr = worker_trace(src, "limit.py")
     assert tr.status == "ok" and tr.stdout == out
+
+
+def test_an_error_raised_again_with_new_words_keeps_its_op():
+    """A snippet that rewrites ``e.args`` and raises it again: the error is still
+    the matmul's (code review: keyed by its message, it lost its op)."""
+    tr = worker_trace("import torch\na = torch.ones(2, requires_grad=True)\nb = a * 2\n"
+                      "try:\n    c = b @ torch.ones(3)\nexcept RuntimeError as e:\n"
+                      "    e.args = (f'in layer 1: {e.args[0]}',)\n    raise\n")
+    assert tr.status == "error" and tr.error.message.startswith("in layer 1:")
+    matmul = [o for o in tr.ops if o.failed]
+    assert len(matmul) == 1 and tr.error.op == matmul[0].id

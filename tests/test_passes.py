@@ -297,3 +297,25 @@ else:
     y = (w.sin() * 3).mean()
 ''')
     assert len(passes) == 1 and passes[0].kind == "forward"
+
+
+def test_a_validation_step_after_the_update_ends_its_epoch():
+    """``with torch.no_grad(): val = (w * x).sum()`` after ``opt.step()`` reads the
+    weights and records nothing: it went to the next pass, and the last pass held
+    two epochs' validation (code review)."""
+    tr, passes = _passes_of('''import torch
+w = torch.ones(2, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+x = torch.ones(2)
+for ep in range(3):
+    loss = (w * x).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        val = (w * x).sum()
+    print("val", val.item())
+''')
+    assert len(passes) == 3
+    assert [sum(tr.op_by_id(i).line == 11 for i in p.ops) for p in passes] == [2, 2, 2]
+    _one_run_each(tr, passes)

@@ -388,3 +388,21 @@ def test_a_process_started_with_a_standard_stream_closed_still_runs_snippets(tmp
                        stderr=subprocess.DEVNULL if fd != 2 else None)
     assert p.returncode == 0
     assert out.read_text() == "ok '1\\n'"
+
+
+def test_a_forked_child_frees_the_deep_graph_it_inherited():
+    """A child forked after a deep chain frees it on exit: it was given the 8 MB
+    stack back and died of SIGSEGV (code review; NOTE [a deep graph's C stack])."""
+    src = ("import os, torch\n"
+           "x = torch.ones(2, requires_grad=True)\n"
+           "y = x\n"
+           "for i in range(60000):\n"
+           "    y = y * 1.0\n"
+           "pid = os.fork()\n"
+           "if pid == 0:\n"
+           "    y = None\n"
+           "    os._exit(0)\n"
+           "print('child status', os.waitpid(pid, 0)[1])\n")
+    tr = run_to_trace(src, "<snippet>", timeout=120)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == "child status 0\n"

@@ -115,7 +115,7 @@ class BackwardTracer:
             result = call_as_caller(func, args, kwargs)
         except BaseException as e:
             if r.failed is None or r.failed[0] != exc_key(e):
-                r.failed = (exc_key(e), None, root_ids[0] if root_ids else None)
+                r.failed = (exc_key(e), None, root_ids[0] if root_ids else None, None)
             raise
         finally:
             self.running -= 1

@@ -159,7 +159,9 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         self.module = None            # current module path, kept by modules.py
         self.names = None             # names.NameTracker, set by the session
         self.backward = None          # backward.BackwardTracer, set by the session
-        self.failed = None            # (exception, op id, tensor id) of the last failing call
+        # (exc_key, op id, tensor id, line) of the last failing call (NOTE [no frame kept])
+        self.failed = None
+        self.last_line = None         # the snippet line of the last op recorded
         self.state: dict[int, tuple] = {}   # tid -> (requires_grad, is_leaf, grad_fn) last sent
         self.grad_fn_ops: dict = {}   # reserved for backward.py
         self.n_branches = 0
@@ -470,6 +472,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
             return None
         seq = next(self.seq)
         line = frame.f_lineno if frame is not None else None
+        self.last_line = line
         if frame is not None:
             if frame.f_code is not self.module_code:
                 # a function's frame: a new call may sit at the address of the last
@@ -716,7 +719,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         op_id = self._record(name, qualname, kind, grad_enabled, ins, [], None, None, frame,
                              failed=type(e).__name__)
         tid = self.ids.get(ins[0]) if ins else None
-        self.failed = (exc_key(e), op_id, tid)
+        self.failed = (exc_key(e), op_id, tid, self.last_line)
 
     # NOTE [the snippet's call comes first]: the call has run (or raised its own
     # error); a tensor the recorder cannot describe, or a failure of its own,

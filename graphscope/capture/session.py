@@ -125,7 +125,7 @@ def run_snippet(run: P.Run, emit, on_idle=None, at_exit: bool = False, on_deep=N
                 try:   # a custom Function's forward raised: its apply is the op that failed
                     got = recorder.custom.record_failed(e)
                     if got is not None:
-                        recorder.failed = (exc_key(e), *got)
+                        recorder.failed = (exc_key(e), *got, None)
                 except Exception:
                     pass
             error = _error_info(e, filename, recorder)
@@ -279,8 +279,9 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     if any(isinstance(x, BaseExceptionGroup) for x in (e, *(c for c, _ in chain))):
         lines = _group_lines(e, filename)
     op = tensor = None
-    if recorder.failed is not None and recorder.failed[0] == exc_key(e):
-        op, tensor = recorder.failed[1], recorder.failed[2]
+    failed = recorder.failed
+    if failed is not None and failed[0] == exc_key(e) and failed[3] in (None, line):
+        op, tensor = failed[1], failed[2]     # NOTE [no frame kept]
     return P.ErrorInfo(type(e).__name__, _message_of(e), line, None, "".join(lines), op, tensor)
 
 

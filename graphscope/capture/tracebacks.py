@@ -52,11 +52,9 @@ def exc_key(e: BaseException) -> tuple:
     until the next op; fidelity review): the module's frame is known by its code,
     and a function's may be a new call at a freed one's address, so it is taken
     as new at each op (``Recorder._record_op``). An exception's id is reused only
-    once it is gone, so its type and message go with it (code review: a caught
-    matmul error's id, reused by the snippet's own RuntimeError, marked the
-    matmul as the error)."""
-    try:
-        text = str(e)
-    except Exception:   # a broken __str__ is the snippet's, not ours to raise
-        text = None
-    return (id(e), type(e), text)
+    once it is gone, so the recorder also keeps the failing call's line, and the
+    error counts as that call's only if its traceback ends at that line (code
+    review: a caught matmul error's id, reused by the snippet's own RuntimeError,
+    marked the matmul as the error; the message cannot serve, as a snippet may
+    rewrite ``e.args`` and raise it again)."""
+    return (id(e), type(e))

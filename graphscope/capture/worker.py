@@ -287,9 +287,6 @@ def set_memory_limit(limit) -> None:
 
 _MEMORY_HEADROOM = 256 << 20   # address space a run needs beyond the worker's own
 
-STACK_LIMIT = 120 << 20        # bytes of C stack the snippet's main thread may use
-
-
 def raise_stack_limit() -> None:
     """NOTE [a deep graph's C stack]: freeing an autograd graph whose Nodes have
     had a Python object (any ``t.grad_fn`` read, and the recorder reads every
@@ -298,31 +295,26 @@ def raise_stack_limit() -> None:
     ops): the worker died of SIGSEGV when the snippet dropped its last tensor
     or when its namespace was freed at the end. The main thread's stack grows
     on demand up to the soft limit read at each growth, so raising it is
-    enough; 120 MB (about 700,000 Nodes) stays under the 128 MB gap Linux
-    leaves below the stack whatever the limit was at exec.
+    enough: to the hard limit, on Linux usually unlimited (the stack then
+    grows into the gap of at least 128 MB that Linux leaves below it, about
+    700,000 Nodes).
 
-    Children inherit the limit, and a child's threads get stacks of that size
-    by default (code review: under a 4 GB memory limit a child started 26 of
-    its 40 threads). So the limit is raised only once a run has recorded
-    ``DEEP_OPS`` ops (``run_snippet(on_deep=)``: a smaller run cannot make a
-    graph that deep), and a forked child (``multiprocessing``) gets the old
-    limit back; a program the snippet starts after that inherits it."""
+    A child inherits the limit. One the snippet forks keeps it (it may free
+    the same deep graph; its threads' stacks were sized when the worker
+    started). A program it starts sizes its threads' stacks by it: an
+    unlimited one gives glibc's default, where 120 MB gave each thread
+    120 MB (code review; measured under a 1 GB address-space limit: 5 threads
+    started at 120 MB, 21 at 8 MB, 23 unlimited). And only a run that has recorded ``DEEP_OPS`` ops raises it
+    (``run_snippet(on_deep=)``: a smaller run cannot make a graph that deep).
+    Left as they are: a snippet that reads its limit sees it change then, and
+    a graph that deep freed on one of its own threads (8 MB) still crashes."""
     try:
         import resource
         soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-        want = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
-        if soft == resource.RLIM_INFINITY or soft >= want:
-            return
-        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
     except (ImportError, ValueError, OSError):
-        return
-
-    def restore() -> None:
-        try:
-            resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
-        except (ValueError, OSError):
-            pass
-    os.register_at_fork(after_in_child=restore)
+        pass
 
 
 def _mapped_bytes() -> int:

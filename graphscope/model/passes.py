@@ -211,8 +211,9 @@ def _statement_kind(run, feeds, fresh, used, tensors) -> str:
     """``tail``: what a step does with its pass's results (NOTE [a pass's tail]): it
     reads or writes a ``.grad``; or, unless the next backward's roots are computed
     from it, it reads what the tail made, changes in place a tensor that requires
-    grad (a parameter's update) or reads a result of the finished graph (``loss``,
-    ``out``: logging). ``head``: the next backward's roots are computed from it (a
+    grad (a parameter's update), reads one without recording graph (validation
+    under ``no_grad``) or reads a result of the finished graph (``loss``, ``out``:
+    logging). ``head``: the next backward's roots are computed from it (a
     new input, a frozen teacher's output, the forward reading a re-made weight).
     ``""``: neither (an ``if`` on the next input); it goes with its neighbours."""
     head = other = False
@@ -230,8 +231,12 @@ def _statement_kind(run, feeds, fresh, used, tensors) -> str:
             info = tensors.get(t)
             if info is None:
                 continue
-            if (op.kind == "inplace" and info.requires_grad) or info.grad_fn:
-                other = True      # a parameter's update; a read of the finished graph
+            if info.grad_fn or (info.requires_grad and (op.kind == "inplace"
+                                                        or not _records_graph(op))):
+                # a read of the finished graph; a parameter's update; a look at the
+                # weights that records nothing (a validation step under no_grad:
+                # code review, it went to the next pass)
+                other = True
         if op.kind not in _SAME_TENSOR:
             made.update(op.outputs)
     if head:
