@@ -303,9 +303,10 @@ def raise_stack_limit() -> None:
     the same deep graph; its threads' stacks were sized when the worker
     started). A program it starts sizes its threads' stacks by it: an
     unlimited one gives glibc's default, where 120 MB gave each thread
-    120 MB (code review; measured under a 1 GB address-space limit: 5 threads
-    started at 120 MB, 21 at 8 MB, 23 unlimited). And only a run that has recorded ``DEEP_OPS`` ops raises it
-    (``run_snippet(on_deep=)``: a smaller run cannot make a graph that deep).
+    120 MB (code review; measured under a 1 GB address-space limit: 5
+    threads started at 120 MB, 21 at 8 MB, 23 unlimited). And only a run
+    that has recorded ``DEEP_OPS`` ops raises it (``run_snippet(on_deep=)``:
+    a smaller run cannot make a graph that deep).
     Left as they are: a snippet that reads its limit sees it change then, and
     a graph that deep freed on one of its own threads (8 MB) still crashes."""
     try:

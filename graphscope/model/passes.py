@@ -291,29 +291,24 @@ def _by_component(trace) -> list:
         groups.setdefault(find(op.id), []).append(op.id)
     ordered = sorted(groups.values(), key=lambda ids: ids[0])
     # A group that builds no graph (a lone factory, a print's item(), a module's
-    # initialisation) joins the next one: it is the set-up of the computation that
-    # follows. So does one whose graph only decided a branch (``if x.sum() > 0``):
-    # that graph ends in a comparison and is dropped; the computation is what follows.
-    # A graph is kept when a result of it is bound to a name (``loss``, the ``y`` of
-    # ``while y.item() < 5``) or never read at all (a result left unnamed); the
-    # graph of ``if (w * 2).sum() > 0`` ends in a comparison, unnamed.
+    # initialisation) is the set-up of a computation that follows. So is one whose
+    # graph only decided a branch: a graph counts when a result of it is bound to
+    # a name (``loss``, the ``y`` of ``while y.item() < 5``) or never read (a
+    # result left unnamed), and that of ``if (w * 2).sum() > 0`` ends, unnamed,
+    # in a comparison.
     read = {t for op in ops for t in op.inputs}
-
-    def kept(op_id) -> bool:
-        op = trace.op_by_id(op_id)
-        return (op is not None and _records_graph(op)
-                and any(t not in read or _named(trace, t) for t in op.outputs))
-
-    builders = [ids for ids in ordered if any(kept(i) for i in ids)]
+    kept = {op.id for op in ops if _records_graph(op)
+            and any(t not in read or _named(trace, t) for t in op.outputs)}
+    builders = [ids for ids in ordered if not kept.isdisjoint(ids)]
     if not builders:
         return [Pass(index=0, kind="forward", ops=[o.id for o in ops])]
     # a group that builds none joins the first computation begun after its last op
     # (``a, b = make(), make()``: b's set-up ran before a's computation, and is b's)
-    builders.sort(key=lambda ids: min(i for i in ids if kept(i)))
-    starts = [min(i for i in ids if kept(i)) for ids in builders]
+    builders.sort(key=lambda ids: min(i for i in ids if i in kept))
+    starts = [min(i for i in ids if i in kept) for ids in builders]
     members = [list(ids) for ids in builders]
     for ids in ordered:
-        if any(kept(i) for i in ids):
+        if not kept.isdisjoint(ids):
             continue
         k = min(bisect_right(starts, max(ids)), len(builders) - 1)
         members[k].extend(ids)
