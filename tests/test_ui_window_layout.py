@@ -149,6 +149,10 @@ def test_pass_bands_on_the_timeline(qtbot, window):
     run(qtbot, w, update + "y = x * 4\n")
     assert [b[2] for b in w.timeline_bar.strip.passes()] == [
         "Pass 1", "Pass 2", "Pass 3: no backward"]
+    # and a backward again through a kept graph records none: it says that
+    run(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * x).sum()\n"
+                  "y.backward(retain_graph=True)\ny.backward()\n")
+    assert [b[2] for b in w.timeline_bar.strip.passes()] == ["Pass 1", "Pass 2: backward again"]
     # a narrow band shows the longest form that fits, never a cut "no …"
     from PySide6.QtGui import QFontMetricsF
     from graphscope.ui.timeline_bar import _band_text

@@ -84,12 +84,14 @@ class LiveRun:
         bands = []
         for p, span in zip(passes, self.timeline.pass_steps(passes)):
             if span is not None:
-                # the work after the last backward (an optimizer's last step, a
-                # print) is a pass nothing walked back through: say so, or a
-                # student looks for its backward
+                # a graph recorded after the last backward is a pass nothing walked
+                # back through, and a backward through a graph kept by retain_graph
+                # records none: say so, or a student looks for the missing half
                 label = f"Pass {p.index + 1}"
                 if p.kind == "forward" and has_backward:
                     label += ": no backward"
+                elif p.kind == "backward" and not p.new_graph:
+                    label += ": backward again"
                 bands.append((*span, label))
         return bands
 
