@@ -14,9 +14,10 @@ that unit:
 - ``kind == "graph"``: in a run without any backward call, one connected
   computation (``run(x1)`` then ``run(x2)``): ops joined by the tensors they
   pass on. Parameters and other leaves that require grad are shared by
-  every pass, so they do not join passes; the op that made such a leaf
-  goes with its first user. Work that records no graph (a model's
-  initialisation, a ``no_grad`` block, a print) is not a pass of its own.
+  every pass, so they do not join passes. The op that made such a leaf,
+  and work that records no graph (a model's initialisation, a ``no_grad``
+  block, a print), are set-up: no pass of their own, but part of the first
+  computation begun after them.
 
 NOTE [a pass's tail]: a pass is a graph PyTorch recorded and the backward call
 that walked it. Between one backward call and the next, a training loop
@@ -273,14 +274,12 @@ def _by_component(trace) -> list:
                 parent[ra] = rb
 
     producer: dict = {}     # tensor id -> op id that made it
-    first_user: dict = {}   # shared leaf -> first op that used it
     for op in ops:
         for t in op.inputs:
             if _shared_leaf(trace, t):
-                if t not in first_user:
-                    first_user[t] = op.id
-                    if t in producer:
-                        union(producer[t], op.id)
+                # (the op that made it is set-up, placed below: with its first
+                # user, ``b = torch.tensor(...)`` made before ``f(a)`` put f(b)'s
+                # pass before and after f(a)'s, two bands over each other)
                 continue
             if t in producer:
                 union(producer[t], op.id)
