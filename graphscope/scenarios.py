@@ -250,9 +250,10 @@ def load_file(path) -> Scenario:
                     continue
                 # (case folded: the quiz shows keys in capitals, and "a" and "A"
                 # were two "A" buttons, both right: robustness review)
-                if o["key"].strip().upper() in seen:
+                folded = o["key"].strip().upper()
+                if folded in seen:
                     bad("options", f"option key '{o['key']}' appears twice")
-                seen.add(o["key"].strip().upper())
+                seen.add(folded)
                 options.append(Option(o["key"], o["text"]))
     answer = data.get("answer")
     if isinstance(answer, str) and options and answer not in {o.key for o in options}:

@@ -175,17 +175,19 @@ def test_segfault_is_reported_with_signal_and_line(tmp_path):
     assert "graphscope" not in (tr.error.traceback or "")
 
 
+# a chain of 60,000 autograd Nodes: freeing it takes more than 8 MB of C stack
+# once the recorder has read them (NOTE [a deep graph's C stack] in worker.py)
+DEEP_CHAIN = ("x = torch.tensor(1.0, requires_grad=True)\n"
+              "y = x\n"
+              "for _ in range(60000):\n"
+              "    y = y * 1.0\n")
+
+
 def test_a_deep_graph_is_freed_without_a_crash():
     """Freeing a 60,000-Node chain whose Nodes the recorder had read overflowed the
     worker's 8 MB C stack: SIGSEGV at ``y = None`` (fidelity review; NOTE [a deep
     graph's C stack] in worker.py). Plain python prints "freed"."""
-    src = ("import torch\n"
-           "x = torch.tensor(1.0, requires_grad=True)\n"
-           "y = x\n"
-           "for _ in range(60000):\n"
-           "    y = y * 1.0\n"
-           "y = None\n"
-           "print('freed')\n")
+    src = "import torch\n" + DEEP_CHAIN + "y = None\nprint('freed')\n"
     tr = run_to_trace(src, "<snippet>", timeout=120)
     assert tr.status == "ok", tr.error
     assert tr.stdout == "freed\n" and tr.stderr == ""
@@ -393,11 +395,7 @@ def test_a_process_started_with_a_standard_stream_closed_still_runs_snippets(tmp
 def test_a_forked_child_frees_the_deep_graph_it_inherited():
     """A child forked after a deep chain frees it on exit: it was given the 8 MB
     stack back and died of SIGSEGV (code review; NOTE [a deep graph's C stack])."""
-    src = ("import os, torch\n"
-           "x = torch.ones(2, requires_grad=True)\n"
-           "y = x\n"
-           "for i in range(60000):\n"
-           "    y = y * 1.0\n"
+    src = ("import os, torch\n" + DEEP_CHAIN +
            "pid = os.fork()\n"
            "if pid == 0:\n"
            "    y = None\n"

@@ -1592,7 +1592,8 @@ def test_a_name_a_pixel_too_wide_shrinks_instead_of_losing_its_middle(qapp):
     from graphscope.ui.canvas_primitives import font
     label, width = "model.bias.grad", 154.0
     px = 17.0
-    assert QFontMetricsF(font(px, True)).horizontalAdvance(label) > width
-    f, fm = shrunk_font(label, px, width, True)
+    wide = QFontMetricsF(font(px, True)).horizontalAdvance(label)
+    assert wide > width
+    f, fm = shrunk_font(label, px, wide, width, True)
     assert fm.horizontalAdvance(label) <= width
     assert fm.elidedText(label, Qt.ElideMiddle, width) == label

@@ -201,11 +201,11 @@ def _split_gap(trace, ops, roots) -> tuple:
             [op for run in runs[boundary:] for op in run])
 
 
-# Op kinds that change a tensor (or its .grad) rather than make one.
-_CHANGES = {"inplace", "grad_read", "grad_write", "retain_grad", "requires_grad", "hook",
-            "unhook"}
 _GRAD_KINDS = {"grad_read", "grad_write", "retain_grad"}
+# op kinds whose output is the tensor they were given (changed), not a new one
 _SAME_TENSOR = {"inplace", "requires_grad", "hook", "unhook", "retain_grad"}
+# op kinds that change a tensor or its .grad rather than compute a new tensor
+_CHANGES = _SAME_TENSOR | _GRAD_KINDS
 
 
 def _statement_kind(run, feeds, fresh, used, tensors) -> str:

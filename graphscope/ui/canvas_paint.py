@@ -53,16 +53,13 @@ def _draw_split(p, draw, items, lo: int, hi: int, steps, focus) -> None:
         draw(items[mid:hi] if (mid, hi) != (0, len(items)) else items)
 
 
-
-def shrunk_font(label: str, px: float, width: float, bold: bool):
-    """(font, metrics) for a name too wide for ``width`` at ``px``: smaller, down to
-    70%, until it fits (the canvas cuts what still does not). Fonts come in whole
-    pixels, so one step to the computed size left a name 1% too wide as it was,
-    and it lost its middle ("model.…s.grad" beside a whole "model.weight.grad")."""
+def shrunk_font(label: str, px: float, wide: float, width: float, bold: bool):
+    """(font, metrics) for a name ``wide`` at ``px``, too wide for ``width``:
+    smaller, down to 70%, until it fits (the canvas cuts what still does not).
+    Fonts come in whole pixels, so one step to the computed size left a name 1%
+    too wide as it was, and it lost its middle ("model.…s.grad" beside a whole
+    "model.weight.grad")."""
     least = px * 0.7
-    f = font(px, bold)
-    fm = QFontMetricsF(f)
-    wide = fm.horizontalAdvance(label)
     for _ in range(3):
         px = max(least, min(px - 0.5, px * width / wide))
         f = font(px, bold)
@@ -71,6 +68,7 @@ def shrunk_font(label: str, px: float, width: float, bold: bool):
         if wide <= width or px <= least:
             break
     return f, fm
+
 
 class ScenePainter(RegionPainter, OverlayPainter):
     """Paints one SceneGeometry in one theme. Holds no Qt widget state. The region
@@ -681,8 +679,9 @@ class ScenePainter(RegionPainter, OverlayPainter):
         show_detail = detail_lines and detail_px * p.transform().m22() >= MIN_TEXT_PX * 0.9
         f = font(label_px, bold)
         fm = QFontMetricsF(f)
-        if fm.horizontalAdvance(label) > inner.width() and label_px > 9:
-            f, fm = shrunk_font(label, label_px, inner.width(), bold)
+        wide = fm.horizontalAdvance(label)
+        if wide > inner.width() and label_px > 9:
+            f, fm = shrunk_font(label, label_px, wide, inner.width(), bold)
         p.setFont(f)
         p.setPen(qcolor(t.node_text))
         # a parameter's path differs at its end ("enc.cell.weight_ih" and "..._hh"):

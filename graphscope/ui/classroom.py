@@ -321,20 +321,17 @@ class Classroom(QObject):
     # the edits and, given up, left them in the editor counted as saved: closing
     # then lost them without asking, robustness review)
     def next_scenario(self):
-        if not self.walker.can_next():
-            self.window.set_status("This is the lesson's last scenario." if self.walker.scenarios
-                                   else "No lesson is open (Scenarios \u203a Open lesson\u2026).")
-            return
-        if self.window.confirm_replace():
-            self.walker.next()
+        self._move(self.walker.can_next(), self.walker.next, "last")
 
     def previous_scenario(self):
-        if not self.walker.can_previous():
-            self.window.set_status("This is the lesson's first scenario." if self.walker.scenarios
+        self._move(self.walker.can_previous(), self.walker.previous, "first")
+
+    def _move(self, can: bool, step, end: str) -> None:
+        if not can:
+            self.window.set_status(f"This is the lesson's {end} scenario." if self.walker.scenarios
                                    else "No lesson is open (Scenarios \u203a Open lesson\u2026).")
-            return
-        if self.window.confirm_replace():
-            self.walker.previous()
+        elif self.window.confirm_replace():
+            step()
 
     def _on_lesson_moved(self, scenario):
         if not self.open_scenario(scenario) and self.scenario in self.walker.scenarios:

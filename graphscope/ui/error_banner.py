@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
-from PySide6.QtGui import QTextOption
+from PySide6.QtGui import QFont, QTextOption
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy,
                                QToolButton, QVBoxLayout)
 
+from graphscope.model.summary import counted
 from graphscope.ui.editor import monospace_font
 
 
@@ -172,7 +172,7 @@ def clipped(message: str) -> str:
            for line in lines[:MESSAGE_LINES]]
     if len(lines) > MESSAGE_LINES:
         rest = len(lines) - MESSAGE_LINES
-        out.append(f"\u2026 {rest} more line{'s' if rest != 1 else ''} (the Problems tab has all of it)")
+        out.append(f"\u2026 {counted(rest, 'more line')} (the Problems tab has all of it)")
     return "\n".join(out)
 
 

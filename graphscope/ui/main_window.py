@@ -61,7 +61,6 @@ HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
 __all__ = ["MainWindow", "END_STATUS", "end_status"]
 
 
-
 class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     """GraphScope's window. ``settings``: a QSettings (tests pass one in a temp dir)."""
 
@@ -107,6 +106,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._build_widgets()
         self._build_actions()
         self._set_playable(False)    # no run yet: nothing to play
+        self._enable_steps(0, 0)     # ... nor to step through
         self._following = False               # playback follows a run still streaming in
         self._first_run = True
         self._selected: Optional[str] = None
@@ -423,15 +423,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
 
     def _set_playable(self, on: bool) -> None:
-        """Play, in the toolbar and on the timeline bar, usable or not; with no run
-        at all, the toolbar's step buttons too (they looked usable at "Step 0 of 0"
-        before any run: UX review; ``_show_cursor`` sets them once a run shows)."""
+        """Play, in the toolbar and on the timeline bar, usable or not."""
         self.play_action.setEnabled(on)
         self.timeline_bar.play_button.setEnabled(on)
-        if self.live is None:
-            for act in (self.first_action, self.back_action, self.forward_action,
-                        self.last_action):
-                act.setEnabled(False)
 
     def set_fade_passes(self, on: bool) -> None:
         """Earlier passes' graphs faded (the default) or drawn like the current one
@@ -587,6 +581,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.live = None
         # no run, nothing to play (Play was enabled at "Step 0 of 0" before any run)
         self._set_playable(False)
+        self._enable_steps(0, 0)
         self._edited = False
         self._end_text = None
         self._selected = None

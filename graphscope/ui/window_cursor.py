@@ -120,13 +120,7 @@ class CursorViews:
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
         self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase,
                                      frame.focus.index if frame.focus is not None else None)
-        # the toolbar's step buttons as the bar's (visual review: at the last step
-        # the toolbar's looked usable while the bar's were greyed)
-        shown = tl.cursor + 1
-        for act in (self.first_action, self.back_action):
-            act.setEnabled(shown > 0)
-        for act in (self.forward_action, self.last_action):
-            act.setEnabled(shown < len(tl))
+        self._enable_steps(tl.cursor + 1, len(tl))
         # nothing to play in a run of no steps (a static capture, a print): Play
         # stayed enabled at "Step 0 of 0" and did nothing (GUI review)
         self._set_playable(len(tl) > 0 or self.controller.is_running())
@@ -136,6 +130,15 @@ class CursorViews:
             self.banner.setVisible(at_end and not self._banner_dismissed)
         self._show_inspector(frame)
         self.cursor_changed.emit(tl.cursor)
+
+    def _enable_steps(self, shown: int, total: int) -> None:
+        """The toolbar's step buttons as the bar's, ``shown`` steps of ``total`` (visual
+        review: at the last step the toolbar's looked usable while the bar's were
+        greyed; before any run, 0 of 0, all four did: UX review)."""
+        for act in (self.first_action, self.back_action):
+            act.setEnabled(shown > 0)
+        for act in (self.forward_action, self.last_action):
+            act.setEnabled(shown < total)
 
     def _frame(self):
         """The timeline's state at the cursor, as it may be shown: while output is
