@@ -167,3 +167,22 @@ def test_a_long_option_wraps_inside_its_button(panel, tmp_path):
     doc.setTextWidth(width)
     assert doc.idealWidth() <= width
     assert "AddBackward0>)" in label.text().replace("\u200b", "").replace("&gt;", ">").replace("&lt;", "<")
+
+
+def test_the_note_of_a_revisited_scenario_keeps_the_column_as_wide_as_it_was(panel, tmp_path):
+    """"…, your first answer here, B (not right), is the one counted" on one line
+    widened the quiz column past a 1280 px window's edge, and the options of the
+    scenario before stayed drawn over the new ones until deleted (screenshot)."""
+    from PySide6.QtGui import QFontMetrics
+    a, b = make(tmp_path, "q1", "A"), make(tmp_path, "q2", "C")
+    panel.set_scenario(a)
+    old = list(panel.buttons)
+    panel.choose("B")
+    panel.reveal()
+    panel.set_scenario(b)
+    assert not any(x.isVisible() for x in old)
+    panel.set_scenario(a)
+    label = panel.score_label
+    assert "is the one counted" in label.text()
+    one_line = QFontMetrics(label.font()).horizontalAdvance(label.text())
+    assert label.minimumSizeHint().width() < one_line / 2     # it wraps

@@ -220,6 +220,9 @@ class QuizPanel(QWidget):
         row.addStretch(1)
         lay.addLayout(row)
         self.score_label = QLabel(objectName="QuizScore")
+        # (wrapped: "…, your first answer here, B (not right), is the one counted"
+        # on one line widened the quiz column past the window's edge)
+        self.score_label.setWordWrap(True)
         lay.addWidget(self.score_label)
 
         self.hidden_label = QLabel(
@@ -249,6 +252,7 @@ class QuizPanel(QWidget):
         self.hint_shown = False
         for b in self.buttons:
             self.options_box.removeWidget(b)
+            b.hide()          # (deleted later: gone from the picture now)
             b.deleteLater()
         self.buttons = []
         if scenario is None:
