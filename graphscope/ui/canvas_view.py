@@ -61,6 +61,11 @@ class CanvasView:
         # never above the fit's own cap: at 300% a 2-op graph was never fitted
         return min(px, MAX_FIT_LABEL_PX) / (LABEL_PX * self._text_scale)
 
+    def readable_zoom(self) -> float:
+        """``readable_scale`` in view heights per scene unit, as the layout's tidy
+        measures the zoom of a wrap (NOTE [a wrap that reads] in model/layout.py)."""
+        return self.readable_scale() / max(1, self._area()[2])
+
     def readable_columns(self, col_pitch: float) -> int:
         """How many layout columns of ``col_pitch`` the view shows side by side at a
         readable zoom (NOTE [streamed wrap] in model/layout.py)."""

@@ -634,7 +634,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         if abs(aspect / self._tidy_aspect - 1) < 0.15:
             return
         self._tidy_aspect = aspect
-        self.canvas.animate_to(live.layout.tidy(aspect=aspect))
+        self.canvas.animate_to(live.layout.tidy(aspect=aspect,
+                                                readable=self.canvas.readable_zoom()))
 
     def _start_following(self) -> None:
         if self._following and self.speed > 0 and not self._play_timer.isActive():
@@ -650,7 +651,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # the one smooth tidy pass of the layout (NOTE in model/layout.py), wrapped
         # for the canvas's own shape
         self._tidy_aspect = self.canvas.view_aspect()
-        self.canvas.animate_to(live.layout.tidy(aspect=self._tidy_aspect))
+        self.canvas.animate_to(live.layout.tidy(aspect=self._tidy_aspect,
+                                                readable=self.canvas.readable_zoom()))
         if not self._edited:
             self.editor.set_regions(live.trace.regions)
         self.timeline_bar.set_steps(live.step_kinds())
