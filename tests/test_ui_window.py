@@ -281,6 +281,43 @@ def test_error_banner_for_no_grad_debug_snippet(qtbot, window):
     assert w.selected_node() == node_by_label(w, "y").id
 
 
+INPLACE_SAVED = """\
+import torch
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = a.sigmoid()
+b.mul_(2)
+b.sum().backward()
+"""
+
+
+def test_a_banner_too_tall_for_its_column_leaves_the_message_to_the_console(qtbot, window):
+    # NOTE [a banner that leaves room]: at 130% text in 1920x1080 the two columns took
+    # 298 of 748 px and half hid the graph
+    w = window
+    end = run_source(qtbot, w, INPLACE_SAVED)
+    assert end.status == "error"
+    b = w.banner
+    assert b.isVisible() and not b.compact            # 100%: both columns fit
+    assert b.message_view.isVisible() and "inplace operation" in b.shown_text()
+    w.resize(1280, 720)                               # a projector's size, at 130%
+    w.set_text_scale(1.3)
+    qtbot.waitUntil(lambda: b.compact)
+    # two columns took more than half of the 461 px column here
+    qtbot.waitUntil(lambda: b.height() <= 0.5 * b.parentWidget().height())
+    assert not b.message_view.isVisible() and b.line_label.isVisible()
+    assert "Go to line 4" in b.line_label.text() and "console" in b.line_label.text()
+    assert "inplace operation" in w.console.text()    # where the message still is
+    assert w.live.diagnosis().text in b.shown_text()  # the explanation stays whole
+    b.line_label.linkActivated.emit("#message")       # "show it here"
+    assert not b.compact and b.message_view.isVisible()
+    w.set_text_scale(1.4)                             # the user's choice holds ...
+    assert not b.compact
+    w.set_text_scale(1.0)
+    end = run_source(qtbot, w, INPLACE_SAVED)         # ... until the next error
+    w.set_text_scale(1.3)
+    qtbot.waitUntil(lambda: b.compact)
+
+
 @pytest.mark.parametrize("raise_line", [
     # an assert that prints two tensors: a message of 44 lines
     "w = torch.randn(20, 8)\nassert torch.allclose(w, w * 2), f'mismatch:\\n{w}\\nexpected:\\n{w * 2}'",

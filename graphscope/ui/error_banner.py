@@ -4,6 +4,16 @@ Shown above the canvas when the snippet raised (or the worker crashed, timed
 out, was stopped). Left: what happened in words a learner understands and what
 to change (``diagnostics.explain``). Right: PyTorch's message verbatim, so the
 learner also learns to read the real thing.
+
+NOTE [a banner that leaves room]: with bigger text (presentation mode at 130%,
+1920x1080) the two columns took 298 of the 748 px the banner and the canvas
+share, the explanation wrapped in three fifths of the width, and the graph the
+explanation is about was half hidden. A banner that would take more than
+ROOM_SHARE of its column drops PyTorch's message, which the console below shows
+in full anyway, gives the explanation the whole width, and says so beside "Go to
+line N" with a link that brings the message back ("show it here") until the next
+error: 1920x1080 at 130%, 190 px (the graph whole again); 1280x720 at 130%, 204
+of 461 px, where the explanation alone is nine lines.
 """
 from __future__ import annotations
 
@@ -16,6 +26,8 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSiz
 
 from graphscope.model.summary import counted
 from graphscope.ui.editor import monospace_font
+
+ROOM_SHARE = 0.34   # of the column it shares with the canvas: NOTE [a banner that leaves room]
 
 
 class ErrorBanner(QFrame):
@@ -30,7 +42,12 @@ class ErrorBanner(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._line: Optional[int] = None
         self._scale = 1.0
+        self._message = ""
+        self.compact = False          # PyTorch's message left to the console
+        self._message_wanted = False  # ... until the user asks for it here
+        self._fitting = False
         outer = QHBoxLayout(self)
+        self._outer = outer
         outer.setContentsMargins(12, 8, 8, 8)
         outer.setSpacing(16)
         left = QVBoxLayout()
@@ -45,9 +62,11 @@ class ErrorBanner(QFrame):
         self.text_label.setTextFormat(Qt.TextFormat.PlainText)
         self.fix_label = QLabel(self)
         self.fix_label.setWordWrap(True)
+        # "Go to line N" and, when compact, where the message went: one line of links
         self.line_label = QLabel(self)
+        self.line_label.setWordWrap(True)
         self.line_label.setTextFormat(Qt.TextFormat.RichText)
-        self.line_label.linkActivated.connect(lambda _: self._line and self.line_requested.emit(self._line))
+        self.line_label.linkActivated.connect(self._on_link)
         for w in (self.title_label, self.text_label, self.fix_label, self.line_label):
             w.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                       | Qt.TextInteractionFlag.LinksAccessibleByMouse)
@@ -98,6 +117,7 @@ class ErrorBanner(QFrame):
             w.setFont(body)
         self.message_view.setFont(monospace_font(11.0 * f))
         self.message_view.fit()
+        self.fit_room()
 
     def show_error(self, title: str, text: str = "", fix: str = "", message: str = "",
                    line: Optional[int] = None, caption: str = "PyTorch says:") -> None:
@@ -107,15 +127,60 @@ class ErrorBanner(QFrame):
         self.text_label.setVisible(bool(text))
         self.fix_label.setText(f"<b>What to change:</b> {_escape(fix)}" if fix else "")
         self.fix_label.setVisible(bool(fix))
-        if line:
-            self.line_label.setText(f'<a href="#line" style="color:{self._link_color}">Go to line {line}</a>')
-        self.line_label.setVisible(bool(line))
         self._caption = caption
+        self._message = message
+        self._message_wanted = False
         self.message_view.set_text(clipped(message))
         self._say_more(self.message_view.overflowing)
-        for w in (self.source_caption, self.message_view):
-            w.setVisible(bool(message))
+        self._set_compact(False)
         self.show()
+        self.fit_room()
+
+    # -- NOTE [a banner that leaves room] ---------------------------------------
+    def room(self) -> int:
+        """The most pixels the banner should take: a share of its column."""
+        parent = self.parentWidget()
+        return int(ROOM_SHARE * parent.height()) if parent is not None else 1 << 30
+
+    def fit_room(self) -> None:
+        """Both columns if they fit the room (or the user asked for the message),
+        else the explanation alone, across the whole width."""
+        if self._fitting or self.isHidden() or not self._message:
+            return
+        self._fitting = True
+        try:
+            self._set_compact(False)
+            if not self._message_wanted and self.heightForWidth(self.width()) > self.room():
+                self._set_compact(True)
+        finally:
+            self._fitting = False
+
+    def _set_compact(self, on: bool) -> None:
+        self.compact = on
+        shown = bool(self._message) and not on
+        for w in (self.source_caption, self.message_view):
+            w.setVisible(shown)
+        self._outer.setStretch(1, 0 if on else 2)
+        links = []
+        if self._line:
+            links.append(f'<a href="#line" style="color:{self._link_color}">Go to line {self._line}</a>')
+        if on:
+            links.append('The full message is in the console below: '
+                         f'<a href="#message" style="color:{self._link_color}">show it here</a>')
+        self.line_label.setText(" \u00b7 ".join(links))
+        self.line_label.setVisible(bool(links))
+
+    def _on_link(self, href: str) -> None:
+        if href == "#message":
+            self._message_wanted = True
+            self.fit_room()
+        elif self._line:
+            self.line_requested.emit(self._line)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.fit_room()
 
     def _say_more(self, more: bool) -> None:
         """The caption says when the message goes on below its view."""
@@ -140,7 +205,7 @@ class ErrorBanner(QFrame):
     def shown_text(self) -> str:
         """Everything the banner says (tests read this)."""
         parts = [self.title_label.text(), self.text_label.text(), self.fix_label.text(),
-                 self.message_label.text()]
+                 "" if self.compact else self.message_label.text()]
         return "\n".join(p for p in parts if p)
 
     def _on_close(self) -> None:

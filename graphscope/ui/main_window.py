@@ -415,6 +415,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        self.banner.fit_room()   # its room is a share of the window's height too
         if not getattr(self, "_sized_once", False) and self.isVisible():
             self._sized_once = True
             self._fit_editor_width()
