@@ -186,3 +186,27 @@ def test_the_note_of_a_revisited_scenario_keeps_the_column_as_wide_as_it_was(pan
     assert "is the one counted" in label.text()
     one_line = QFontMetrics(label.font()).horizontalAdvance(label.text())
     assert label.minimumSizeHint().width() < one_line / 2     # it wraps
+
+
+def test_a_word_wider_than_the_column_does_not_widen_the_panel(panel, tmp_path, qtbot):
+    """NOTE [a column that holds]: a long API name in an option and in the question
+    made the panel's body 415 px wide in a 297 px column, which scrolls only up and
+    down: every line was cut at the right edge, and options A and B, both beginning
+    "torch.nn.functional.binary_cross_entropy", looked the same (teacher review)."""
+    name = "torch.nn.functional.binary_cross_entropy_with_logits"
+    text = open(make(tmp_path).path).read()
+    text = text.replace('text = "tensor([2., 4.])"', f'text = "{name}"')
+    text = text.replace('text = "tensor([3., 4.])"', 'text = "torch.nn.functional.binary_cross_entropy"')
+    text = text.replace("What does this print? Look at `y`.", f"Which one is {name}_and_more_of_it?")
+    (tmp_path / "long.toml").write_text(text.replace('id = "q1"', 'id = "long"'))
+    panel.resize(297, 700)
+    panel.set_scenario(scn.load_file(tmp_path / "long.toml"))
+    panel.reveal()
+    qtbot.wait(50)
+    body = panel.scroll.widget()
+    assert body.width() <= panel.scroll.viewport().width()
+    assert all(b.width() <= body.width() for b in panel.buttons)
+    # the option's name wraps at its dots and underscores, whole
+    label = panel.option("A")._label
+    assert label.heightForWidth(label.width()) > label.fontMetrics().lineSpacing() * 1.5
+    assert name in label.text().replace("\u200b", "")

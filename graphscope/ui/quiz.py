@@ -69,15 +69,21 @@ def rich(text: str) -> str:
 
 
 _LONG_TOKEN = re.compile(r"\S{15,}")
-_BREAK_AFTER = re.compile(r"([=(\[,])(?=\S)")
+# after = ( [ , anywhere; after . and _ before a letter ("torch.nn.functional.",
+# "binary_cross_entropy_with_logits"), not inside a number ("1.5000")
+_BREAK_AFTER = re.compile(r"([=(\[,])(?=\S)|([._])(?=[A-Za-z])")
 
 
 def breakable(text: str) -> str:
-    """Break opportunities (U+200B) after ``=``, ``(``, ``[`` and ``,`` inside
-    long tokens: a label wraps only at spaces, so "grad_fn=<AddBackward0>)" ran out
-    of a narrow option button and was cut (UX review at 1280x720). Only for text
-    nobody copies (a button's label): copied, the breaks would come along."""
-    return _LONG_TOKEN.sub(lambda m: _BREAK_AFTER.sub("\\1\u200b", m.group(0)), text)
+    """Break opportunities (U+200B) inside long tokens: after ``=``, ``(``, ``[``
+    and ``,``, and after ``.`` and ``_`` before a letter. A label wraps only at
+    spaces, so "grad_fn=<AddBackward0>)" ran out of a narrow option button and was
+    cut (UX review at 1280x720), and a teacher's option
+    "torch.nn.functional.binary_cross_entropy_with_logits" looked the same as the
+    one below it (teacher review). Only for text nobody copies (a button's
+    label): copied, the breaks would come along."""
+    return _LONG_TOKEN.sub(
+        lambda m: _BREAK_AFTER.sub(lambda b: b.group(0) + "\u200b", m.group(0)), text)
 
 
 def _option_list(scenario) -> list[tuple[str, str]]:
@@ -238,6 +244,17 @@ class QuizPanel(QWidget):
             w.setTextFormat(Qt.RichText)
             w.setTextInteractionFlags(Qt.TextSelectableByMouse)
             lay.addWidget(w)
+        # NOTE [a column that holds]: a word wider than the column (a long API name in
+        # a question or option) made its label ask for that width; the body grew past
+        # the scroll area, which scrolls only up and down, and every line of the panel
+        # was cut at the right edge (teacher review). The labels ask for no width of
+        # their own: they wrap in the column's width, and a word that still does not
+        # fit is cut alone.
+        for w in (self.meta_label, self.title_label, self.question_label, self.score_label,
+                  self.hidden_label, self.hint_label, self.result_label,
+                  self.explanation_label, self.note_label, self.mistakes_label):
+            w.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+            w.setMinimumWidth(40)
         lay.addStretch(1)
         self._apply_style()
 
