@@ -420,3 +420,23 @@ def test_an_opened_quiz_takes_its_keys_not_the_editor(window, folder, qtbot):
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key_P)
     assert c.scenario.id == "two" and "Pick an answer (1-4)" in window.status_text()
     c.presentation.toggle()
+
+
+def test_typing_on_the_graph_outside_presentation_mode_blanks_nothing_and_says_where_keys_go(
+        window, folder, qtbot):
+    """A student pressed F5 and typed on ("z = x."): the graph had the keyboard, and
+    '.' blacked the window out with nothing on screen to say why (student review).
+    Blanking by key is presentation mode's; letters typed on the graph say where
+    the keyboard is."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    window.show()
+    focus(qtbot, window)
+    window.canvas.setFocus()
+    qtbot.keyClicks(window.canvas, "z.")
+    assert not c.presentation.blanked
+    assert "click the code" in window.status_text()
+    c.presentation.set_active(True)
+    qtbot.keyClick(window.canvas, Qt.Key_Period)         # the projector's blank key
+    assert c.presentation.blanked
+    qtbot.keyClick(window.canvas, Qt.Key_Escape)
+    assert not c.presentation.blanked

@@ -121,8 +121,11 @@ class Classroom(QObject):
         self.present_action = A("&Presentation mode", self.presentation.toggle,
                                 ["Ctrl+Shift+P"], "Full screen, big text, clicker keys",
                                 checkable=True)
-        self.blank_action = A("&Blank screen", self.presentation.toggle_blank, ["."],
-                              "Black out the screen (B in presentation mode, or '.')",
+        # (keys in presentation mode only: outside it, a '.' typed on the graph by a
+        # student who thought the code had the keyboard blacked the window out, with
+        # nothing on screen to say how to get it back: student review)
+        self.blank_action = A("&Blank screen", self.presentation.toggle_blank, [],
+                              "Black out the screen (B or '.' in presentation mode; Esc ends it)",
                               checkable=True)
         self.spotlight_action = A("&Spotlight current node", self._set_spotlight, [],
                                   "Dim everything but the current node", checkable=True)
@@ -378,7 +381,7 @@ class Classroom(QObject):
         b = self.option_actions[1]
         b.setShortcuts([QKeySequence("2")] if presenting else [QKeySequence("B"), QKeySequence("2")])
         self.blank_action.setShortcuts([QKeySequence("B"), QKeySequence(".")] if presenting
-                                       else [QKeySequence(".")])
+                                       else [])
         # Space steps forward while presenting, as a slide show's does (and as
         # presentation.handle_key says); the window's play/pause took it first
         self.window.play_action.setShortcuts([] if presenting else [QKeySequence("Space")])

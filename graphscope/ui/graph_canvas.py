@@ -46,6 +46,7 @@ class GraphCanvas(CanvasView, QWidget):
     node_clicked = Signal(str)
     node_hovered = Signal(str)      # "" when the pointer leaves a node
     resized = Signal()              # the window re-tidies for the new aspect (debounced)
+    typed = Signal()                # text typed here, which goes nowhere
 
     def __init__(self, parent=None, theme: Theme | None = None):
         super().__init__(parent)
@@ -581,6 +582,12 @@ class GraphCanvas(CanvasView, QWidget):
             dy = {Qt.Key_Up: step, Qt.Key_Down: -step}.get(k, 0.0)
             self.pan_by(dx, dy)
         else:
+            text = event.text()
+            if text and text.isprintable() and text != " " and not mods & (
+                    Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier):
+                # a student who ran with F5 and typed on: the graph has the keyboard
+                # (the stepping keys), the letters went nowhere (student review)
+                self.typed.emit()
             event.ignore()
             return
         event.accept()

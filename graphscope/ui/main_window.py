@@ -136,6 +136,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.canvas = GraphCanvas(self)
         self.canvas.resized.connect(self._retidy_timer.start)
         self.canvas.node_clicked.connect(self._on_canvas_clicked)
+        self.canvas.typed.connect(lambda: self.set_status(
+            "The graph has the keyboard (arrows step, Space plays): click the code to type in it."))
         self.banner = ErrorBanner(self)
         self.banner.line_requested.connect(
             lambda line: None if self._edited else self.editor.go_to_line(line))
