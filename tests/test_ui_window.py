@@ -1229,3 +1229,37 @@ def test_pytorch_s_own_long_one_line_messages_are_never_cut():
            "Specify retain_graph=True if you need to backward through the graph a second "
            "time or if you need to access saved tensors after calling backward.")
     assert len(msg) > 330 and clipped(msg) == msg
+
+
+def test_the_console_shows_the_traceback_of_an_error_as_python_prints_it(qtbot, window):
+    """An error inside a function named only the function's line; the calling line
+    and Python's own hints ("Did you mean") were captured but shown nowhere
+    (student review)."""
+    w = window
+    end = run_source(qtbot, w, "import torch\ndef f(t):\n    return t.view(5)\n\n"
+                               "x = torch.ones(4)\ny = f(x)\n")
+    assert end.status == "error" and end.error.line == 3
+    text = w.console.text()
+    assert 'line 6, in <module>' in text and "y = f(x)" in text
+    assert 'line 3, in f' in text and text.rstrip().endswith("input of size 4")
+    end = run_source(qtbot, w, "import torch\ny = torch.ones(2)\nz = yy.sum()\n")
+    assert "Did you mean: 'y'?" in w.console.text()
+
+
+@pytest.mark.parametrize("source, whose", [
+    ("x = int('abc')\n", "Python says:"),                                   # no torch at all
+    ("import torch\nx = torch.ones(2)\nx.sum().backward()\n", "PyTorch says:"),
+    ("import torch\nimport torch.nn.functional as F\n"
+     "F.cross_entropy(torch.ones(1, 3), torch.tensor([5]))\n", "PyTorch says:"),   # IndexError
+    ("import torch\nx = torch.ones(2)\nprint(x.foo)\n", "Python says:"),
+])
+def test_the_banner_says_whose_message_it_is(qtbot, window, source, whose):
+    """ "PyTorch says: invalid literal for int()" (student review): Python's own
+    errors raised outside torch are Python's; what a torch call raised, whatever
+    its type, is PyTorch's."""
+    end = run_source(qtbot, window, source)
+    assert end.status == "error"
+    assert window.banner.source_caption.text().startswith(whose.rstrip(":"))
+    if source.startswith("x = int"):   # no explanation of GraphScope's: the status line does not claim one
+        assert "(its message at the last step" in window.status_text()
+        assert "PyTorch's own message" not in window.banner.shown_text()

@@ -385,9 +385,10 @@ def _stopped(ctx: _Context) -> Diagnosis:
 def _generic(ctx: _Context) -> Diagnosis:
     e = ctx.error
     where = f" at line {e.line}" if e.line else ""
-    text = (f"The snippet raised {e.type}{where}. GraphScope has no explanation for this message; "
-            "PyTorch's own message is beside this one, and the graph shows everything the run "
-            "did up to that point.")
+    # (whose message it is, Python's or PyTorch's, the banner's caption says)
+    text = (f"The snippet raised {e.type}{where}. GraphScope has no explanation of its own "
+            "for this one: read the message itself; the graph shows everything the run did "
+            "up to that point.")
     nodes = []
     if e.op is not None:
         nodes += ctx.graph.op_nodes.get(e.op, [])[:1]

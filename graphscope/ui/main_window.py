@@ -22,6 +22,7 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 """
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -46,10 +47,17 @@ from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 from graphscope.ui.window_cursor import CursorViews
 
-# errors that come from Python itself, not from PyTorch (the banner says whose message it is)
-PYTHON_ERRORS = {"SyntaxError", "IndentationError", "TabError", "NameError", "ImportError",
-                 "ModuleNotFoundError", "AttributeError", "KeyboardInterrupt", "ZeroDivisionError",
-                 "EOFError", "SystemExit", "KeyError", "IndexError"}
+def python_says(err) -> bool:
+    """Whether an error's message is Python's rather than PyTorch's (the banner says
+    whose it is): raised by no torch call, and of one of Python's own exception
+    types but RuntimeError, which is PyTorch's usual one (backward() raises it
+    with no op of its own). "PyTorch says: invalid literal for int()" credited
+    PyTorch with int('abc') (student review); an IndexError raised inside
+    F.cross_entropy is PyTorch's."""
+    if getattr(err, "op", None) is not None:
+        return False
+    t = getattr(builtins, err.type, None)
+    return (isinstance(t, type) and issubclass(t, BaseException) and err.type != "RuntimeError")
 
 # GraphScope's own failures: never the answer a quiz hides (a failing recorder read
 # "The run is over: 0 ops recorded", as if the snippet had made no tensor)
@@ -690,8 +698,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             if err.type in ("SyntaxError", "IndentationError", "TabError"):
                 text = f"The snippet is not valid Python{where}: nothing ran."
             else:
+                diag = live.diagnosis()
+                said = ("explained" if diag is not None and diag.kind != "generic"
+                        else "its message")
                 text = (f"{err.type}{where} after {ops} and {steps} "
-                        "(explained at the last step, above the graph).")
+                        f"({said} at the last step, above the graph).")
         if live.trace.truncated and live.trace.truncation is not None:
             cut = live.trace.truncation
             # (the op limit's message says itself that recording stopped: "Recording
@@ -775,7 +786,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         diag = live.diagnosis()
         caption = {"error": "PyTorch says:", "crash": "Worker:", "timeout": "Runner:"}.get(
             end.status, "Message:")
-        if err.type in PYTHON_ERRORS:
+        if end.status == "error" and python_says(err):
             caption = "Python says:"
         self.banner.show_diagnosis(diag, err, caption)
         self.editor.set_error_line(None if self._edited else err.line)

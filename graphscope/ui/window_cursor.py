@@ -157,6 +157,11 @@ class CursorViews:
             return None
         if end.status == "error" and end.error:
             e = end.error
+            if e.traceback and e.traceback.lstrip().startswith("Traceback"):
+                # as python prints it: the calls that led to the line (an error in a
+                # function named only the function's line), and Python's own hints
+                # ("Did you mean: 'y'?"), which the message alone leaves out (student review)
+                return e.traceback if e.traceback.endswith("\n") else e.traceback + "\n"
             where = f" (line {e.line})" if e.line else ""
             return f"{e.type}: {e.message}{where}\n"
         if end.status in ("crash", "timeout", "stopped"):
