@@ -273,6 +273,7 @@ class Run:
     memory_limit: Optional[int] = None  # bytes of address space, None = default
     static: Optional[dict] = None     # static-capture request (issue 5), or None
     argv: Optional[list] = None       # sys.argv for the snippet; None: [filename]
+    cwd: Optional[str] = None         # the snippet's working folder; None: the worker's
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]

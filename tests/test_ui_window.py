@@ -1263,3 +1263,23 @@ def test_the_banner_says_whose_message_it_is(qtbot, window, source, whose):
     if source.startswith("x = int"):   # no explanation of GraphScope's: the status line does not claim one
         assert "(its message at the last step" in window.status_text()
         assert "PyTorch's own message" not in window.banner.shown_text()
+
+
+def test_a_file_runs_in_its_own_folder(qtbot, window, tmp_path):
+    """proj/main.py imported its neighbour but open("data.txt") failed: the worker
+    ran in the app's folder (student review). As an IDE does, the window runs a
+    file in the file's folder."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "helper.py").write_text("def double(v):\n    return 2 * v\n")
+    (proj / "data.txt").write_text("21\n")
+    (proj / "main.py").write_text("import os\nfrom helper import double\n"
+                                  "print(double(int(open('data.txt').read())))\n"
+                                  "print(os.getcwd())\n")
+    w = window
+    assert w.open_file(proj / "main.py")
+    w.set_speed(0)
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT) as sig:
+        w.run()
+    assert sig.args[0].status == "ok", sig.args[0]
+    assert w.console.text() == f"42\n{proj.resolve()}\n"

@@ -341,6 +341,14 @@ def prepare_path(run) -> None:
         sys.path[0] = here
     else:
         sys.path.insert(0, here)
+    if getattr(run, "cwd", None):
+        # the window runs a file in its own folder, as an IDE does, so the file's
+        # open("data.txt") finds what its import of a neighbour does (student
+        # review); export keeps the caller's folder, as `python path/x.py` does
+        try:
+            os.chdir(run.cwd)
+        except OSError:
+            pass    # the folder is gone: the run goes on where it is
 
 
 def main(argv=None) -> int:

@@ -539,7 +539,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
                         "to import torch)" if self._first_run else "Running…")
         self._first_run = False
         self.run_label.setText("running")
-        self.controller.run(source, filename)
+        # a file runs in its own folder (NOTE in capture/worker.py prepare_path)
+        self.controller.run(source, filename,
+                            cwd=str(self.path.parent) if self.path else None)
         # playable while it runs: Play follows the steps as they come (greyed until
         # the first batch, a few seconds on a first run importing torch: review)
         self._set_playable(True)

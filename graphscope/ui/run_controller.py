@@ -72,7 +72,7 @@ class RunController(QObject):
     def is_running(self) -> bool:
         return self._running
 
-    def run(self, source: str, filename: str = "<snippet>") -> None:
+    def run(self, source: str, filename: str = "<snippet>", cwd: Optional[str] = None) -> None:
         """Start ``source`` in a worker. A run still going, or still being handed
         over (the backlog of a fast run, its End last), is abandoned: what it has
         not handed over is dropped, and its late messages (the End of its stop)
@@ -94,8 +94,8 @@ class RunController(QObject):
 
         try:
             runner = self.runner()
-            runner.start(source, filename, on_messages, timeout=self.timeout,
-                                **self.run_fields)
+            fields = self.run_fields if cwd is None else {**self.run_fields, "cwd": cwd}
+            runner.start(source, filename, on_messages, timeout=self.timeout, **fields)
         except Exception as e:  # the worker could not even start: say so, keep the window
             self._receive(gen, [P.End(status="crash", error=P.ErrorInfo(
                 type="Crash", message=f"could not start the worker: {e}"))])
