@@ -1283,3 +1283,31 @@ def test_a_file_runs_in_its_own_folder(qtbot, window, tmp_path):
         w.run()
     assert sig.args[0].status == "ok", sig.args[0]
     assert w.console.text() == f"42\n{proj.resolve()}\n"
+
+
+def test_the_time_limit_is_chosen_in_the_run_menu_and_kept(qtbot, tmp_path, runner):
+    """The banner of a run that took too long said "raise the time limit", and
+    nothing in the window could (student review)."""
+    settings = QSettings(str(tmp_path / "limits.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings=settings, runner=runner)
+    qtbot.addWidget(w)
+    assert w.controller.timeout == 60 and w.time_limit_actions[60].isChecked()
+    w.time_limit_actions[300].trigger()
+    assert w.controller.timeout == 300
+    assert [s for s, a in w.time_limit_actions.items() if a.isChecked()] == [300]
+    w.controller.shutdown()
+    again = MainWindow(settings=settings, runner=runner)
+    qtbot.addWidget(again)
+    assert again.controller.timeout == 300 and again.time_limit_actions[300].isChecked()
+    again.controller.shutdown()
+
+
+def test_ctrl_enter_in_the_editor_runs_the_snippet(qtbot, window):
+    w = window
+    w.load_snippet("print('ran')\n", "snippet.py")
+    w.set_speed(0)
+    w.editor.setFocus()
+    text = w.editor.toPlainText()
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
+        qtbot.keyClick(w.editor, Qt.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert w.editor.toPlainText() == text and w.console.text() == "ran\n"

@@ -344,7 +344,8 @@ def _timeout(ctx: _Context) -> Diagnosis:
     text = ("The snippet ran longer than the time limit and was stopped. Everything recorded up to "
             "that moment is kept and can be stepped through.")
     fix = ("Look for a loop that never ends (a while condition that stays true) or work that is "
-           "much bigger than intended; raise the time limit if the run is really that long.")
+           "much bigger than intended. If the run is really that long, raise the time limit "
+           "(Run \u203a Time limit in the window, --timeout for export).")
     return Diagnosis("The run took too long", text, fix, ctx.error.line, [], "timeout")
 
 
