@@ -415,10 +415,10 @@ def test_an_opened_quiz_takes_its_keys_not_the_editor(window, folder, qtbot):
     assert c.quiz.chosen == "B" and window.editor.toPlainText() == text
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key_N)
     assert c.scenario.id == "one" and "typed" not in window.editor.toPlainText()
-    assert "Pick an answer (A-D)" in window.status_text()
+    assert "Pick an answer (A-B)" in window.status_text()     # its two options
     c.presentation.toggle()                          # B blanks there: the status says 1-4
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key_P)
-    assert c.scenario.id == "two" and "Pick an answer (1-4)" in window.status_text()
+    assert c.scenario.id == "two" and "Pick an answer (1-2)" in window.status_text()
     c.presentation.toggle()
 
 
@@ -440,3 +440,38 @@ def test_typing_on_the_graph_outside_presentation_mode_blanks_nothing_and_says_w
     assert c.presentation.blanked
     qtbot.keyClick(window.canvas, Qt.Key_Escape)
     assert not c.presentation.blanked
+
+
+def test_options_keyed_otherwise_or_past_d_are_picked_from_the_keyboard(window, tmp_path, qtbot):
+    """Options keyed "1", "2", "3", or a fifth option E, passed the checker but no key
+    picked them, and the status line still said "A-D" (teacher review)."""
+    d = tmp_path / "keys"
+    d.mkdir()
+    five = SCENARIO.format(id="five", title="Five").replace(
+        '{ key = "B", text = "tensor(3.)" } ]',
+        '{ key = "B", text = "tensor(3.)" }, { key = "C", text = "c" }, '
+        '{ key = "D", text = "d" }, { key = "E", text = "e" } ]')
+    (d / "five.toml").write_text(five)
+    digits = SCENARIO.format(id="digits", title="Digits").replace(
+        '[ { key = "A", text = "tensor(6.)" }, { key = "B", text = "tensor(3.)" } ]',
+        '[ { key = "1", text = "tensor(6.)" }, { key = "2", text = "tensor(3.)" }, '
+        '{ key = "3", text = "x" } ]').replace('answer = "A"', 'answer = "1"')
+    (d / "digits.toml").write_text(digits)
+    c = install_classroom(window, args(scenarios=str(d)))
+    window.show()
+    assert c.open_scenario("five")
+    assert "Pick an answer (A-E)" in window.status_text()
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_E)
+    assert c.quiz.chosen == "E"
+    qtbot.keyClick(window.canvas, Qt.Key_4)
+    assert c.quiz.chosen == "D"
+    assert c.open_scenario("digits")
+    assert "Pick an answer (1-3)" in window.status_text()
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_2)
+    assert c.quiz.chosen == "2"
+    qtbot.keyClick(window.canvas, Qt.Key_C)        # the third option, by its place
+    assert c.quiz.chosen == "3"
+    assert [a.text() for a in c.option_actions if a.isEnabled()] == \
+        ["Answer 1", "Answer 2", "Answer 3"]

@@ -28,7 +28,7 @@ from graphscope.ui import clipboard_export
 from graphscope.ui import theme as _theme
 from graphscope.ui.lesson import LessonBar, LessonWalker, resolve_lesson
 from graphscope.ui.presentation import PresentationController, ScaleSlider
-from graphscope.ui.quiz import OPTION_KEYS, QuizPanel, QuizScore
+from graphscope.ui.quiz import OPTION_KEYS, PICK_LETTERS, QuizPanel, QuizScore
 from graphscope.ui.scenario_browser import ScenarioBrowser
 
 
@@ -110,11 +110,12 @@ class Classroom(QObject):
                              "Next scenario in the lesson (N, Ctrl+PageDown)")
         self.prev_action = A("&Previous scenario", self.previous_scenario, ["P", "Ctrl+PgUp"],
                              "Previous scenario in the lesson (P, Ctrl+PageUp)")
-        # Keys A-D (or 1-4) pick an answer. B is also the projector's blank key: in
-        # presentation mode B blanks and the answer B is 2 (see _bind_letter_keys).
+        # Keys A-G (or 1-7) pick an answer: the option keyed that letter, else the
+        # one in that place (QuizPanel.key_for). B is also the projector's blank
+        # key: in presentation mode B blanks and the answer B is 2 (_bind_letter_keys).
         self.option_actions = [
-            A(f"Answer {k}", lambda _=False, k=k: self.quiz.choose(k), [k, str(i + 1)])
-            for i, k in enumerate(OPTION_KEYS[:4])]
+            A(f"Answer {k}", lambda _=False, i=i: self._pick(i), [k, str(i + 1)])
+            for i, k in enumerate(OPTION_KEYS[:PICK_LETTERS])]
         self.hint_action = A("&Hint", self.quiz.show_hint, ["H"], "Show the hint (H)")
         self.reveal_action = A("&Reveal", self.quiz.reveal, ["R"],
                                "Run the snippet and mark the answer (R)")
@@ -249,8 +250,8 @@ class Classroom(QObject):
         if not self.quiz.buttons:
             return ""
         if self.presentation.active:   # B blanks the screen there (_bind_letter_keys)
-            return "Pick an answer (1-4), then Reveal (R) runs it."
-        return "Pick an answer (A-D), then Reveal (R) runs it."
+            return f"Pick an answer (1-{min(len(self.quiz.buttons), PICK_LETTERS)}), then Reveal (R) runs it."
+        return f"Pick an answer ({self.quiz.pick_keys()}), then Reveal (R) runs it."
 
     def size_docks(self):
         """The window shares its width (``arrange``: the graph gets the most); the
@@ -367,11 +368,18 @@ class Classroom(QObject):
     def output_hidden(self) -> bool:
         return self.window.output_hidden
 
+    def _pick(self, i: int):
+        key = self.quiz.key_for(i)
+        if key is not None:
+            self.quiz.choose(key)
+
     def _update_quiz_actions(self):
         has = self.quiz.scenario is not None
-        keys = {b.key for b in self.quiz.buttons}
-        for a, k in zip(self.option_actions, OPTION_KEYS):
-            a.setEnabled(has and k in keys)
+        for i, a in enumerate(self.option_actions):
+            key = self.quiz.key_for(i) if has else None
+            a.setEnabled(key is not None)
+            a.setText(f"Answer {key}" if key is not None else f"Answer {OPTION_KEYS[i]}")
+            a.setVisible(key is not None or i < 4)   # (the menu lists the options there are)
         self.hint_action.setEnabled(has)
         self.reveal_action.setEnabled(has)
 
@@ -396,7 +404,8 @@ class Classroom(QObject):
         w.set_presentation(on)
         self.size_docks()
         QTimer.singleShot(0, self.size_docks)
-        pick = "1-4 pick an answer, " if on and self.quiz.buttons else ""
+        n = len(self.quiz.buttons)
+        pick = f"1-{min(n, PICK_LETTERS)} pick an answer, " if on and n else ""
         w.set_status(f"Presentation mode: PageDown/PageUp step, {pick}B blanks the screen, "
                      "Ctrl+= / Ctrl+- text size, Ctrl+Shift+P leaves." if on else "Presentation mode off.")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 from graphscope.ui.presentation import NORMAL_PX, palette
 
 OPTION_KEYS = "ABCDEFGH"
+PICK_LETTERS = 7     # A-G (and 1-7) pick an option from the keyboard; H is Hint
 
 
 @dataclass
@@ -369,11 +371,32 @@ class QuizPanel(QWidget):
         self._apply_style()
         self.reveal_requested.emit(self.scenario)
 
+    def key_for(self, i: int) -> Optional[str]:
+        """The key of the option that letter ``OPTION_KEYS[i]`` or digit ``i + 1``
+        picks: the option keyed that letter, else the ``i``-th option. A teacher's
+        options keyed "1", "2", "3", or a fifth option E, could not be picked from
+        the keyboard (teacher review)."""
+        letter = OPTION_KEYS[i] if i < len(OPTION_KEYS) else None
+        if letter is not None and any(b.key == letter for b in self.buttons):
+            return letter
+        return self.buttons[i].key if i < len(self.buttons) else None
+
+    def pick_keys(self) -> str:
+        """What the keys that pick are, for the status line: "A-C", or "1-3"."""
+        n = len(self.buttons)
+        if not n:
+            return ""
+        if [b.key for b in self.buttons] == list(OPTION_KEYS[:n]) and n <= PICK_LETTERS:
+            return f"A-{OPTION_KEYS[n - 1]}"
+        return f"1-{min(n, PICK_LETTERS)}"
+
     def handle_key(self, key: int, text: str = "") -> bool:
-        """Quiz keys: A-D pick, H hint, R reveal. True if used."""
+        """Quiz keys: A-G or 1-7 pick, H hint, R reveal. True if used."""
         t = (text or "").upper()
-        if len(t) == 1 and t in OPTION_KEYS and any(b.key == t for b in self.buttons):
-            self.choose(t)
+        i = OPTION_KEYS.find(t) if len(t) == 1 and t in OPTION_KEYS[:PICK_LETTERS] else (
+            int(t) - 1 if len(t) == 1 and t in "1234567"[:PICK_LETTERS] else -1)
+        if i >= 0 and self.key_for(i) is not None:
+            self.choose(self.key_for(i))
             return True
         if t == "H":
             self.show_hint()
