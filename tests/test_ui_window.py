@@ -1311,3 +1311,30 @@ def test_ctrl_enter_in_the_editor_runs_the_snippet(qtbot, window):
     with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
         qtbot.keyClick(w.editor, Qt.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert w.editor.toPlainText() == text and w.console.text() == "ran\n"
+
+
+def test_save_as_adds_py_and_starts_where_the_user_works(qtbot, window, tmp_path, monkeypatch):
+    """Save As to "mysnippet" wrote a file the Open dialog's *.py filter hid, a
+    scenario's Save As started in the app's own folder, and the question before an
+    edited scenario was replaced called it a file (student review)."""
+    from PySide6.QtWidgets import QFileDialog
+    w = window
+    w.load_snippet("print(1)\n", "welcome.py")            # a scenario: no file
+    starts = []
+
+    def pick(_parent, _title, start, _filter):
+        starts.append(start)
+        return str(tmp_path / "work" / "mysnippet"), ""
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", pick)
+    (tmp_path / "work").mkdir()
+    w.editor.insertPlainText("# edited\n")
+    asked = []
+    w.ask_unsaved = lambda title, text: asked.append(text) or "cancel"
+    assert not w.confirm_replace()
+    assert "not saved in any file" in asked[0] and "welcome.py" in asked[0]
+    assert w.save_as()
+    assert (tmp_path / "work" / "mysnippet.py").read_text().endswith("print(1)\n")
+    assert not Path(starts[0]).parent == Path.cwd() or Path.cwd() == Path.home()
+    w.load_snippet("print(2)\n", "other.py")
+    assert w.save_as() is True                            # (the same pick again)
+    assert Path(starts[1]).parent == (tmp_path / "work").resolve()   # where the last save went

@@ -54,11 +54,23 @@ class SnippetFiles:
             return False
         self.load_snippet(text.replace("\r\n", "\n"), p.name, path=p.resolve())
         self._add_recent(p.resolve())
+        self.settings.setValue("last_folder", str(p.resolve().parent))
         self.file_loaded.emit(str(p.resolve()))
         return True
 
+    def _start_folder(self) -> Path:
+        """Where Open and Save As start: the file's folder, else the last folder one
+        of them used, else home (Save As of a scenario started in the folder the app
+        was launched from, the repository: student review)."""
+        if self.path:
+            return self.path.parent
+        last = self.settings.value("last_folder", "")
+        if last and Path(str(last)).is_dir():
+            return Path(str(last))
+        return Path.home()
+
     def open_dialog(self) -> None:
-        start = str(self.path.parent) if self.path else str(Path.cwd())
+        start = str(self._start_folder())
         path, _ = QFileDialog.getOpenFileName(self, "Open a Python snippet", start,
                                               "Python files (*.py);;All files (*)")
         if path:
@@ -74,10 +86,17 @@ class SnippetFiles:
         return self.save_to(self.path)
 
     def save_as(self) -> bool:
-        start = str(self.path) if self.path else str(Path.cwd() / self.display_name)
+        start = str(self.path) if self.path else str(self._start_folder() / self.display_name)
         path, _ = QFileDialog.getSaveFileName(self, "Save snippet as", start,
                                               "Python files (*.py);;All files (*)")
-        return self.save_to(path) if path else False
+        if not path:
+            return False
+        p = Path(path)
+        if not p.suffix:
+            # "mysnippet" was saved as it was typed, and the Open dialog's *.py
+            # filter then hid it (student review)
+            p = p.with_name(p.name + ".py")
+        return self.save_to(p)
 
     def save_to(self, path) -> bool:
         p = Path(path)
@@ -90,6 +109,7 @@ class SnippetFiles:
         self.display_name = p.name
         self.editor.document().setModified(False)
         self._add_recent(self.path)
+        self.settings.setValue("last_folder", str(self.path.parent))
         self._update_title()
         self.set_status(f"Saved {p}")
         return True
@@ -120,8 +140,12 @@ class SnippetFiles:
         and asked about once (given up, the text no longer counts as changed)."""
         if not self.editor.document().isModified():
             return True
-        answer = self.ask_unsaved("Unsaved changes",
-                                  f"{self.display_name} has changes that are not saved. Save them?")
+        if self.path is not None:
+            question = f"{self.display_name} has changes that are not saved. Save them?"
+        else:   # a scenario's or a new snippet: there is no file of it yet
+            question = (f"Your changes to the snippet {self.display_name} are not saved in any "
+                        "file. Save them to a file?")
+        answer = self.ask_unsaved("Unsaved changes", question)
         if answer == "save":
             return self.save()
         if answer == "discard":
