@@ -1338,3 +1338,18 @@ def test_save_as_adds_py_and_starts_where_the_user_works(qtbot, window, tmp_path
     w.load_snippet("print(2)\n", "other.py")
     assert w.save_as() is True                            # (the same pick again)
     assert Path(starts[1]).parent == (tmp_path / "work").resolve()   # where the last save went
+
+
+def test_the_edit_menu_acts_on_the_code(qtbot, window, monkeypatch):
+    """Undo and Go to line were nowhere in the menus (student review)."""
+    from PySide6.QtWidgets import QInputDialog
+    w = window
+    w.load_snippet("a = 1\nb = 2\nc = 3\n", "snippet.py")
+    w.editor.moveCursor(w.editor.textCursor().MoveOperation.End)
+    w.editor.insertPlainText("d = 4\n")
+    actions = {a.text().replace("&", ""): a for a in w.edit_menu.actions() if a.text()}
+    actions["Undo"].trigger()
+    assert w.editor.toPlainText() == "a = 1\nb = 2\nc = 3\n"
+    monkeypatch.setattr(QInputDialog, "getInt", lambda *a, **k: (2, True))
+    actions["Go to Line…"].trigger()
+    assert w.editor.textCursor().blockNumber() == 1
