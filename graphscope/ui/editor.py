@@ -23,6 +23,8 @@ from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QWidget
 
+from graphscope.ui import editor_indent
+
 BASE_POINT_SIZE = 13.0
 
 
@@ -104,7 +106,7 @@ WRAP_MAX_CHARS = 1000
 
 # columns a wrapped line's continuation sits further in than its own line's indentation
 HANG_COLUMNS = 2
-TAB_COLUMNS = 4
+TAB_COLUMNS = editor_indent.INDENT     # a tab is drawn one indentation level wide
 
 
 def indent_columns(text: str, tab: int = TAB_COLUMNS) -> int:
@@ -502,3 +504,87 @@ class CodeEditor(QPlainTextEdit):
         super().mouseReleaseEvent(event)
         if event.button() == Qt.MouseButton.LeftButton and not self.textCursor().hasSelection():
             self.line_clicked.emit(self.textCursor().blockNumber() + 1)
+
+    # -- typing: NOTE [editor indentation] in editor_indent.py ------------------------
+    def keyPressEvent(self, event) -> None:
+        edit = None if self.isReadOnly() else self._indent_edit(event)
+        if edit is None:
+            super().keyPressEvent(event)
+            return
+        cur = self.textCursor()
+        cur.beginEditBlock()             # one undo step, never merged with the typing around it
+        edit(cur)
+        cur.endEditBlock()
+        self.setTextCursor(cur)
+        self.ensureCursorVisible()
+        event.accept()
+
+    def _indent_edit(self, event):
+        """The edit a key makes under NOTE [editor indentation] (a function of the
+        text cursor), or None to leave the key to QPlainTextEdit."""
+        mods = event.modifiers()
+        if mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier
+                   | Qt.KeyboardModifier.MetaModifier):
+            return None
+        key = event.key()
+        shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+        cur = self.textCursor()
+        if key == Qt.Key.Key_Backtab or (key == Qt.Key.Key_Tab and shift):
+            return lambda c: self._shift_lines(c, indent=False)
+        if key == Qt.Key.Key_Tab and cur.hasSelection():
+            return lambda c: self._shift_lines(c, indent=True)
+        if key == Qt.Key.Key_Tab:
+            return lambda c: c.insertText(editor_indent.tab_spaces(_before(c)))
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            # Shift+Return too: Qt's soft line break would put two lines under one number
+            return _new_line
+        if key == Qt.Key.Key_Backspace and not shift and not cur.hasSelection():
+            n = editor_indent.backspace_width(_before(cur))
+            if n > 1:
+                return lambda c: _delete_before(c, n)
+        return None
+
+    def _shift_lines(self, cur: QTextCursor, indent: bool) -> None:
+        """Indent (or dedent) every line the selection touches, or the cursor's
+        line. A selection ending at the start of a line (whole lines dragged over)
+        leaves that line alone; an empty line gets no indent (no trailing spaces).
+        A selection ends up over the whole lines it moved, so Tab can be pressed again."""
+        doc = self.document()
+        first = doc.findBlock(cur.selectionStart())
+        last = doc.findBlock(cur.selectionEnd())
+        if last != first and cur.selectionEnd() == last.position():
+            last = last.previous()
+        edit = QTextCursor(doc)
+        block = first
+        while True:
+            edit.setPosition(block.position())
+            if not indent:
+                edit.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor,
+                                  editor_indent.dedent_width(block.text()))
+                edit.removeSelectedText()
+            elif block.text():
+                edit.insertText(" " * editor_indent.INDENT)
+            if block == last:
+                break
+            block = block.next()
+        if cur.hasSelection():
+            start, end = first.position(), last.position() + len(last.text())
+            if cur.position() < cur.anchor():
+                start, end = end, start
+            cur.setPosition(start)
+            cur.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+
+
+def _before(cur: QTextCursor) -> str:
+    """The cursor's line up to the cursor."""
+    return cur.block().text()[:cur.positionInBlock()]
+
+
+def _new_line(cur: QTextCursor) -> None:
+    cur.removeSelectedText()
+    cur.insertText(editor_indent.newline(_before(cur)))
+
+
+def _delete_before(cur: QTextCursor, n: int) -> None:
+    cur.movePosition(QTextCursor.MoveOperation.Left, QTextCursor.MoveMode.KeepAnchor, n)
+    cur.removeSelectedText()
