@@ -1353,3 +1353,18 @@ def test_the_edit_menu_acts_on_the_code(qtbot, window, monkeypatch):
     monkeypatch.setattr(QInputDialog, "getInt", lambda *a, **k: (2, True))
     actions["Go to Line…"].trigger()
     assert w.editor.textCursor().blockNumber() == 1
+
+
+def test_page_keys_in_the_editor_scroll_the_code_not_the_timeline(qtbot, window):
+    """With the caret in the editor PageUp stepped the timeline back (student review)."""
+    w = window
+    run_source(qtbot, w, "\n".join(f"x{i} = {i}" for i in range(80)) + "\nimport torch\n"
+                         "a = torch.ones(2) * 2\nb = a + 1\n")
+    w.editor.setFocus()
+    qtbot.waitUntil(lambda: w.editor.hasFocus())
+    at = w.cursor()
+    w.editor.moveCursor(w.editor.textCursor().MoveOperation.End)
+    line = w.editor.textCursor().blockNumber()
+    qtbot.keyClick(w.editor, Qt.Key_PageUp)
+    assert w.cursor() == at
+    assert w.editor.textCursor().blockNumber() < line

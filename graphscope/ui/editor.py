@@ -16,7 +16,7 @@ from pygments import lex
 from pygments.lexers import PythonLexer
 from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter, QPolygonF,
                            QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextDocument,
                            QTextFormat)
@@ -504,6 +504,18 @@ class CodeEditor(QPlainTextEdit):
         super().mouseReleaseEvent(event)
         if event.button() == Qt.MouseButton.LeftButton and not self.textCursor().hasSelection():
             self.line_clicked.emit(self.textCursor().blockNumber() + 1)
+
+    def event(self, event) -> bool:
+        # PageUp/PageDown scroll the code here: as window shortcuts they stepped the
+        # timeline while the caret sat still (student review). A presenter's clicker
+        # still steps in presentation mode: its filter takes the key press first.
+        if (event.type() == QEvent.Type.ShortcutOverride
+                and event.key() in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown)
+                and not event.modifiers() & (Qt.KeyboardModifier.ControlModifier
+                                             | Qt.KeyboardModifier.AltModifier)):
+            event.accept()
+            return True
+        return super().event(event)
 
     # -- typing: NOTE [editor indentation] in editor_indent.py ------------------------
     def keyPressEvent(self, event) -> None:
