@@ -352,3 +352,24 @@ def test_a_band_too_wide_to_read_wraps_even_for_a_small_gain():
     roomy = LayeredLayout(g)
     roomy.tidy(aspect=aspect, readable=readable / 2)
     assert roomy.wrap >= n
+
+
+def test_a_short_chain_goes_into_bands_of_two_where_nothing_wider_reads():
+    # a 3-node chain in a 1280x720 projector's canvas (647x359 px) at 130% text (boxes
+    # at 1.755 in presentation mode), where labels read at 0.784 px a unit: one band
+    # was cut at the canvas's edge (teacher review)
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.tensor(2.0, requires_grad=True)
+        (x ** 2).backward()
+    """))
+    aspect, readable = 647 / 359, 0.784 / 359
+    n = len(set(LayeredLayout(g).layer.values()))
+    assert n == 3
+    plain = LayeredLayout(g, text_scale=1.755)
+    plain.tidy(aspect=aspect)
+    assert plain.wrap >= n                        # the exported picture: one band
+    small = LayeredLayout(g, text_scale=1.755)
+    small.tidy(aspect=aspect, readable=readable)
+    assert small.wrap == 2
+    _check_invariants(g, small)

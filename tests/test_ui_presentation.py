@@ -475,3 +475,21 @@ def test_options_keyed_otherwise_or_past_d_are_picked_from_the_keyboard(window, 
     assert c.quiz.chosen == "3"
     assert [a.text() for a in c.option_actions if a.isEnabled()] == \
         ["Answer 1", "Answer 2", "Answer 3"]
+
+
+def test_a_lesson_in_presentation_mode_fits_a_1280_px_projector_at_150_percent(
+        window, folder, qtbot):
+    """At 150% "◀ Prev (P)   1 / 3   Next (N) ▶" asked for 483 px and the window for
+    1,359 px on a 1280x720 projector (teacher review): bigger text keeps the arrows."""
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    c.presentation.set_active(True)
+    assert c.lesson_bar.prev_button.isVisible()
+    c.presentation.set_scale(1.5)
+    assert c.lesson_bar.prev_button.text() == "\u25C0"
+    assert "(P)" in c.lesson_bar.prev_button.toolTip()
+    assert window.minimumSizeHint().width() <= 1280
+    c.presentation.set_scale(1.0)
+    c.presentation.set_active(False)              # the desk's own size: the words again
+    assert c.lesson_bar.prev_button.text() == "\u25C0 Prev (P)"

@@ -558,8 +558,13 @@ class LayeredLayout:
             # a short chain: every band width down to 3 layers (2-3 rows of a few nodes)
             cands = list(range(n, 2, -1))
         aspect = getattr(self, "aspect", ASPECT)
-        fits = {}
-        for w in cands or [n]:
+        readable = getattr(self, "readable", None)
+        fits, shown = {}, {}
+        # the room the view keeps around the graph (canvas_view._fit_rect: 40 a side,
+        # a region label's 70 at the top): what it reads at is the zoom with it
+        pad_x, pad_y = 80.0, 110.0 * min(self.text_scale, 2.0)
+
+        def fit(w: int) -> float:
             height = 0
             for start in range(0, n, w):
                 top, bottom = min(lo[start:start + w]), max(hi[start:start + w])
@@ -567,9 +572,18 @@ class LayeredLayout:
             width = min(w, n) * self.col_pitch
             h = max(1, height * self.row_pitch)
             fits[w] = min(aspect / width, 1.0 / h)     # the fitted zoom, view height 1
-            score = abs(math.log((width / h) / aspect))
+            shown[w] = min(aspect / (width + pad_x), 1.0 / (h + pad_y))
+            return abs(math.log((width / h) / aspect))
+
+        for w in cands or [n]:
+            score = fit(w)
             if best_score is None or score < best_score - 1e-9:
                 best, best_score = w, score
+        if (n <= 24 and n >= 3 and readable is not None and shown
+                and max(shown.values()) < readable):
+            # bands of 2 where the view reads nothing wider (NOTE [a wrap that reads]:
+            # a 3-node chain in a 1280x720 projector's canvas at 130% was cut at the edge)
+            fit(2)
         if n <= 24 and fits:
             best = max(fits, key=lambda k: (fits[k], k))
             # NOTE [a wrap that reads]: one band that the view can only show at a
@@ -577,8 +591,7 @@ class LayeredLayout:
             # step instead and the rest is off screen (challenge-1 at the end of
             # its run, in the quiz's narrower canvas, lost its leaves past the
             # left edge, where the wrap gained 1.29x). Then the biggest picture wins.
-            readable = getattr(self, "readable", None)
-            one_band_reads = readable is None or fits[n] >= readable
+            one_band_reads = readable is None or shown[n] >= readable
             if best != n and fits[best] < fits[n] * self.WRAP_GAIN and one_band_reads:
                 best = n
         return max(2, best)

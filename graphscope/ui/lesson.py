@@ -145,6 +145,13 @@ class LessonBar(QWidget):
 
     def set_text_scale(self, factor: float, min_px: int | None = None):
         px = max(min_px or 0, round(NORMAL_PX * max(0.5, float(factor))))
+        # bigger text: the arrows alone (the words and keys stay in the tooltips).
+        # "◀ Prev (P)   1 / 7   Next (N) ▶" at 150% asked for 483 px, and with the
+        # editor and the timeline's big buttons the window needed 1,359 px on a
+        # 1280 px projector (teacher review)
+        big = px > NORMAL_PX * 1.15
+        self.prev_button.setText("\u25C0" if big else "\u25C0 Prev (P)")
+        self.next_button.setText("\u25B6" if big else "Next (N) \u25B6")
         f = QFont(self.font())
         f.setPixelSize(px)
         self.setFont(f)
