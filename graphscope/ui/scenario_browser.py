@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QFontMetrics, QKeyEvent
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
@@ -49,10 +49,8 @@ def matches(scenario, text: str) -> bool:
 
 
 class _Tree(QTreeWidget):
-    """Enter opens the current scenario (double-click does too). Long titles wrap
-    onto a second line rather than being cut to "Static capture of…"."""
-    enter_pressed = Signal(object)
-
+    """Long titles wrap onto a second line rather than being cut to "Static capture
+    of…". (Enter and a double-click open the current scenario: Qt's itemActivated.)"""
     resized = Signal()
 
     def resizeEvent(self, e):
@@ -75,13 +73,6 @@ def wrap_text(text: str, fm: QFontMetrics, width: int) -> str:
     if cur:
         lines.append(cur)
     return "\n".join(lines)
-
-    def keyPressEvent(self, e: QKeyEvent):
-        if e.key() in (Qt.Key_Return, Qt.Key_Enter) and self.currentItem() is not None:
-            self.enter_pressed.emit(self.currentItem())
-            e.accept()
-            return
-        super().keyPressEvent(e)
 
 
 class ScenarioBrowser(QWidget):
@@ -139,7 +130,6 @@ class ScenarioBrowser(QWidget):
         self.category_box.currentIndexChanged.connect(self.refilter)
         self.difficulty_box.currentIndexChanged.connect(self.refilter)
         self.tree.itemActivated.connect(self._on_item_activated)
-        self.tree.enter_pressed.connect(self._on_item_activated)
         self.set_scenarios(scenarios, problems)
         self.set_text_scale(1.0)
 
