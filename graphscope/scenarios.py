@@ -581,20 +581,35 @@ def check(directory=None, run: Optional[Callable] = None, verify_snippets: bool 
     return scenarios, problems
 
 
+def shadow_warnings(scenarios, directory) -> list:
+    """``file:line: warning: ...`` for each scenario whose id a bundled scenario
+    also has: a lesson beside it, and ``--scenarios``, use the folder's file, and
+    ``--scenario ID`` alone the bundled one (NOTE [a lesson's own folder first]
+    in ui/lesson.py). Worth knowing, not wrong: the exit status is not changed."""
+    if Path(directory).resolve() == bundled_dir().resolve():
+        return []
+    bundled = {s.id: s for s in load_dir(bundled_dir())[0]}
+    return [f"{s.where('id')}: warning: id '{s.id}' is also the bundled scenario "
+            f"{bundled[s.id].where('id')}; a lesson in this folder, and --scenarios, "
+            f"use this file instead" for s in scenarios if s.id in bundled]
+
+
 def check_main(directory=None, *, run_snippets: bool = True, plain: bool = False,
                jobs: int = 2, out=None) -> int:
-    """``graphscope scenarios check [DIR]``: print ``file:line: problem`` lines and a
-    summary; 0 when everything is sound, 1 otherwise."""
+    """``graphscope scenarios check [DIR]``: print ``file:line: problem`` lines, then
+    warnings, and a summary; 0 when everything is sound (warnings or not), 1 otherwise."""
     out = out or sys.stdout
     directory = Path(directory) if directory else bundled_dir()
     runner = run_plain if plain else None
     scenarios, problems = check(directory, run=runner, verify_snippets=run_snippets, jobs=jobs)
-    for p in problems:
+    warnings = shadow_warnings(scenarios, directory)
+    for p in problems + warnings:
         print(p, file=out)
     files = len(_scenario_files(directory)) if directory.is_dir() else 0
     verb = "checked and ran" if run_snippets else "checked"
+    warned = f", {len(warnings)} warning(s)" if warnings else ""
     print(f"{verb} {files} scenario file(s) in {directory}: {len(scenarios)} loaded, "
-          f"{len(problems)} problem(s)", file=out)
+          f"{len(problems)} problem(s){warned}", file=out)
     return 1 if problems else 0
 
 

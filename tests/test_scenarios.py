@@ -345,3 +345,18 @@ def test_teachers_lesson_may_name_bundled_scenarios(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[:-1] == [f"{tmp_path / 'lessons' / 'week3.toml'}:2: lesson names unknown scenario 'nowhere'"]
     assert out[-1] == f"checked 1 scenario file(s) in {tmp_path}: 1 loaded, 1 problem(s)"
+
+
+def test_an_id_that_shadows_a_bundled_one_is_a_warning_naming_both_files(tmp_path, capsys):
+    """A lesson in the folder shows this file, `--scenario detach` alone the
+    bundled one (NOTE [a lesson's own folder first]): worth a warning, not a failure."""
+    mine = write(tmp_path, "j-shadow.toml", GOOD.format(id="detach"))
+    write(tmp_path, "mine.toml", GOOD.format(id="mine"))
+    assert S.check_main(tmp_path, run_snippets=False) == 0
+    out = capsys.readouterr().out.splitlines()
+    [warning] = [ln for ln in out if ": warning: " in ln]
+    assert warning.startswith(f"{mine}:1: warning: id 'detach' is also the bundled scenario "
+                              f"{S.bundled_dir() / 'detach.toml'}:1")
+    assert out[-1] == (f"checked 2 scenario file(s) in {tmp_path}: 2 loaded, 0 problem(s), "
+                       "1 warning(s)")
+    assert S.shadow_warnings(S.load_dir(S.bundled_dir())[0], S.bundled_dir()) == []

@@ -143,3 +143,16 @@ def test_lesson_walks_forward_and_back(qtbot, tmp_path, folder):
     assert walker.previous()
     assert bar.progress_label.text() == "2 / 3"
     assert seen == ["branch", "leaf", "accum", "leaf"]
+
+
+def test_a_lesson_named_from_its_own_folder_still_finds_the_folder_above(tmp_path, monkeypatch):
+    """`graphscope --lesson week3.toml` typed in DIR/lessons: the parent of
+    "week3.toml" is ".", and DIR's own "detach" lost to the bundled one."""
+    d = tmp_path / "teacher"
+    (d / "lessons").mkdir(parents=True)
+    (d / "mine.toml").write_text(TEMPLATE.format(id="detach", title="Mine", category="debug",
+                                                 difficulty="easy", question="Mine?"))
+    (d / "lessons" / "week3.toml").write_text('title = "Week 3"\nscenarios = ["detach"]\n')
+    monkeypatch.chdir(d / "lessons")
+    title, [found], problems = resolve_lesson("week3.toml", scn.load_dir(scn.bundled_dir())[0])
+    assert found.title == "Mine" and problems == []

@@ -17,13 +17,39 @@ from graphscope import scenarios as _scn
 from graphscope.ui.presentation import NORMAL_PX
 
 
+# NOTE [a lesson's own folder first]: a teacher's lesson names the scenarios
+# beside it, and a teacher may reuse a bundled id ("detach") for their own
+# version. Ids are therefore looked up first in the lesson's folder and its
+# parent (the documented layout: DIR/lessons/week3.toml beside DIR/*.toml),
+# then in the folders opened (--scenarios, Open scenario folder), and only then
+# among the bundled scenarios. Looked up the other way round, the window's
+# already-loaded bundled "detach" won, and `--lesson DIR/lessons/week3.toml`
+# showed another question than the same lesson opened with `--scenarios DIR`
+# (teacher's review). `graphscope scenarios check DIR` warns about such an id
+# (scenarios.shadow_warnings).
+def lookup_folders(path, folders=()) -> list:
+    """The folders a lesson's ids are looked up in, first match wins:
+    NOTE [a lesson's own folder first]. (Without the bundled folder, which
+    comes after the scenarios already loaded.)"""
+    # absolute: the parent of "week3.toml" typed in DIR/lessons is "." again, not DIR
+    here = Path(path).absolute().parent
+    out, seen = [], set()
+    for d in (here, here.parent, *map(Path, folders)):
+        key = d.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def resolve_lesson(path, known=(), folders=()) -> tuple:
     """``(title, scenarios, problems)`` for a lesson file.
 
-    Ids are looked up in ``known`` (scenarios already loaded), then in the
-    lesson's own folder and its parent (a lesson in ``scenarios/lessons/``
-    names scenarios in ``scenarios/``), then in the bundled folder. An id that
-    is nowhere is a problem, and the rest of the lesson still runs.
+    Ids are looked up in the lesson's own folder and its parent, then in
+    ``folders`` (the folders opened), then in ``known`` (scenarios already
+    loaded: the window's bundled ones and those of the folders opened), then
+    in the bundled folder: NOTE [a lesson's own folder first]. An id that is
+    nowhere is a problem, and the rest of the lesson still runs.
     """
     path = Path(path)
     try:
@@ -32,15 +58,22 @@ def resolve_lesson(path, known=(), folders=()) -> tuple:
         return path.stem, [], list(e.problems)
     except OSError as e:
         return path.stem, [], [f"{path}:1: {e.strerror or e}"]
-    by_id = {s.id: s for s in known}
-    problems = []
-    dirs = [path.parent, path.parent.parent, *map(Path, folders), _scn.bundled_dir()]
-    for d in dirs:
-        if all(i in by_id for i in lesson.scenario_ids):
+    by_id: dict = {}
+    wanted = set(lesson.scenario_ids)
+
+    def take(scenarios):
+        for s in scenarios:
+            by_id.setdefault(s.id, s)   # an earlier source keeps its id
+
+    for d in lookup_folders(path, folders):
+        if wanted <= by_id.keys():
             break
         if d.is_dir():
-            for s in _scn.load_dir(d)[0]:
-                by_id.setdefault(s.id, s)
+            take(_scn.load_dir(d)[0])
+    take(known)
+    if not wanted <= by_id.keys():
+        take(_scn.load_dir(_scn.bundled_dir())[0])
+    problems = []
     found = []
     line = lesson.lines.get("scenarios", 1)
     for sid in lesson.scenario_ids:
