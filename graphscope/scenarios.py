@@ -181,11 +181,17 @@ def _read_toml(path: Path):
         # mark, which tomllib reads as "Invalid statement"; read_bytes refuses a
         # pipe or a device (a FIFO named *.toml in a lessons folder blocked the
         # loading for ever) and a file too big to be a scenario
-        text = read_bytes(path, "TOML file").decode("utf-8-sig")
+        data = read_bytes(path, "TOML file")
+        text = data.decode("utf-8-sig")
     except UnreadableSnippet as e:
         raise ScenarioError([f"{path}:1: cannot read file: {e.reason}"])
     except UnicodeDecodeError as e:
-        raise ScenarioError([f"{path}:1: cannot read file: {e}"])
+        # TOML is UTF-8 by definition; a teacher's editor saved Latin-1 or
+        # cp1252, and Python's "'utf-8' codec can't decode byte 0xe9 in position
+        # 12" told them nothing they could act on (teacher's review). The line
+        # is the one with the first byte that is not UTF-8.
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ScenarioError([f"{path}:{line}: the file is not UTF-8 text: save it as UTF-8"])
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

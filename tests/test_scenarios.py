@@ -360,3 +360,17 @@ def test_an_id_that_shadows_a_bundled_one_is_a_warning_naming_both_files(tmp_pat
     assert out[-1] == (f"checked 2 scenario file(s) in {tmp_path}: 2 loaded, 0 problem(s), "
                        "1 warning(s)")
     assert S.shadow_warnings(S.load_dir(S.bundled_dir())[0], S.bundled_dir()) == []
+
+
+def test_a_file_that_is_not_utf8_is_told_to_be_saved_as_utf8(tmp_path):
+    """Python's "'utf-8' codec can't decode byte 0xe9 in position 12" was the
+    message; scenario and lesson files get the same plain advice, at the line
+    of the first byte that is not UTF-8."""
+    (tmp_path / "lessons").mkdir()
+    scenario = tmp_path / "cafe.toml"
+    scenario.write_bytes(GOOD.format(id="cafe").replace('"A title"', '"Caf\xe9"').encode("latin-1"))
+    lesson = tmp_path / "lessons" / "latin1.toml"
+    lesson.write_bytes(b'title = "Caf\xe9 lesson"\nscenarios = ["cafe"]\n')
+    advice = "the file is not UTF-8 text: save it as UTF-8"
+    assert S.load_dir(tmp_path) == ([], [f"{scenario}:2: {advice}"])
+    assert S.load_lessons(tmp_path) == ([], [f"{lesson}:1: {advice}"])

@@ -60,3 +60,26 @@ def test_window_without_a_display_says_so_instead_of_aborting(tmp_path):
     assert out.returncode == 1
     assert "no display" in out.stderr and "--screenshot" in out.stderr
     assert "Traceback" not in out.stderr and "Aborted" not in out.stderr
+
+
+def test_a_lesson_that_does_not_load_fails_as_an_unknown_scenario_does(tmp_path):
+    """It exited 0, said nothing and pictured the welcome scenario instead."""
+    lesson = tmp_path / "latin1.toml"
+    lesson.write_bytes(b'title = "Caf\xe9 lesson"\nscenarios = ["t-five"]\n')
+    out = tmp_path / "shot.png"
+    r = _graphscope("--lesson", lesson, "--screenshot", out, timeout=60)
+    assert r.returncode == 1 and not out.exists()
+    assert r.stderr == (f"graphscope: cannot open the lesson: {lesson}:1: "
+                        "the file is not UTF-8 text: save it as UTF-8\n")
+    r = _graphscope("--scenario", "does-not-exist", "--screenshot", out, timeout=60)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and not out.exists()
+
+
+def test_a_lesson_with_an_unknown_id_opens_and_names_it(tmp_path):
+    lesson = tmp_path / "week3.toml"
+    lesson.write_text('title = "Week 3"\nscenarios = ["nope", "welcome"]\n')
+    out = tmp_path / "shot.png"
+    r = _graphscope("--lesson", lesson, "--screenshot", out)
+    assert r.returncode == 0 and out.exists()
+    assert r.stderr == (f"graphscope: the lesson {lesson} names scenarios that were not "
+                        "found: 'nope'; it opened with the other 1\n")

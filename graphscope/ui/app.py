@@ -9,7 +9,10 @@ switched to ``offscreen`` when there is no display), the snippet (or the
 scenario's snippet, its quiz left unrevealed) runs, the cursor goes to the end
 (or step N) and a picture of the whole window is saved, at 1600x1000, or at a
 projector's 1920x1080 with ``--presentation``.
-Exit 0 on success, 1 (message on stderr) when the window could not be produced.
+Exit 0 on success, 1 (message on stderr) when the window could not be produced
+or what it was asked to show could not be opened (``--scenario`` with an unknown
+id; with ``--screenshot``, a ``--lesson`` that did not load: the window opens on
+its problems instead).
 """
 from __future__ import annotations
 
@@ -97,8 +100,15 @@ def main(args=None) -> int:
         # a headless picture of a scenario shows its graph: run the snippet (the quiz
         # stays unrevealed, and hidden output stays hidden)
         run_now = run_now or (handled and bool(screenshot))
+    lesson_failed = _say_lesson_problems(window)
+    if lesson_failed and screenshot:
+        window.controller.shutdown()
+        return 1
     if not file and not handled:
-        sc = _load_scenario(scenario_id or "welcome")
+        # a lesson that did not open leaves its problems on screen (status line,
+        # Scenarios panel), not the welcome scenario run over them
+        sc = (_load_scenario(scenario_id or "welcome")
+              if scenario_id or not lesson_failed else None)
         if sc is None and scenario_id:
             print(f"graphscope: no scenario with id {scenario_id!r}", file=sys.stderr)
             return 1
@@ -114,6 +124,18 @@ def main(args=None) -> int:
     if run_now:
         window.run()
     return app.exec()
+
+
+def _say_lesson_problems(window) -> bool:
+    """What went wrong with ``--lesson``, on stderr in one line, as ``--scenario``
+    with an unknown id says it; True when nothing of the lesson opened (exit 1
+    with ``--screenshot``). A lesson that did not load used to open the welcome
+    scenario, silently and with exit status 0 (teacher's review)."""
+    report = getattr(getattr(window, "classroom", None), "lesson_report", None)
+    message = report.message() if report is not None else ""
+    if message:
+        print(f"graphscope: {message}", file=sys.stderr)
+    return bool(message) and report.failed
 
 
 def _quiet_offscreen_noise() -> None:

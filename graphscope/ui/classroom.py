@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 from graphscope import scenarios as _scn
 from graphscope.ui import clipboard_export
 from graphscope.ui import theme as _theme
-from graphscope.ui.lesson import LessonBar, LessonWalker, resolve_lesson
+from graphscope.ui.lesson import LessonBar, LessonWalker, open_lesson_file
 from graphscope.ui.presentation import PresentationController, ScaleSlider
 from graphscope.ui.quiz import OPTION_KEYS, PICK_LETTERS, QuizPanel, QuizScore
 from graphscope.ui.scenario_browser import ScenarioBrowser
@@ -44,6 +44,7 @@ class Classroom(QObject):
         self.window = window
         self.scenario = None
         self._opening = False     # open_scenario is loading its snippet
+        self.lesson_report = None  # the last lesson opened (lesson.OpenedLesson)
         self.score = QuizScore()
         self.quiz = QuizPanel(score=self.score)
         self.browser = ScenarioBrowser()
@@ -286,13 +287,15 @@ class Classroom(QObject):
         return problems
 
     def open_lesson(self, path) -> list:
-        title, found, problems = resolve_lesson(path, self.browser.scenarios, self.browser.folders)
+        opened = open_lesson_file(path, self.browser.scenarios, self.browser.folders)
+        self.lesson_report = opened      # app.py says what went wrong on stderr too
+        title, found, problems = opened.title, list(opened.scenarios), list(opened.problems)
         if not found:
             # the lesson open stays open (it was replaced by an empty one: review)
             if problems:
                 self.browser.add_scenarios([], problems)
                 self.browser_dock.show()
-            self.window.set_status(f"The lesson {path} has no scenario that loads.", error=True)
+            self.window.set_status(opened.status(), error=True)
             return problems
         if not self.window.confirm_replace():
             return problems   # kept the edited snippet: no lesson over it
@@ -315,6 +318,8 @@ class Classroom(QObject):
             # window was too narrow for both (the Scenarios menu opens it again)
             dock.hide()
             w.resize(width, w.height())
+        if problems:   # over the first scenario's status: which ids were not found
+            self.window.set_status(opened.status(), error=True)
         self._lesson_actions()
         return problems
 

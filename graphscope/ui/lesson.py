@@ -3,10 +3,14 @@
 ``LessonWalker`` is the cursor over the lesson (no widgets), ``LessonBar`` shows
 "3 / 10" with Previous / Next. The keys (N / P and Ctrl+PageDown / Ctrl+PageUp,
 beside the clicker's PageDown / PageUp that step the timeline) are bound by
-``classroom.py`` on the window.
+``classroom.py`` on the window. ``open_lesson_file`` reads a lesson file and
+finds its scenarios (NOTE [a lesson's own folder first]); what went wrong, if
+anything, is its ``OpenedLesson.message()``, which the status line and the
+command's stderr both say.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -42,8 +46,52 @@ def lookup_folders(path, folders=()) -> list:
     return out
 
 
-def resolve_lesson(path, known=(), folders=()) -> tuple:
-    """``(title, scenarios, problems)`` for a lesson file.
+@dataclass(frozen=True)
+class OpenedLesson:
+    """What opening a lesson file came to: ``scenarios`` in the lesson's order,
+    ``problems`` (``file:line: message``, for the Scenarios panel), ``missing``
+    (the ids no scenario has) and ``loaded`` (False: the file itself did not
+    load, so nothing of it opens)."""
+    path: Path
+    title: str
+    scenarios: tuple
+    problems: tuple = ()
+    missing: tuple = ()
+    loaded: bool = True
+
+    @property
+    def failed(self) -> bool:
+        """Nothing of the lesson opens: ``graphscope --lesson`` fails as
+        ``--scenario`` with an unknown id does."""
+        return not self.scenarios
+
+    def message(self) -> str:
+        """One line saying what went wrong ("" when nothing did), a phrase
+        without a full stop: the status line and the command's stderr say it.
+        A lesson that failed quietly opened the welcome scenario instead, and
+        one with unknown ids named them only in a panel that could be closed
+        (teacher's review)."""
+        if not self.loaded:
+            more = len(self.problems) - 1
+            extra = f" (and {more} more problem{'s' * (more != 1)})" if more > 0 else ""
+            return f"cannot open the lesson: {self.problems[0]}{extra}"
+        if not self.missing:
+            return ""
+        ids = ", ".join(f"'{i}'" for i in self.missing)
+        if self.failed:
+            return f"the lesson {self.path} has no scenario that loads: not found: {ids}"
+        n = len(self.scenarios)
+        return (f"the lesson {self.path} names scenarios that were not found: {ids}; "
+                f"it opened with the other {n}")
+
+    def status(self) -> str:
+        """:meth:`message` as the status line's sentence."""
+        m = self.message()
+        return f"{m[:1].upper()}{m[1:]}." if m else ""
+
+
+def open_lesson_file(path, known=(), folders=()) -> OpenedLesson:
+    """The lesson file at ``path`` with its scenarios found.
 
     Ids are looked up in the lesson's own folder and its parent, then in
     ``folders`` (the folders opened), then in ``known`` (scenarios already
@@ -55,9 +103,9 @@ def resolve_lesson(path, known=(), folders=()) -> tuple:
     try:
         lesson = _scn.load_lesson(path)
     except _scn.ScenarioError as e:
-        return path.stem, [], list(e.problems)
+        return OpenedLesson(path, path.stem, (), tuple(e.problems), loaded=False)
     except OSError as e:
-        return path.stem, [], [f"{path}:1: {e.strerror or e}"]
+        return OpenedLesson(path, path.stem, (), (f"{path}:1: {e.strerror or e}",), loaded=False)
     by_id: dict = {}
     wanted = set(lesson.scenario_ids)
 
@@ -73,15 +121,17 @@ def resolve_lesson(path, known=(), folders=()) -> tuple:
     take(known)
     if not wanted <= by_id.keys():
         take(_scn.load_dir(_scn.bundled_dir())[0])
-    problems = []
-    found = []
     line = lesson.lines.get("scenarios", 1)
-    for sid in lesson.scenario_ids:
-        if sid in by_id:
-            found.append(by_id[sid])
-        else:
-            problems.append(f"{path}:{line}: lesson names unknown scenario '{sid}'")
-    return lesson.title, found, problems
+    missing = tuple(dict.fromkeys(i for i in lesson.scenario_ids if i not in by_id))
+    return OpenedLesson(
+        path, lesson.title, tuple(by_id[i] for i in lesson.scenario_ids if i in by_id),
+        tuple(f"{path}:{line}: lesson names unknown scenario '{i}'" for i in missing), missing)
+
+
+def resolve_lesson(path, known=(), folders=()) -> tuple:
+    """``(title, scenarios, problems)``: :func:`open_lesson_file` as a tuple."""
+    opened = open_lesson_file(path, known, folders)
+    return opened.title, list(opened.scenarios), list(opened.problems)
 
 
 class LessonWalker(QObject):
