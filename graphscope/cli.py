@@ -246,11 +246,12 @@ def cmd_trace(args) -> int:
 
 def cmd_scenarios(args) -> int:
     try:
-        from graphscope.scenarios import check_main
+        from graphscope.scenarios import check_main, not_a_folder
     except ImportError as e:
         raise CommandError(f"scenario checking is not available ({e})") from None
-    if args.dir is not None and not Path(args.dir).is_dir():
-        raise CommandError(f"{args.dir}: no such folder")
+    why = not_a_folder(args.dir) if args.dir is not None else None
+    if why:
+        raise CommandError(f"{args.dir}: {why}")
     return int(check_main(args.dir, run_snippets=not args.no_run, plain=args.plain,
                           jobs=max(1, args.jobs)) or 0)
 
@@ -261,8 +262,11 @@ def cmd_app(args) -> int:
         if not p.is_file():
             raise CommandError(f"{args.file}: no such file" if not p.exists()
                                else f"{args.file}: not a file")
-    if args.scenarios is not None and not Path(args.scenarios).is_dir():
-        raise CommandError(f"{args.scenarios}: no such folder")
+    if args.scenarios is not None:
+        from graphscope.scenarios import not_a_folder
+        why = not_a_folder(args.scenarios)
+        if why:
+            raise CommandError(f"{args.scenarios}: {why}")
     if args.lesson is not None and not Path(args.lesson).is_file():
         raise CommandError(f"{args.lesson}: " + ("is a folder, not a lesson file"
                                                   if Path(args.lesson).is_dir() else "no such file"))

@@ -197,7 +197,16 @@ def _read_toml(path: Path):
     except tomllib.TOMLDecodeError as e:
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
         raise ScenarioError([f"{path}:{_toml_error_line(e)}: bad TOML: {msg}"])
+    if not data:
+        # one line, not every required field missing (eleven for a scenario)
+        raise ScenarioError([f"{path}:1: " + ("the file holds only comments, no fields"
+                                              if text.strip() else "the file is empty")])
     return data, _key_lines(text)
+
+
+def looks_like_lesson(data: dict) -> bool:
+    """A lesson's ``scenarios = [...]`` and no scenario's ``snippet``."""
+    return isinstance(data.get("scenarios"), list) and "snippet" not in data
 
 
 # ---------------------------------------------------------------- scenarios
@@ -206,6 +215,14 @@ def load_file(path) -> Scenario:
     """One scenario file; raises :class:`ScenarioError` listing every fault found."""
     path = Path(path)
     data, lines = _read_toml(path)
+    if looks_like_lesson(data):
+        # a lesson in a folder of scenarios (`--scenarios DIR/lessons`): one line
+        # saying what it is, not ten missing fields and an unknown 'scenarios'
+        where = (f", and {path.parent.parent}, the folder above lessons/, with --scenarios"
+                 if path.parent.name == "lessons"
+                 else "; lessons go in a lessons/ folder beside the scenarios")
+        raise ScenarioError([f"{path}:1: a lesson file, not a scenario: open it with "
+                             f"--lesson (Scenarios \u203a Open lesson\u2026){where}"])
     problems: list = []
 
     def bad(key: str, message: str):
@@ -600,18 +617,67 @@ def shadow_warnings(scenarios, directory) -> list:
             f"use this file instead" for s in scenarios if s.id in bundled]
 
 
+def not_a_folder(path) -> Optional[str]:
+    """Why ``path`` is not a folder of scenarios to check (a phrase for
+    ``f"{path}: {reason}"``), or None when it is a folder. A file is called a
+    file, and a lesson file is pointed at ``--lesson`` and at the folder
+    ``scenarios check`` reads its lessons from: "no such folder" sent a teacher
+    looking for a typo (teacher's review)."""
+    p = Path(path)
+    if p.is_dir():
+        return None
+    if not p.exists():
+        return "no such folder"
+    if p.suffix.lower() != ".toml":
+        return "is a file, not a folder of scenarios"
+    try:
+        data, _ = _read_toml(p)
+    except ScenarioError:
+        data = {}
+    if not looks_like_lesson(data):
+        return (f"is a file, not a folder: check the folder it is in "
+                f"('graphscope scenarios check {p.parent}')")
+    # `scenarios check DIR` reads the lessons in DIR/lessons/
+    check = (f", or check it with its scenarios ('graphscope scenarios check {p.parent.parent}')"
+             if p.parent.name == "lessons" else "")
+    return f"is a lesson file, not a folder: open it with 'graphscope --lesson {p}'{check}"
+
+
+def _no_scenario_files(directory: Path) -> str:
+    """The line for a folder with no scenario file directly in it (an empty
+    folder said "0 scenario file(s)... 0 problem(s)" and passed)."""
+    subs = sorted({f.parent.relative_to(directory) for f in directory.glob("*/**/*.toml")
+                   if f.is_file()})
+    msg = f"{directory}: no scenario files in this folder (a scenario is a .toml file directly in it)"
+    others = [d for d in subs if d.parts[0] != "lessons"]
+    if others:
+        msg += (f"; sub-folders with .toml files: {', '.join(map(str, others))} (check one with "
+                f"'graphscope scenarios check {directory / others[0]}')")
+    elif subs:
+        msg += "; only its lessons/ sub-folder has .toml files"
+    return msg
+
+
 def check_main(directory=None, *, run_snippets: bool = True, plain: bool = False,
                jobs: int = 2, out=None) -> int:
     """``graphscope scenarios check [DIR]``: print ``file:line: problem`` lines, then
-    warnings, and a summary; 0 when everything is sound (warnings or not), 1 otherwise."""
+    warnings, and a summary; 0 when everything is sound (warnings or not), 1 otherwise
+    (a folder with no scenario file in it included)."""
     out = out or sys.stdout
     directory = Path(directory) if directory else bundled_dir()
+    why = not_a_folder(directory)
+    if why:
+        print(f"{directory}: {why}", file=out)
+        return 1
     runner = run_plain if plain else None
     scenarios, problems = check(directory, run=runner, verify_snippets=run_snippets, jobs=jobs)
     warnings = shadow_warnings(scenarios, directory)
     for p in problems + warnings:
         print(p, file=out)
-    files = len(_scenario_files(directory)) if directory.is_dir() else 0
+    files = len(_scenario_files(directory))
+    if not files:
+        print(_no_scenario_files(directory), file=out)
+        return 1
     verb = "checked and ran" if run_snippets else "checked"
     warned = f", {len(warnings)} warning(s)" if warnings else ""
     print(f"{verb} {files} scenario file(s) in {directory}: {len(scenarios)} loaded, "

@@ -323,3 +323,23 @@ def test_export_names_the_script_as_python_does(tmp_path):
     assert d["stdout"] == plain.stdout
     assert plain.stdout.startswith(str(tmp_path / "names.py") + " names.py")
     assert d["stderr"] == plain.stderr
+
+
+def test_scenarios_check_of_a_file_says_it_is_a_file(tmp_path, capsys):
+    """It said "no such folder" of a file that was there."""
+    (tmp_path / "lessons").mkdir()
+    lesson = tmp_path / "lessons" / "week3.toml"
+    lesson.write_text('title = "Week 3"\nscenarios = ["welcome"]\n')
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text('id = "mine"\n')
+    assert cli.main(["scenarios", "check", str(lesson)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"graphscope: {lesson}: is a lesson file, not a folder: open it with "
+        f"'graphscope --lesson {lesson}', or check it with its scenarios "
+        f"('graphscope scenarios check {tmp_path}')")
+    assert cli.main(["scenarios", "check", str(scenario)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"graphscope: {scenario}: is a file, not a folder: check the folder it is in "
+        f"('graphscope scenarios check {tmp_path}')")
+    assert cli.main(["--scenarios", str(lesson)]) == 2
+    assert "is a lesson file, not a folder" in _one_line(capsys.readouterr().err)

@@ -374,3 +374,42 @@ def test_a_file_that_is_not_utf8_is_told_to_be_saved_as_utf8(tmp_path):
     advice = "the file is not UTF-8 text: save it as UTF-8"
     assert S.load_dir(tmp_path) == ([], [f"{scenario}:2: {advice}"])
     assert S.load_lessons(tmp_path) == ([], [f"{lesson}:1: {advice}"])
+
+
+def test_a_folder_with_no_scenario_file_in_it_fails_and_says_so(tmp_path, capsys):
+    """It said "checked 0 scenario file(s)... 0 problem(s)" and passed."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert S.check_main(empty, run_snippets=False) == 1
+    assert capsys.readouterr().out == (f"{empty}: no scenario files in this folder "
+                                       "(a scenario is a .toml file directly in it)\n")
+    nested = tmp_path / "nested"
+    (nested / "week1").mkdir(parents=True)
+    write(nested / "week1", "a.toml", GOOD.format(id="a"))
+    assert S.check_main(nested, run_snippets=False) == 1
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{nested}: no scenario files in this folder")
+    assert line.endswith(f"sub-folders with .toml files: week1 (check one with "
+                         f"'graphscope scenarios check {nested / 'week1'}')")
+
+
+def test_a_lesson_among_scenarios_is_one_line_saying_what_it_is(tmp_path):
+    """`--scenarios DIR/lessons` gave eleven lines of missing and unknown fields."""
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    week3 = write(lessons, "week3.toml", 'title = "Week 3"\nscenarios = ["a"]\n')
+    assert S.load_dir(lessons) == ([], [
+        f"{week3}:1: a lesson file, not a scenario: open it with --lesson (Scenarios \u203a "
+        f"Open lesson\u2026), and {tmp_path}, the folder above lessons/, with --scenarios"])
+
+
+def test_an_empty_file_is_called_empty(tmp_path):
+    """Eleven missing-field lines for a scenario, two for a lesson."""
+    (tmp_path / "lessons").mkdir()
+    empty = write(tmp_path, "empty.toml", "\n  \n")
+    comments = write(tmp_path, "comments.toml", "# to do: write the question\n")
+    lesson = write(tmp_path / "lessons", "l.toml", "")
+    assert S.load_dir(tmp_path) == ([], [
+        f"{comments}:1: the file holds only comments, no fields",
+        f"{empty}:1: the file is empty"])
+    assert S.load_lessons(tmp_path) == ([], [f"{lesson}:1: the file is empty"])
