@@ -493,3 +493,31 @@ def test_a_lesson_in_presentation_mode_fits_a_1280_px_projector_at_150_percent(
     c.presentation.set_scale(1.0)
     c.presentation.set_active(False)              # the desk's own size: the words again
     assert c.lesson_bar.prev_button.text() == "\u25C0 Prev (P)"
+
+
+def test_reload_reads_a_changed_folder_and_lesson_again(window, folder, qtbot):
+    """Re-opening a folder kept an edited scenario's old copy in the lesson, a fixed
+    file's old problem, and listed each problem once more; there was no Reload
+    (teacher review)."""
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    c.next_scenario()
+    assert c.scenario.id == "one" and c.walker.index == 1
+    (folder / "broken.toml").write_text('id = "broken"\n')
+    c.add_folder(folder)                                   # opened again
+    assert len(c.browser.folders) == 1
+    n = len(c.browser.problems)
+    assert n >= 1
+    c.add_folder(folder)
+    assert len(c.browser.problems) == n                    # not listed twice
+    text = (folder / "one.toml").read_text().replace("What does this print?",
+                                                      "What does this print now?")
+    (folder / "one.toml").write_text(text)
+    (folder / "broken.toml").unlink()
+    c.reload_action.trigger()
+    assert c.walker.index == 1 and c.scenario.id == "one"   # where the lesson was
+    assert "print now?" in c.quiz.question_label.text()
+    assert c.browser.find("one").question.endswith("now?")
+    assert c.browser.problems == []                          # fixed: its problem gone
+    assert "Reloaded" in window.status_text()

@@ -45,6 +45,7 @@ class Classroom(QObject):
         self.scenario = None
         self._opening = False     # open_scenario is loading its snippet
         self.lesson_report = None  # the last lesson opened (lesson.OpenedLesson)
+        self.lesson_path = None    # ... and the file of the lesson walked now (reload)
         self.score = QuizScore()
         self.quiz = QuizPanel(score=self.score)
         self.browser = ScenarioBrowser()
@@ -107,6 +108,8 @@ class Classroom(QObject):
         self.browse_action.setShortcut(QKeySequence("Ctrl+Shift+B"))
         self.open_folder_action = A("Open scenario &folder…", self.open_folder_dialog)
         self.open_lesson_action = A("Open &lesson…", self.open_lesson_dialog)
+        self.reload_action = A("Re&load scenarios and lesson", self.reload, ["Ctrl+Shift+R"],
+                               "Read the scenario folders and the lesson again (Ctrl+Shift+R)")
         self.next_action = A("&Next scenario", self.next_scenario, ["N", "Ctrl+PgDown"],
                              "Next scenario in the lesson (N, Ctrl+PageDown)")
         self.prev_action = A("&Previous scenario", self.previous_scenario, ["P", "Ctrl+PgUp"],
@@ -151,7 +154,8 @@ class Classroom(QObject):
         mb = w.menuBar()
         sm = mb.addMenu("S&cenarios")
         self.scenarios_menu = sm
-        for a in (self.browse_action, self.open_folder_action, self.open_lesson_action):
+        for a in (self.browse_action, self.open_folder_action, self.open_lesson_action,
+                  self.reload_action):
             sm.addAction(a)
         sm.addSeparator()
         for a in (self.prev_action, self.next_action):
@@ -286,14 +290,15 @@ class Classroom(QObject):
         self.window.set_status(msg + ".", error=bool(problems))
         return problems
 
-    def open_lesson(self, path) -> list:
+    def open_lesson(self, path, index: int = 0) -> list:
+        """The lesson file at ``path``, at its ``index``-th scenario; returns its problems."""
         opened = open_lesson_file(path, self.browser.scenarios, self.browser.folders)
         self.lesson_report = opened      # app.py says what went wrong on stderr too
         title, found, problems = opened.title, list(opened.scenarios), list(opened.problems)
         if not found:
             # the lesson open stays open (it was replaced by an empty one: review)
             if problems:
-                self.browser.add_scenarios([], problems)
+                self.browser.add_scenarios([], problems, source=f"lesson {path}")
                 self.browser_dock.show()
             self.window.set_status(opened.status(), error=True)
             return problems
@@ -302,13 +307,14 @@ class Classroom(QObject):
         self.walker.title = title
         self.walker.scenarios = found
         self.walker.index = 0
+        self.browser.add_scenarios([], problems, source=f"lesson {path}")   # (none now: gone)
         if problems:
-            self.browser.add_scenarios([], problems)
             self.browser_dock.show()
+        self.lesson_path = Path(path)
         self.lesson_bar.setVisible(True)
         w = self.window
         width = w.width()
-        self.walker.start()
+        self.walker.start(index)
         dock = self.browser_dock
         if not problems and dock.isVisible() and not dock.isFloating() and \
                 w.main_split.minimumSizeHint().width() + dock.minimumSizeHint().width() > width:
@@ -457,8 +463,32 @@ class Classroom(QObject):
         if d:
             self.add_folder(d)
 
+    def reload(self):
+        """Scenarios › Reload: the folders opened and the lesson read again, and the
+        scenario on screen from its file as it is now (a teacher editing a
+        scenario during a lecture had to restart the app: teacher review)."""
+        problems = self.browser.reload()
+        current = self.scenario.id if self.scenario is not None else None
+        if self.lesson_path is not None:
+            index = self.walker.index
+            problems += self.open_lesson(self.lesson_path, index)   # opens its scenario
+        elif current is not None:
+            fresh = self.browser.find(current) or _scn.find(current, self._folders())
+            if fresh is not None:
+                self.open_scenario(fresh)
+        n, k = len(self.browser.scenarios), len(self.browser.folders)
+        msg = f"Reloaded: {n} scenarios, {k} folder{'s' * (k != 1)}"
+        if self.lesson_path is not None:
+            msg += f" and the lesson {self.lesson_path.name}"
+        if problems:
+            msg += f"; {len(problems)} problem{'s' * (len(problems) != 1)} (see the Scenarios panel)"
+        self.window.set_status(msg + ".", error=bool(problems))
+
     def open_lesson_dialog(self):
-        start = str(_scn.bundled_dir() / "lessons")
+        # beside the teacher's own scenarios when a folder is open, else the bundled ones
+        folders = [f / "lessons" for f in reversed(self.browser.folders)] + [
+            *reversed(self.browser.folders), _scn.bundled_dir() / "lessons"]
+        start = str(next((f for f in folders if f.is_dir()), _scn.bundled_dir()))
         f, _ = QFileDialog.getOpenFileName(self.window, "Open a lesson", start, "Lesson (*.toml)")
         if f:
             self.open_lesson(f)

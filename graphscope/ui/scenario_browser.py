@@ -87,6 +87,13 @@ class ScenarioBrowser(QWidget):
         self.scenarios: list = []
         self.problems: list[str] = []
         self.folders: list[Path] = []
+        # NOTE [sources]: where each scenario and problem came from (the bundled
+        # list, each folder opened, a lesson's problems), in the order they came.
+        # The lists above are made from them, so a folder opened again (or
+        # reloaded) replaces what it gave before: re-opened, an edited file kept
+        # its old copy, a fixed file its old problem, and each problem was listed
+        # once more (teacher review).
+        self._sources: dict = {}
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         self.search = QLineEdit(placeholderText="Search scenarios\u2026", objectName="ScenarioSearch")
@@ -135,29 +142,52 @@ class ScenarioBrowser(QWidget):
 
     # -- content --------------------------------------------------------------
     def set_scenarios(self, scenarios, problems=()):
-        """Replace the list (the bundled scenarios, say)."""
-        self.scenarios = list(scenarios)
-        self.problems = [str(p) for p in problems]
-        self._rebuild()
+        """Replace the list (the bundled scenarios, say), and every source."""
+        self._sources = {}
+        self.folders = []
+        self.add_scenarios(scenarios, problems, source="base")
 
-    def add_scenarios(self, scenarios, problems=()):
-        """Add scenarios; one with an id already listed replaces the older one."""
-        new = {s.id: s for s in scenarios}
-        self.scenarios = [s for s in self.scenarios if s.id not in new] + list(scenarios)
-        self.problems += [str(p) for p in problems]
-        self._rebuild()
+    def add_scenarios(self, scenarios, problems=(), source=None):
+        """Add scenarios; one with an id already listed replaces the older one.
+        ``source``: what they came from; the same source again replaces what it
+        gave before, in its place (NOTE [sources])."""
+        key = source if source is not None else f"added {len(self._sources)}"
+        self._sources[key] = (list(scenarios), [str(p) for p in problems])
+        self._merge()
 
     def add_folder(self, path) -> tuple:
         """Load a teacher's folder (``scenarios.load_dir``): good files are added,
-        broken ones listed with ``file:line: problem``. Returns (scenarios, problems)."""
+        broken ones listed with ``file:line: problem``; a folder opened before is
+        read again (NOTE [sources]). Returns (scenarios, problems)."""
         path = Path(path)
         try:
             found, problems = _scn.load_dir(path)
         except Exception as e:   # a loader bug must not take the window down
             found, problems = [], [f"{path}:1: could not read the folder: {e}"]
-        self.folders.append(path)
-        self.add_scenarios(found, problems)
+        key = f"folder {path.resolve()}"
+        if key not in self._sources:
+            self.folders.append(path)
+        self.add_scenarios(found, problems, source=key)
         return found, problems
+
+    def reload(self) -> list:
+        """Every folder opened, read again; returns the problems they have now."""
+        problems = []
+        for folder in list(self.folders):
+            problems += self.add_folder(folder)[1]
+        return problems
+
+    def _merge(self) -> None:
+        by_id: dict = {}
+        problems: list[str] = []
+        for found, probs in self._sources.values():
+            for s in found:
+                by_id.pop(s.id, None)      # a later source's scenario wins, listed last
+                by_id[s.id] = s
+            problems += [p for p in probs if p not in problems]
+        self.scenarios = list(by_id.values())
+        self.problems = problems
+        self._rebuild()
 
     def find(self, scenario_id: str):
         return next((s for s in self.scenarios if s.id == scenario_id), None)
