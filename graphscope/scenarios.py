@@ -139,12 +139,22 @@ def _key_lines(text: str) -> dict:
     """Line of each top-level key (and of ``[expect]``/``[[options]]`` tables).
 
     tomllib gives no positions, so keys are found by a line scan: good enough
-    to point a teacher at the right line, and never used for the values.
+    to point a teacher at the right line, and never used for the values. Lines
+    inside a multi-line string (a snippet) are skipped: a snippet line
+    ``[int(v) for v in xs]`` read as a table header sent every problem after it
+    to line 1 (teacher review). A dotted key (``expect.stdout = ...``) also
+    gives its table's line. ``lines[UNCLOSED]``: where a multi-line string that
+    never ends began.
     """
     lines: dict = {}
     table = None
     key_re = re.compile(r'^\s*("?)([A-Za-z0-9_.-]+)\1\s*=')
+    open_quote, opened_at = None, 0
     for n, raw in enumerate(text.splitlines(), 1):
+        if open_quote is not None:
+            if raw.count(open_quote) % 2:
+                open_quote = None        # the string ends on this line
+            continue
         s = raw.strip()
         if s.startswith("[["):
             name = s.strip("[] ")
@@ -155,15 +165,27 @@ def _key_lines(text: str) -> dict:
             table = s.strip("[] ")
             lines.setdefault(table, n)
             continue
+        for q in (_LITERAL3, _BASIC3):
+            if raw.count(q) % 2:         # a multi-line string begins here
+                open_quote, opened_at = q, n
+                break
         m = key_re.match(raw)
         if not m:
             continue
         key = m.group(2)
         if table is None:
             lines.setdefault(key, n)
+            if "." in key:
+                lines.setdefault(key.split(".", 1)[0], n)
         else:
             lines.setdefault(f"{table}.{key}", n)
+    if open_quote is not None:
+        lines[UNCLOSED] = opened_at
     return lines
+
+
+UNCLOSED = " unclosed"    # a key no TOML file can have
+_LITERAL3, _BASIC3 = "'" * 3, '"' * 3
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int:
@@ -196,7 +218,12 @@ def _read_toml(path: Path):
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        raise ScenarioError([f"{path}:{_toml_error_line(e)}: bad TOML: {msg}"])
+        line = _toml_error_line(e)
+        unclosed = _key_lines(text).get(UNCLOSED)
+        if unclosed is not None and "end of document" in str(e):
+            # a snippet's closing quotes forgotten: where it began, not line 1
+            line, msg = unclosed, f"a multi-line string begins here and never ends ({msg})"
+        raise ScenarioError([f"{path}:{line}: bad TOML: {msg}"])
     if not data:
         # one line, not every required field missing (eleven for a scenario)
         raise ScenarioError([f"{path}:1: " + ("the file holds only comments, no fields"

@@ -413,3 +413,20 @@ def test_an_empty_file_is_called_empty(tmp_path):
         f"{comments}:1: the file holds only comments, no fields",
         f"{empty}:1: the file is empty"])
     assert S.load_lessons(tmp_path) == ([], [f"{lesson}:1: the file is empty"])
+
+
+def test_problem_lines_skip_snippet_lines_and_find_dotted_keys_and_unclosed_strings(tmp_path):
+    """A snippet line "[int(v) ** 2 for v in xs]" was read as a table header and the
+    next problem went to line 1; so did a dotted ``expect.stdout = ...`` and a
+    snippet whose closing quotes were forgotten (teacher review)."""
+    q3 = "'" * 3
+    text = (f'snippet = {q3}\nys = (\n  [int(v) ** 2 for v in xs]\n)\n{q3}\n'
+            'expect = { stdout = "x" }\n')
+    lines = S._key_lines(text)
+    assert lines["expect"] == 6 and "int(v) ** 2 for v in xs" not in lines
+    assert S._key_lines('id = "a"\nexpect.stdout = "1\\n"\n')["expect"] == 2
+    bad = tmp_path / "unclosed.toml"
+    bad.write_text(f'id = "u"\ntitle = "t"\nsnippet = {q3}\nimport torch\nprint(1)\n')
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(bad)
+    assert f"{bad}:3: bad TOML: a multi-line string begins here" in str(e.value.problems[0])
