@@ -213,7 +213,8 @@ def test_cancel_leaves_the_lesson_where_it_was(window, folder, qtbot):
     focus(qtbot, window)
     for _ in range(2):
         qtbot.keyClick(window.canvas, Qt.Key_N)
-    assert c.lesson_bar.progress_label.text() == "1 / 3" and c.walker.index == 0
+    # (still outside the lesson: the bar says so, the lesson is where it was)
+    assert c.lesson_bar.progress_label.text() == "\u2013 / 3" and c.walker.index == 0
     assert "# mine" in window.editor.toPlainText()
 
 
@@ -235,7 +236,10 @@ def test_n_and_p_where_the_lesson_cannot_move_keep_unsaved_edits(window, folder,
     c.next_scenario()                                 # (the menu's item, were it enabled)
     assert asked == [] and "No lesson is open" in window.status_text()
     c.open_lesson(str(folder / "lessons" / "l.toml"))     # (asks, and gives "# mine" up)
-    assert c.scenario.id == "two" and c.next_action.isEnabled() and not c.prev_action.isEnabled()
+    # (at an end the key still answers, with what it cannot do: N at the last one did
+    # nothing, disabled; teacher review) the bar's button greys out there
+    assert c.scenario.id == "two" and c.next_action.isEnabled() and c.prev_action.isEnabled()
+    assert not c.lesson_bar.prev_button.isEnabled()
     asked.clear()
     window.ask_unsaved = lambda *a: asked.append(a) or "cancel"
     window.editor.insertPlainText("# mine again\n")
@@ -244,7 +248,7 @@ def test_n_and_p_where_the_lesson_cannot_move_keep_unsaved_edits(window, folder,
     window.ask_unsaved = lambda *a: asked.append(a) or "discard"
     qtbot.mouseClick(c.lesson_bar.next_button, Qt.LeftButton)
     c.next_scenario()
-    assert c.scenario.id == "three" and not c.next_action.isEnabled()
+    assert c.scenario.id == "three" and not c.lesson_bar.next_button.isEnabled()
     window.editor.insertPlainText("# at the end\n")
     n = len(asked)
     c.next_scenario()                                  # the last one: nothing to ask
@@ -255,7 +259,7 @@ def test_n_and_p_where_the_lesson_cannot_move_keep_unsaved_edits(window, folder,
     window.ask_unsaved = lambda *a: "discard"
     c.open_lesson(str(folder / "lessons" / "l.toml"))
     assert c.open_scenario("three") and c.lesson_bar.progress_label.text() == "3 / 3"
-    assert c.prev_action.isEnabled() and not c.next_action.isEnabled()
+    assert c.lesson_bar.prev_button.isEnabled() and not c.lesson_bar.next_button.isEnabled()
     c.next_scenario()                                  # (state kept for the last check)
     bad = folder / "lessons" / "bad.toml"
     bad.write_text('title = "Bad"\nscenarios = ["nope"]\n')
@@ -521,3 +525,18 @@ def test_reload_reads_a_changed_folder_and_lesson_again(window, folder, qtbot):
     assert c.browser.find("one").question.endswith("now?")
     assert c.browser.problems == []                          # fixed: its problem gone
     assert "Reloaded" in window.status_text()
+
+
+def test_a_scenario_from_outside_the_lesson_is_not_counted_as_the_lessons(window, folder, qtbot):
+    """Opened from the browser, a scenario not in the lesson showed "1 / 3" (teacher
+    review); Next goes on from where the lesson was."""
+    (folder / "extra.toml").write_text(SCENARIO.format(id="extra", title="Extra"))
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    assert c.lesson_bar.progress_label.text() == "1 / 3"
+    assert c.open_scenario("extra")
+    assert c.lesson_bar.progress_label.text() == "\u2013 / 3"
+    assert "Next goes on from 1" in c.lesson_bar.progress_label.toolTip()
+    c.next_scenario()
+    assert c.scenario.id == "one" and c.lesson_bar.progress_label.text() == "2 / 3"

@@ -233,10 +233,12 @@ class Classroom(QObject):
             QTimer.singleShot(0, self.size_docks)   # again once the window is laid out
         w.show_side_tab(self.quiz_dock)
         self._fill_static_request(scenario)
-        if scenario in self.walker.scenarios and self.walker.current is not scenario:
-            self.walker.index = self.walker.scenarios.index(scenario)
-            self.lesson_bar.refresh()
+        walker = self.walker
+        if scenario in walker.scenarios and walker.current is not scenario:
+            walker.index = walker.scenarios.index(scenario)
             self._lesson_actions()   # (opened from the browser: code review)
+        walker.away = bool(walker.scenarios) and scenario not in walker.scenarios
+        self.lesson_bar.refresh()
         self._update_quiz_actions()
         # The keys the status line names (A-D, R, H, N, P) are window-wide actions, and a
         # focused editor keeps its letters: left there, "D" then "R" typed "dr" into the
@@ -356,9 +358,12 @@ class Classroom(QObject):
         self._lesson_actions()
 
     def _lesson_actions(self) -> None:
-        """Next / Previous scenario are enabled where the lesson can move."""
-        self.next_action.setEnabled(self.walker.can_next())
-        self.prev_action.setEnabled(self.walker.can_previous())
+        """Next / Previous scenario work while a lesson is open: at its ends they say
+        so (disabled there, N on the last scenario did nothing: teacher review);
+        the lesson bar's buttons grey out where the lesson cannot move."""
+        has = bool(self.walker.scenarios)
+        self.next_action.setEnabled(has)
+        self.prev_action.setEnabled(has)
 
     def _on_snippet_loaded(self):
         """A snippet that is not the scenario's (a file, New): the quiz is left.

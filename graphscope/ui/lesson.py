@@ -144,6 +144,9 @@ class LessonWalker(QObject):
         self.title = title
         self.scenarios = list(scenarios)
         self.index = 0
+        # the scenario on screen is not the lesson's (opened from the browser): the
+        # bar said "3 / 7" over it (teacher review); Next and Previous go on from index
+        self.away = False
 
     def start(self, index: int = 0):
         if self.scenarios:
@@ -177,6 +180,8 @@ class LessonWalker(QObject):
     def progress_text(self) -> str:
         if not self.scenarios:
             return "0 / 0"
+        if self.away:   # a scenario from outside the lesson is on screen
+            return f"\u2013 / {len(self.scenarios)}"
         return f"{self.index + 1} / {len(self.scenarios)}"
 
 
@@ -223,6 +228,9 @@ class LessonBar(QWidget):
         w = self.walker
         self.title_label.setText(w.title)
         self.progress_label.setText(w.progress_text())
+        self.progress_label.setToolTip(
+            f"The scenario on screen is not in the lesson; Next goes on from {w.index + 1}"
+            if w.away and w.scenarios else "")
         self.prev_button.setEnabled(w.can_previous())
         self.next_button.setEnabled(w.can_next())
 
