@@ -540,3 +540,12 @@ def test_a_scenario_from_outside_the_lesson_is_not_counted_as_the_lessons(window
     assert "Next goes on from 1" in c.lesson_bar.progress_label.toolTip()
     c.next_scenario()
     assert c.scenario.id == "one" and c.lesson_bar.progress_label.text() == "2 / 3"
+
+
+def test_a_lessons_description_is_the_tooltip_of_its_title(window, folder, qtbot):
+    """The documented `description` was shown nowhere (teacher review)."""
+    (folder / "lessons" / "d.toml").write_text(
+        'title = "Week 3"\ndescription = "Accumulation and zero_grad."\nscenarios = ["one"]\n')
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "d.toml")))
+    assert c.lesson_bar.title_label.toolTip() == "Accumulation and zero_grad."

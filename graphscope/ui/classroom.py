@@ -307,6 +307,7 @@ class Classroom(QObject):
         if not self.window.confirm_replace():
             return problems   # kept the edited snippet: no lesson over it
         self.walker.title = title
+        self.walker.description = opened.description
         self.walker.scenarios = found
         self.walker.index = 0
         self.browser.add_scenarios([], problems, source=f"lesson {path}")   # (none now: gone)

@@ -58,6 +58,7 @@ class OpenedLesson:
     problems: tuple = ()
     missing: tuple = ()
     loaded: bool = True
+    description: str = ""    # the lesson's own words about itself (the bar's tooltip)
 
     @property
     def failed(self) -> bool:
@@ -125,7 +126,8 @@ def open_lesson_file(path, known=(), folders=()) -> OpenedLesson:
     missing = tuple(dict.fromkeys(i for i in lesson.scenario_ids if i not in by_id))
     return OpenedLesson(
         path, lesson.title, tuple(by_id[i] for i in lesson.scenario_ids if i in by_id),
-        tuple(f"{path}:{line}: lesson names unknown scenario '{i}'" for i in missing), missing)
+        tuple(f"{path}:{line}: lesson names unknown scenario '{i}'" for i in missing), missing,
+        description=lesson.description)
 
 
 def resolve_lesson(path, known=(), folders=()) -> tuple:
@@ -144,6 +146,7 @@ class LessonWalker(QObject):
         self.title = title
         self.scenarios = list(scenarios)
         self.index = 0
+        self.description = ""     # documented in scenarios/README.md, shown nowhere before
         # the scenario on screen is not the lesson's (opened from the browser): the
         # bar said "3 / 7" over it (teacher review); Next and Previous go on from index
         self.away = False
@@ -227,6 +230,7 @@ class LessonBar(QWidget):
     def refresh(self, *_):
         w = self.walker
         self.title_label.setText(w.title)
+        self.title_label.setToolTip(w.description)
         self.progress_label.setText(w.progress_text())
         self.progress_label.setToolTip(
             f"The scenario on screen is not in the lesson; Next goes on from {w.index + 1}"
