@@ -609,8 +609,9 @@ def verify(scenario: Scenario, run: Optional[Callable] = None) -> list:
 # ---------------------------------------------------------------- the command
 
 def check(directory=None, run: Optional[Callable] = None, verify_snippets: bool = True,
-          jobs: int = 2) -> tuple:
-    """``(scenarios, problems)`` after validating and (optionally) running everything."""
+          jobs: int = 2, progress: Optional[Callable] = None) -> tuple:
+    """``(scenarios, problems)`` after validating and (optionally) running everything;
+    ``progress(done, total)`` after each snippet ran."""
     directory = Path(directory) if directory else bundled_dir()
     scenarios, problems = load_dir(directory)
     lessons, lesson_problems = load_lessons(directory)
@@ -626,8 +627,10 @@ def check(directory=None, run: Optional[Callable] = None, verify_snippets: bool 
         # Each snippet is its own process; two at a time matches the small machines
         # classrooms use and keeps a check of the bundled set to well under a minute.
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for found in pool.map(lambda s: verify(s, run), scenarios):
+            for done, found in enumerate(pool.map(lambda s: verify(s, run), scenarios), 1):
                 problems += found
+                if progress is not None:
+                    progress(done, len(scenarios))
     return scenarios, problems
 
 
@@ -697,7 +700,15 @@ def check_main(directory=None, *, run_snippets: bool = True, plain: bool = False
         print(f"{directory}: {why}", file=out)
         return 1
     runner = run_plain if plain else None
-    scenarios, problems = check(directory, run=runner, verify_snippets=run_snippets, jobs=jobs)
+    progress = None
+    if sys.stderr.isatty():
+        # a folder of slow snippets printed nothing for a minute (teacher review); on
+        # a terminal only, so a log or a test reads the lines it always did
+        def progress(done, total):
+            print(f"\rran {done} of {total} snippets", end="\n" if done == total else "",
+                  file=sys.stderr, flush=True)
+    scenarios, problems = check(directory, run=runner, verify_snippets=run_snippets, jobs=jobs,
+                                progress=progress)
     warnings = shadow_warnings(scenarios, directory)
     for p in problems + warnings:
         print(p, file=out)

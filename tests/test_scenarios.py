@@ -430,3 +430,16 @@ def test_problem_lines_skip_snippet_lines_and_find_dotted_keys_and_unclosed_stri
     with pytest.raises(S.ScenarioError) as e:
         S.load_file(bad)
     assert f"{bad}:3: bad TOML: a multi-line string begins here" in str(e.value.problems[0])
+
+
+def test_check_reports_progress_after_each_snippet(tmp_path):
+    """A folder of slow snippets printed nothing until all had run (teacher review)."""
+    d = tmp_path / "two"
+    d.mkdir()
+    for sid in ("a", "b"):
+        src = (S.bundled_dir() / "welcome.toml").read_text().replace('id = "welcome"', f'id = "{sid}"')
+        (d / f"{sid}.toml").write_text(src)
+    seen = []
+    S.check(d, run=lambda src, name: S.run_plain(src, name), jobs=1,
+            progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 2), (2, 2)]
