@@ -1368,3 +1368,13 @@ def test_page_keys_in_the_editor_scroll_the_code_not_the_timeline(qtbot, window)
     qtbot.keyClick(w.editor, Qt.Key_PageUp)
     assert w.cursor() == at
     assert w.editor.textCursor().blockNumber() < line
+
+
+def test_a_file_with_a_coding_line_is_refused_with_the_reason(qtbot, window, tmp_path):
+    """"not UTF-8 text" for a latin-1 file python runs: the message did not say why
+    (student review)."""
+    f = tmp_path / "old.py"
+    f.write_bytes("# -*- coding: latin-1 -*-\nprint('caf\xe9')\n".encode("latin-1"))
+    assert not window.open_file(f)
+    title, text = window.last_message
+    assert "declares its own encoding (latin-1)" in text and "UTF-8" in text

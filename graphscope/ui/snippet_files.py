@@ -6,6 +6,7 @@ replaced. A mixin of ``MainWindow``: it uses the window's ``editor``,
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -16,6 +17,18 @@ from graphscope.snippet_source import UnreadableSnippet, read_bytes
 
 MAX_RECENT = 8
 NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _declared_coding(data: bytes) -> Optional[str]:
+    """The encoding a PEP 263 line in the first two lines declares, if any."""
+    for line in data.splitlines()[:2]:
+        m = _CODING.match(line)
+        if m:
+            return m.group(1).decode("ascii", "replace")
+    return None
 
 
 class SnippetFiles:
@@ -47,6 +60,13 @@ class SnippetFiles:
         except UnicodeDecodeError as e:
             problem = (f"{p.name} is not UTF-8 text (byte {e.start} cannot be read). "
                        "Save it as UTF-8 and open it again.")
+            declared = _declared_coding(e.object)
+            if declared:
+                # python honours the line, the editor reads and writes UTF-8 only
+                # (student review: the message did not say why python's file was refused)
+                problem = (f"{p.name} declares its own encoding ({declared}), which python "
+                           "honours; GraphScope's editor reads and writes UTF-8 only. Save it "
+                           "as UTF-8, remove the coding line, and open it again.")
         if problem:
             self.show_message("Cannot open file", problem)
             return False
