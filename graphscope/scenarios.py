@@ -16,6 +16,7 @@ No torch here (layering rule): snippets always run in another process.
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
 import re
 import subprocess
@@ -165,13 +166,17 @@ def _key_lines(text: str) -> dict:
             table = s.strip("[] ")
             lines.setdefault(table, n)
             continue
-        for q in (_LITERAL3, _BASIC3):
-            if raw.count(q) % 2:         # a multi-line string begins here
-                open_quote, opened_at = q, n
-                break
         m = key_re.match(raw)
         if not m:
             continue
+        value = raw[m.end():].lstrip()
+        for q in (_LITERAL3, _BASIC3):
+            # a key's value that opens a multi-line string and does not close it on
+            # this line (a triple quote in a comment or inside a one-line string
+            # opened nothing: code review)
+            if value.startswith(q) and q not in value[3:]:
+                open_quote, opened_at = q, n
+                break
         key = m.group(2)
         if table is None:
             lines.setdefault(key, n)
@@ -212,7 +217,9 @@ def _read_toml(path: Path):
         # cp1252, and Python's "'utf-8' codec can't decode byte 0xe9 in position
         # 12" told them nothing they could act on (teacher's review). The line
         # is the one with the first byte that is not UTF-8.
-        line = data.count(b"\n", 0, e.start) + 1
+        # (e.start counts from after a byte-order mark, which utf-8-sig drops)
+        skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+        line = data.count(b"\n", 0, e.start + skip) + 1
         raise ScenarioError([f"{path}:{line}: the file is not UTF-8 text: save it as UTF-8"])
     try:
         data = tomllib.loads(text)

@@ -443,3 +443,19 @@ def test_check_reports_progress_after_each_snippet(tmp_path):
     S.check(d, run=lambda src, name: S.run_plain(src, name), jobs=1,
             progress=lambda done, total: seen.append((done, total)))
     assert seen == [(1, 2), (2, 2)]
+
+
+def test_problem_lines_are_not_moved_by_triple_quotes_in_comments_or_one_line_strings(tmp_path):
+    """A comment mentioning triple quotes, or a one-line string holding them, was
+    taken as a snippet's opening and every later key went to line 1 (code review);
+    a file with a byte-order mark named the wrong line for a bad byte."""
+    q3 = '"' * 3
+    text = (f'# the snippet below is in {q3} quotes\nid = "a"\n'
+            f"question = 'Is {q3} a docstring?'\ndifficulty = \"x\"\n")
+    lines = S._key_lines(text)
+    assert lines["id"] == 2 and lines["difficulty"] == 4
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbfid = 'a'\n\xe9 = 1\n")
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_file(bom)
+    assert f"{bom}:2: the file is not UTF-8" in e.value.problems[0]

@@ -290,7 +290,7 @@ b.sum().backward()
 """
 
 
-def test_a_banner_too_tall_for_its_column_leaves_the_message_to_the_console(qtbot, window):
+def test_a_banner_too_tall_for_its_column_leaves_the_message_to_the_problems_tab(qtbot, window):
     # NOTE [a banner that leaves room]: at 130% text in 1920x1080 the two columns took
     # 298 of 748 px and half hid the graph
     w = window
@@ -305,7 +305,7 @@ def test_a_banner_too_tall_for_its_column_leaves_the_message_to_the_console(qtbo
     # two columns took more than half of the 461 px column here
     qtbot.waitUntil(lambda: b.height() <= 0.5 * b.parentWidget().height())
     assert not b.message_view.isVisible() and b.line_label.isVisible()
-    assert "Go to line 4" in b.line_label.text() and "console" in b.line_label.text()
+    assert "Go to line 4" in b.line_label.text() and "Problems tab" in b.line_label.text()
     assert "inplace operation" in w.console.text()    # where the message still is
     assert w.live.diagnosis().text in b.shown_text()  # the explanation stays whole
     b.line_label.linkActivated.emit("#message")       # "show it here"
@@ -316,6 +316,16 @@ def test_a_banner_too_tall_for_its_column_leaves_the_message_to_the_console(qtbo
     end = run_source(qtbot, w, INPLACE_SAVED)         # ... until the next error
     w.set_text_scale(1.3)
     qtbot.waitUntil(lambda: b.compact)
+    # the column shrinks and grows without the window (the console's splitter
+    # dragged): the room with it (code review)
+    w.resize(1600, 1000)
+    w.set_text_scale(1.0)
+    qtbot.waitUntil(lambda: not b.compact)
+    sizes = w.centre_split.sizes()
+    w.centre_split.setSizes([int(sum(sizes) * 0.35), sum(sizes) - int(sum(sizes) * 0.35)])
+    qtbot.waitUntil(lambda: b.compact)
+    w.centre_split.setSizes(sizes)
+    qtbot.waitUntil(lambda: not b.compact)
 
 
 @pytest.mark.parametrize("raise_line", [
@@ -1300,6 +1310,13 @@ def test_the_time_limit_is_chosen_in_the_run_menu_and_kept(qtbot, tmp_path, runn
     qtbot.addWidget(again)
     assert again.controller.timeout == 300 and again.time_limit_actions[300].isChecked()
     again.controller.shutdown()
+    for garbage in ("inf", "1e400", "0.001", "-5", "soon"):   # edited by hand: never taken as is
+        settings.setValue("run/time_limit", garbage)
+        odd = MainWindow(settings=settings, runner=runner)
+        qtbot.addWidget(odd)
+        assert odd.controller.timeout in dict(MainWindow.TIME_LIMITS)
+        assert sum(a.isChecked() for a in odd.time_limit_actions.values()) == 1
+        odd.controller.shutdown()
 
 
 def test_ctrl_enter_in_the_editor_runs_the_snippet(qtbot, window):
@@ -1311,6 +1328,10 @@ def test_ctrl_enter_in_the_editor_runs_the_snippet(qtbot, window):
     with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
         qtbot.keyClick(w.editor, Qt.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert w.editor.toPlainText() == text and w.console.text() == "ran\n"
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):   # the keypad's Enter too
+        qtbot.keyClick(w.editor, Qt.Key_Enter, Qt.KeyboardModifier.ControlModifier
+                       | Qt.KeyboardModifier.KeypadModifier)
+    assert w.editor.toPlainText() == text
 
 
 def test_save_as_adds_py_and_starts_where_the_user_works(qtbot, window, tmp_path, monkeypatch):
@@ -1336,8 +1357,13 @@ def test_save_as_adds_py_and_starts_where_the_user_works(qtbot, window, tmp_path
     assert (tmp_path / "work" / "mysnippet.py").read_text().endswith("print(1)\n")
     assert not Path(starts[0]).parent == Path.cwd() or Path.cwd() == Path.home()
     w.load_snippet("print(2)\n", "other.py")
-    assert w.save_as() is True                            # (the same pick again)
+    w.ask_replace = lambda p: False                       # "mysnippet.py already exists"
+    assert w.save_as() is False                           # (the same pick again): kept
+    assert (tmp_path / "work" / "mysnippet.py").read_text().endswith("print(1)\n")
     assert Path(starts[1]).parent == (tmp_path / "work").resolve()   # where the last save went
+    w.ask_replace = lambda p: True
+    assert w.save_as() is True
+    assert (tmp_path / "work" / "mysnippet.py").read_text() == "print(2)\n"
 
 
 def test_the_edit_menu_acts_on_the_code(qtbot, window, monkeypatch):

@@ -9,8 +9,8 @@ NOTE [a banner that leaves room]: with bigger text (presentation mode at 130%,
 1920x1080) the two columns took 298 of the 748 px the banner and the canvas
 share, the explanation wrapped in three fifths of the width, and the graph the
 explanation is about was half hidden. A banner that would take more than
-ROOM_SHARE of its column drops PyTorch's message, which the console below shows
-in full anyway, gives the explanation the whole width, and says so beside "Go to
+ROOM_SHARE of its column drops PyTorch's message, which the Problems tab below
+holds in full anyway, gives the explanation the whole width, and says so beside "Go to
 line N" with a link that brings the message back ("show it here") until the next
 error: 1920x1080 at 130%, 190 px (the graph whole again); 1280x720 at 130%, 204
 of 461 px, where the explanation alone is nine lines.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QTextOption
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy,
                                QToolButton, QVBoxLayout)
@@ -43,9 +43,10 @@ class ErrorBanner(QFrame):
         self._line: Optional[int] = None
         self._scale = 1.0
         self._message = ""
-        self.compact = False          # PyTorch's message left to the console
+        self.compact = False          # PyTorch's message left to the Problems tab
         self._message_wanted = False  # ... until the user asks for it here
         self._fitting = False
+        self._watched = None          # the column whose height the room is a share of
         outer = QHBoxLayout(self)
         self._outer = outer
         outer.setContentsMargins(12, 8, 8, 8)
@@ -145,6 +146,12 @@ class ErrorBanner(QFrame):
     def fit_room(self) -> None:
         """Both columns if they fit the room (or the user asked for the message),
         else the explanation alone, across the whole width."""
+        parent = self.parentWidget()
+        if parent is not None and parent is not self._watched:
+            # the column's height changes without the window's (the console's
+            # splitter dragged): the room with it (code review)
+            parent.installEventFilter(self)
+            self._watched = parent
         if self._fitting or self.isHidden() or not self._message:
             return
         self._fitting = True
@@ -165,7 +172,9 @@ class ErrorBanner(QFrame):
         if self._line:
             links.append(f'<a href="#line" style="color:{self._link_color}">Go to line {self._line}</a>')
         if on:
-            links.append('The full message is in the console below: '
+            # (the Problems tab has it whole for every ending; the console only shows
+            # an exception's: after a crash it shows one line, code review)
+            links.append('The full message is in the Problems tab below: '
                          f'<a href="#message" style="color:{self._link_color}">show it here</a>')
         self.line_label.setText(" \u00b7 ".join(links))
         self.line_label.setVisible(bool(links))
@@ -181,6 +190,12 @@ class ErrorBanner(QFrame):
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
             self.fit_room()
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self._watched and event.type() == QEvent.Type.Resize \
+                and event.size().height() != event.oldSize().height():
+            self.fit_room()
+        return False
 
     def _say_more(self, more: bool) -> None:
         """The caption says when the message goes on below its view."""

@@ -23,6 +23,7 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 from __future__ import annotations
 
 import builtins
+import math
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -91,6 +92,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.last_message: Optional[tuple[str, str]] = None   # (title, text) of the last message box
         # (title, text) -> "save" | "discard" | "cancel"; tests replace it
         self.ask_unsaved: Callable[[str, str], str] = self._ask_unsaved_dialog
+        self.ask_replace: Callable[[Path], bool] = self._ask_replace_dialog   # tests replace it
         self.output_hidden = False            # NOTE [hidden output]
         self.presenting = False               # presentation layout (set_presentation)
         self._end_text: Optional[tuple[str, bool, str]] = None   # (status, error, run label)
@@ -99,11 +101,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.resize(1600, 1000)
 
         if timeout is None:     # the user's choice (Run › Time limit), else a minute
-            try:
-                timeout = float(self.settings.value("run/time_limit", 60))
-            except (TypeError, ValueError):
-                timeout = 60.0
-            timeout = timeout if timeout > 0 else 60.0
+            timeout = self._kept_time_limit()
         self.controller = RunController(self, timeout=timeout, runner=runner)
         self.controller.batch.connect(self._on_batch)
         self.controller.finished.connect(self._on_run_finished)
@@ -253,12 +251,24 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             self.time_limit_actions[seconds] = a
         self.set_time_limit(self.controller.timeout)
 
+    def _kept_time_limit(self) -> float:
+        """The time limit the settings keep, as one of TIME_LIMITS (a minute when
+        there is none): a value edited by hand ("inf", "0.001") is never taken as
+        it is (code review: "inf" stopped the window from opening, every time)."""
+        try:
+            kept = float(self.settings.value("run/time_limit", 60))
+        except (TypeError, ValueError):
+            kept = 60.0
+        if not math.isfinite(kept) or kept <= 0:
+            kept = 60.0
+        return float(min((s for s, _ in self.TIME_LIMITS), key=lambda s: abs(s - kept)))
+
     def set_time_limit(self, seconds: Optional[float], keep: bool = False) -> None:
         """Stop a run after ``seconds`` (``keep``: remembered for the next session)."""
         self.controller.timeout = seconds
         for s, a in getattr(self, "time_limit_actions", {}).items():
-            a.setChecked(seconds is not None and s == int(seconds))
-        if keep and seconds:
+            a.setChecked(seconds is not None and s == seconds)
+        if keep and seconds and math.isfinite(seconds):
             self.settings.setValue("run/time_limit", int(seconds))
 
     def go_to_line_dialog(self) -> None:
@@ -278,7 +288,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.new_action = A("&New", self.new_file, QKeySequence.StandardKey.New)
         self.quit_action = A("&Quit", self.close, QKeySequence.StandardKey.Quit)
         # (Ctrl+Return too: F5 needs Fn on many laptops; student review)
-        self.run_action = A("Run", self.run, ["F5", "Ctrl+Return"], "Run the snippet (F5 or Ctrl+Enter)",
+        self.run_action = A("Run", self.run, ["F5", "Ctrl+Return", "Ctrl+Enter"],
+                            "Run the snippet (F5 or Ctrl+Enter)",
                             "run")
         self.stop_action = A("Stop", self.stop, "Shift+F5", "Stop the snippet (Shift+F5)", "stop")
         # Stepping keys: window-wide, but a focused editor keeps its own keys

@@ -114,9 +114,19 @@ class SnippetFiles:
         p = Path(path)
         if not p.suffix:
             # "mysnippet" was saved as it was typed, and the Open dialog's *.py
-            # filter then hid it (student review)
+            # filter then hid it (student review); the dialog asked about
+            # replacing the name typed, not this one (code review: a week's work
+            # in mysnippet.py was overwritten without a word)
             p = p.with_name(p.name + ".py")
+            if p.exists() and not self.ask_replace(p):
+                return False
         return self.save_to(p)
+
+    def _ask_replace_dialog(self, p: Path) -> bool:
+        b = QMessageBox.question(self, "Replace file", f"{p.name} already exists. Replace it?",
+                                 QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                 QMessageBox.StandardButton.No)
+        return b == QMessageBox.StandardButton.Yes
 
     def save_to(self, path) -> bool:
         p = Path(path)
