@@ -549,3 +549,20 @@ def test_a_lessons_description_is_the_tooltip_of_its_title(window, folder, qtbot
     c = install_classroom(window, args(scenarios=str(folder),
                                        lesson=str(folder / "lessons" / "d.toml")))
     assert c.lesson_bar.title_label.toolTip() == "Accumulation and zero_grad."
+
+
+def test_reload_leaves_what_is_on_screen_when_it_is_not_the_lessons(window, folder, qtbot, tmp_path):
+    """Reload reopened the lesson's scenario over a scenario opened from outside the
+    lesson, and over the student's own file (code review)."""
+    (folder / "extra.toml").write_text(SCENARIO.format(id="extra", title="Extra"))
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    assert c.open_scenario("extra")
+    c.reload_action.trigger()
+    assert c.scenario.id == "extra" and c.lesson_bar.progress_label.text() == "\u2013 / 3"
+    mine = tmp_path / "mine.py"
+    mine.write_text("print('mine')\n")
+    assert window.open_file(mine)
+    c.reload_action.trigger()
+    assert window.editor.toPlainText() == "print('mine')\n" and window.path == mine.resolve()

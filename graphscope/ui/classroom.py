@@ -472,16 +472,29 @@ class Classroom(QObject):
     def reload(self):
         """Scenarios › Reload: the folders opened and the lesson read again, and the
         scenario on screen from its file as it is now (a teacher editing a
-        scenario during a lecture had to restart the app: teacher review)."""
+        scenario during a lecture had to restart the app: teacher review). What
+        is on screen stays what it was: a scenario from outside the lesson, or
+        the student's own file, is not replaced by the lesson's (code review)."""
         problems = self.browser.reload()
         current = self.scenario.id if self.scenario is not None else None
+        walker = self.walker
         if self.lesson_path is not None:
-            index = self.walker.index
-            problems += self.open_lesson(self.lesson_path, index)   # opens its scenario
-        elif current is not None:
-            fresh = self.browser.find(current) or _scn.find(current, self._folders())
+            opened = open_lesson_file(self.lesson_path, self.browser.scenarios,
+                                      self.browser.folders)
+            problems += list(opened.problems)
+            self.browser.add_scenarios([], opened.problems, source=f"lesson {self.lesson_path}")
+            if opened.scenarios:
+                walker.title, walker.description = opened.title, opened.description
+                walker.scenarios = list(opened.scenarios)
+                walker.index = min(walker.index, len(walker.scenarios) - 1)
+            self.lesson_bar.refresh()
+            self._lesson_actions()
+        if current is not None:
+            fresh = next((s for s in walker.scenarios if s.id == current), None) \
+                if not walker.away else None
+            fresh = fresh or self.browser.find(current) or _scn.find(current, self._folders())
             if fresh is not None:
-                self.open_scenario(fresh)
+                self.open_scenario(fresh)     # (asks first if its snippet was edited)
         n, k = len(self.browser.scenarios), len(self.browser.folders)
         msg = f"Reloaded: {n} scenarios, {k} folder{'s' * (k != 1)}"
         if self.lesson_path is not None:
