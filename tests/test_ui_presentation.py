@@ -478,7 +478,31 @@ def test_options_keyed_otherwise_or_past_d_are_picked_from_the_keyboard(window, 
     qtbot.keyClick(window.canvas, Qt.Key_C)        # the third option, by its place
     assert c.quiz.chosen == "3"
     assert [a.text() for a in c.option_actions if a.isEnabled()] == \
-        ["Answer 1", "Answer 2", "Answer 3"]
+        ["Answer 1 (1)", "Answer 2 (2)", "Answer 3 (3)"]
+    # options keyed B, C, D (a teacher deleted A): digits by place, letters by key
+    # (1 and 2 both picked B: code review); and an eighth option's digit
+    bcd = SCENARIO.format(id="bcd", title="BCD").replace(
+        '[ { key = "A", text = "tensor(6.)" }, { key = "B", text = "tensor(3.)" } ]',
+        '[ { key = "B", text = "b" }, { key = "C", text = "c" }, { key = "D", text = "d" } ]'
+    ).replace('answer = "A"', 'answer = "B"')
+    (d / "bcd.toml").write_text(bcd)
+    eight = SCENARIO.format(id="eight", title="Eight").replace(
+        '[ { key = "A", text = "tensor(6.)" }, { key = "B", text = "tensor(3.)" } ]',
+        "[ " + ", ".join(f'{{ key = "{k}", text = "{k.lower()}" }}' for k in "ABCDEFGH") + " ]")
+    (d / "eight.toml").write_text(eight)
+    c.add_folder(d)
+    assert c.open_scenario("bcd")
+    assert "Pick an answer (B-D)" in window.status_text()
+    focus(qtbot, window)
+    for key, chosen in ((Qt.Key_1, "B"), (Qt.Key_2, "C"), (Qt.Key_3, "D"), (Qt.Key_C, "C")):
+        qtbot.keyClick(window.canvas, key)
+        assert c.quiz.chosen == chosen, (key, chosen)
+    qtbot.keyClick(window.canvas, Qt.Key_A)              # no option A: nothing
+    assert c.quiz.chosen == "C"
+    assert c.open_scenario("eight")
+    focus(qtbot, window)
+    qtbot.keyClick(window.canvas, Qt.Key_8)
+    assert c.quiz.chosen == "H"
 
 
 def test_a_lesson_in_presentation_mode_fits_a_1280_px_projector_at_150_percent(

@@ -28,7 +28,7 @@ from graphscope.ui import clipboard_export
 from graphscope.ui import theme as _theme
 from graphscope.ui.lesson import LessonBar, LessonWalker, open_lesson_file
 from graphscope.ui.presentation import PresentationController, ScaleSlider
-from graphscope.ui.quiz import OPTION_KEYS, PICK_LETTERS, QuizPanel, QuizScore
+from graphscope.ui.quiz import OPTION_KEYS, PICK_DIGITS, PICK_LETTERS, QuizPanel, QuizScore
 from graphscope.ui.scenario_browser import ScenarioBrowser
 
 
@@ -117,9 +117,14 @@ class Classroom(QObject):
         # Keys A-G (or 1-7) pick an answer: the option keyed that letter, else the
         # one in that place (QuizPanel.key_for). B is also the projector's blank
         # key: in presentation mode B blanks and the answer B is 2 (_bind_letter_keys).
+        # (the menu lists the digits' actions, named by the keys of the options;
+        # the letters' are the window's alone: NOTE [keys that pick] in quiz.py)
         self.option_actions = [
-            A(f"Answer {k}", lambda _=False, i=i: self._pick(i), [k, str(i + 1)])
-            for i, k in enumerate(OPTION_KEYS[:PICK_LETTERS])]
+            A(f"Answer {OPTION_KEYS[i]}", lambda _=False, i=i: self._pick(self.quiz.key_at(i)),
+              [str(i + 1)]) for i in range(PICK_DIGITS)]
+        self.letter_actions = [
+            A(f"Answer {k}", lambda _=False, k=k: self._pick(self.quiz.key_for_letter(k)), [k])
+            for k in OPTION_KEYS[:PICK_LETTERS]]
         self.hint_action = A("&Hint", self.quiz.show_hint, ["H"], "Show the hint (H)")
         self.reveal_action = A("&Reveal", self.quiz.reveal, ["R"],
                                "Run the snippet and mark the answer (R)")
@@ -257,7 +262,7 @@ class Classroom(QObject):
         if not self.quiz.buttons:
             return ""
         if self.presentation.active:   # B blanks the screen there (_bind_letter_keys)
-            return f"Pick an answer (1-{min(len(self.quiz.buttons), PICK_LETTERS)}), then Reveal (R) runs it."
+            return f"Pick an answer (1-{min(len(self.quiz.buttons), PICK_DIGITS)}), then Reveal (R) runs it."
         return f"Pick an answer ({self.quiz.pick_keys()}), then Reveal (R) runs it."
 
     def size_docks(self):
@@ -385,26 +390,27 @@ class Classroom(QObject):
     def output_hidden(self) -> bool:
         return self.window.output_hidden
 
-    def _pick(self, i: int):
-        key = self.quiz.key_for(i)
+    def _pick(self, key):
         if key is not None:
             self.quiz.choose(key)
 
     def _update_quiz_actions(self):
         has = self.quiz.scenario is not None
         for i, a in enumerate(self.option_actions):
-            key = self.quiz.key_for(i) if has else None
+            key = self.quiz.key_at(i) if has else None
             a.setEnabled(key is not None)
-            a.setText(f"Answer {key}" if key is not None else f"Answer {OPTION_KEYS[i]}")
+            a.setText(f"Answer {key} ({i + 1})" if key is not None
+                      else f"Answer {OPTION_KEYS[i]} ({i + 1})")
             a.setVisible(key is not None or i < 4)   # (the menu lists the options there are)
+        for a, k in zip(self.letter_actions, OPTION_KEYS):
+            a.setEnabled(has and self.quiz.key_for_letter(k) is not None)
         self.hint_action.setEnabled(has)
         self.reveal_action.setEnabled(has)
 
     # -- presentation ------------------------------------------------------------
     def _bind_letter_keys(self, presenting: bool):
         """B blanks in presentation mode (clickers send B or '.'), picks answer B otherwise."""
-        b = self.option_actions[1]
-        b.setShortcuts([QKeySequence("2")] if presenting else [QKeySequence("B"), QKeySequence("2")])
+        self.letter_actions[1].setShortcuts([] if presenting else [QKeySequence("B")])
         self.blank_action.setShortcuts([QKeySequence("B"), QKeySequence(".")] if presenting
                                        else [])
         # Space steps forward while presenting, as a slide show's does (and as
@@ -422,7 +428,7 @@ class Classroom(QObject):
         self.size_docks()
         QTimer.singleShot(0, self.size_docks)
         n = len(self.quiz.buttons)
-        pick = f"1-{min(n, PICK_LETTERS)} pick an answer, " if on and n else ""
+        pick = f"1-{min(n, PICK_DIGITS)} pick an answer, " if on and n else ""
         w.set_status(f"Presentation mode: PageDown/PageUp step, {pick}B blanks the screen, "
                      "Ctrl+= / Ctrl+- text size, Ctrl+Shift+P leaves." if on else "Presentation mode off.")
 

@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 from graphscope.ui.presentation import NORMAL_PX, palette
 
 OPTION_KEYS = "ABCDEFGH"
-PICK_LETTERS = 7     # A-G (and 1-7) pick an option from the keyboard; H is Hint
+PICK_LETTERS = 7     # A-G pick an option from the keyboard (H is Hint) ...
+PICK_DIGITS = 8      # ... and so do 1-8, by place: NOTE [keys that pick]
 
 
 @dataclass
@@ -371,32 +372,48 @@ class QuizPanel(QWidget):
         self._apply_style()
         self.reveal_requested.emit(self.scenario)
 
-    def key_for(self, i: int) -> Optional[str]:
-        """The key of the option that letter ``OPTION_KEYS[i]`` or digit ``i + 1``
-        picks: the option keyed that letter, else the ``i``-th option. A teacher's
-        options keyed "1", "2", "3", or a fifth option E, could not be picked from
-        the keyboard (teacher review)."""
-        letter = OPTION_KEYS[i] if i < len(OPTION_KEYS) else None
-        if letter is not None and any(b.key == letter for b in self.buttons):
+    # NOTE [keys that pick]: a digit picks by place (1 the first option, up to 8);
+    # a letter A-G picks the option keyed that letter, or, when no option is keyed
+    # by a letter ("1", "2", "3"), the option in that place. A teacher's options
+    # keyed "1", "2", "3", or a fifth option E, could not be picked (teacher
+    # review); options keyed B, C, D had 1 and 2 both pick B (code review).
+    def key_at(self, i: int) -> Optional[str]:
+        """The key of the ``i``-th option (digit ``i + 1``), None past the last."""
+        return self.buttons[i].key if 0 <= i < len(self.buttons) else None
+
+    def key_for_letter(self, letter: str) -> Optional[str]:
+        """The key of the option letter ``letter`` picks (NOTE [keys that pick])."""
+        letter = letter.upper()
+        keys = [b.key for b in self.buttons]
+        if letter in keys:
             return letter
-        return self.buttons[i].key if i < len(self.buttons) else None
+        if not any(k in OPTION_KEYS for k in keys) and letter in OPTION_KEYS:
+            return self.key_at(OPTION_KEYS.index(letter))
+        return None
 
     def pick_keys(self) -> str:
-        """What the keys that pick are, for the status line: "A-C", or "1-3"."""
-        n = len(self.buttons)
-        if not n:
+        """What the keys that pick are, for the status line: "A-C", "B, C, E" or "1-3"."""
+        keys = [b.key for b in self.buttons]
+        if not keys:
             return ""
-        if [b.key for b in self.buttons] == list(OPTION_KEYS[:n]) and n <= PICK_LETTERS:
-            return f"A-{OPTION_KEYS[n - 1]}"
-        return f"1-{min(n, PICK_LETTERS)}"
+        if all(k in OPTION_KEYS[:PICK_LETTERS] for k in keys):
+            at = [OPTION_KEYS.index(k) for k in keys]
+            if at == list(range(at[0], at[0] + len(at))) and len(at) > 1:
+                return f"{keys[0]}-{keys[-1]}"
+            return ", ".join(keys)
+        return f"1-{min(len(keys), PICK_DIGITS)}"
 
     def handle_key(self, key: int, text: str = "") -> bool:
-        """Quiz keys: A-G or 1-7 pick, H hint, R reveal. True if used."""
+        """Quiz keys: a letter or a digit picks (NOTE [keys that pick]), H hint,
+        R reveal. True if used."""
         t = (text or "").upper()
-        i = OPTION_KEYS.find(t) if len(t) == 1 and t in OPTION_KEYS[:PICK_LETTERS] else (
-            int(t) - 1 if len(t) == 1 and t in "1234567"[:PICK_LETTERS] else -1)
-        if i >= 0 and self.key_for(i) is not None:
-            self.choose(self.key_for(i))
+        pick = None
+        if len(t) == 1 and t in OPTION_KEYS[:PICK_LETTERS]:
+            pick = self.key_for_letter(t)
+        elif len(t) == 1 and t.isdigit() and t != "0":
+            pick = self.key_at(int(t) - 1)
+        if pick is not None:
+            self.choose(pick)
             return True
         if t == "H":
             self.show_hint()
