@@ -99,8 +99,9 @@ def test_a_selection_up_to_the_start_of_a_line_leaves_that_line_alone(editor, qt
 def test_shift_tab_dedents_the_selected_lines_or_the_cursors_line(editor, qtbot):
     before = _load(editor, "if x:\n^      a = 1\n\tb = 2\n  c = 3\nd = |4")
     qtbot.keyClick(editor, Qt.Key.Key_Backtab, SHIFT)          # what Qt delivers for Shift+Tab
-    # up to four spaces, or one leading tab, per line; a line at column 0 stays
-    assert _marked(editor) == "if x:\n^  a = 1\nb = 2\nc = 3\nd = 4|"
+    # back to the previous level (six spaces to four), or one tab, per line; a line
+    # at column 0 stays
+    assert _marked(editor) == "if x:\n^    a = 1\nb = 2\nc = 3\nd = 4|"
     assert _undoes_in_one_step(editor, before)
     # no selection: the cursor's line, the cursor staying on its text
     _load(editor, "for i in x:\n        y = |i")
@@ -157,16 +158,19 @@ def test_backspace_in_the_indentation_goes_back_a_level(editor, qtbot):
     editor.undo()
     assert editor.toPlainText() == "if x:\n    y = 1"          # one level per undo step
     assert _undoes_in_one_step(editor, before)
-    # past the indentation (or after a tab) Backspace deletes one character
+    # past the indentation Backspace deletes one character; spaces after a tab go
+    # back to its level, and a tab goes alone
     _load(editor, "    y  |")
     qtbot.keyClick(editor, Qt.Key.Key_Backspace)
     assert _marked(editor) == "    y |"
     _load(editor, "\t  |x")
     qtbot.keyClick(editor, Qt.Key.Key_Backspace)
-    assert _marked(editor) == "\t |x"
+    assert _marked(editor) == "\t|x"
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)
+    assert _marked(editor) == "|x"
 
 
-def test_opened_and_pasted_tabs_stay_and_typing_adds_spaces(editor, qtbot):
+def test_opened_and_pasted_tabs_stay_and_a_level_under_them_is_a_tab(editor, qtbot):
     source = "def f(x):\n\treturn x\n"
     _load(editor, "|" + source)
     assert editor.toPlainText() == source                      # opening rewrites nothing
@@ -178,5 +182,26 @@ def test_opened_and_pasted_tabs_stay_and_typing_adds_spaces(editor, qtbot):
     cur.setPosition(len("if x:\n\ty = 1"))
     editor.setTextCursor(cur)
     qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)                     # a level here is a tab
+    assert editor.toPlainText() == "if x:\n\ty = 1\n\t\t\n" + source
+
+
+def test_code_indented_with_tabs_gets_tabs_and_keeps_them(editor, qtbot):
+    """In a file indented with tabs, Tab typed four spaces that looked level with the
+    tab above and raised IndentationError; Shift+Tab took the tab off the front of
+    "tab, four spaces", and Backspace one space of a level (code review)."""
+    _load(editor, "def f():\n\tx = 1\n|")
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
-    assert editor.toPlainText() == "if x:\n\ty = 1\n\t    \n" + source
+    qtbot.keyClicks(editor, "return x")
+    assert editor.toPlainText() == "def f():\n\tx = 1\n\treturn x"
+    compile(editor.toPlainText(), "<snippet>", "exec")
+    _load(editor, "def f():\n\tif x:|")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.keyClicks(editor, "y = 1")
+    assert editor.toPlainText() == "def f():\n\tif x:\n\t\ty = 1"
+    _load(editor, "def f():\n\tif x:\n\t    w = |2")
+    qtbot.keyClick(editor, Qt.Key.Key_Backtab, SHIFT)
+    assert editor.toPlainText() == "def f():\n\tif x:\n\tw = 2"
+    _load(editor, "def f():\n\tif x:\n\t    |w = 2")
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)
+    assert editor.toPlainText() == "def f():\n\tif x:\n\tw = 2"

@@ -546,7 +546,10 @@ class CodeEditor(QPlainTextEdit):
         if key == Qt.Key.Key_Tab and cur.hasSelection():
             return lambda c: self._shift_lines(c, indent=True)
         if key == Qt.Key.Key_Tab:
-            return lambda c: c.insertText(editor_indent.tab_spaces(_before(c)))
+            before = _before(cur)
+            if not before.strip() and _unit(cur) == "\t":
+                return lambda c: c.insertText("\t")
+            return lambda c: c.insertText(editor_indent.tab_spaces(before))
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             # Shift+Return too: Qt's soft line break would put two lines under one number
             return _new_line
@@ -562,6 +565,7 @@ class CodeEditor(QPlainTextEdit):
         leaves that line alone; an empty line gets no indent (no trailing spaces).
         A selection ends up over the whole lines it moved, so Tab can be pressed again."""
         doc = self.document()
+        unit = _unit(cur)
         first = doc.findBlock(cur.selectionStart())
         last = doc.findBlock(cur.selectionEnd())
         if last != first and cur.selectionEnd() == last.position():
@@ -569,13 +573,14 @@ class CodeEditor(QPlainTextEdit):
         edit = QTextCursor(doc)
         block = first
         while True:
-            edit.setPosition(block.position())
             if not indent:
-                edit.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor,
-                                  editor_indent.dedent_width(block.text()))
+                start, end = editor_indent.dedent_span(block.text())
+                edit.setPosition(block.position() + start)
+                edit.setPosition(block.position() + end, QTextCursor.MoveMode.KeepAnchor)
                 edit.removeSelectedText()
             elif block.text():
-                edit.insertText(" " * editor_indent.INDENT)
+                edit.setPosition(block.position())
+                edit.insertText(unit)
             if block == last:
                 break
             block = block.next()
@@ -592,9 +597,23 @@ def _before(cur: QTextCursor) -> str:
     return cur.block().text()[:cur.positionInBlock()]
 
 
+def _unit(cur: QTextCursor) -> str:
+    """One level of indentation as the code at the cursor writes it (a tab in
+    code indented with tabs): ``editor_indent.indent_unit`` of its line and the
+    lines above it (at most 200 looked at)."""
+    def lines():
+        block = cur.block()
+        for _ in range(200):
+            if not block.isValid():
+                return
+            yield block.text()
+            block = block.previous()
+    return editor_indent.indent_unit(lines())
+
+
 def _new_line(cur: QTextCursor) -> None:
     cur.removeSelectedText()
-    cur.insertText(editor_indent.newline(_before(cur)))
+    cur.insertText(editor_indent.newline(_before(cur), _unit(cur)))
 
 
 def _delete_before(cur: QTextCursor, n: int) -> None:
