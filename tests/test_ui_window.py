@@ -1262,6 +1262,8 @@ def test_the_console_shows_the_traceback_of_an_error_as_python_prints_it(qtbot, 
     ("import torch\nimport torch.nn.functional as F\n"
      "F.cross_entropy(torch.ones(1, 3), torch.tensor([5]))\n", "PyTorch says:"),   # IndexError
     ("import torch\nx = torch.ones(2)\nprint(x.foo)\n", "Python says:"),
+    ("import torch\nclass MyError(Exception):\n    pass\nraise MyError('mine')\n", "Python says:"),
+    ("import torch\nraise RuntimeError('my own check')\n", "Python says:"),   # (code review)
 ])
 def test_the_banner_says_whose_message_it_is(qtbot, window, source, whose):
     """ "PyTorch says: invalid literal for int()" (student review): Python's own

@@ -22,7 +22,6 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 """
 from __future__ import annotations
 
-import builtins
 import math
 from pathlib import Path
 from typing import Callable, Optional
@@ -48,17 +47,20 @@ from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 from graphscope.ui.window_cursor import CursorViews
 
-def python_says(err) -> bool:
+def python_says(err, trace=None) -> bool:
     """Whether an error's message is Python's rather than PyTorch's (the banner says
-    whose it is): raised by no torch call, and of one of Python's own exception
-    types but RuntimeError, which is PyTorch's usual one (backward() raises it
-    with no op of its own). "PyTorch says: invalid literal for int()" credited
-    PyTorch with int('abc') (student review); an IndexError raised inside
+    whose it is): PyTorch's when a torch call raised it (the error names its op)
+    or a backward call on its line did (backward() raises with no op of its own);
+    else Python's, a snippet's own ``raise RuntimeError(...)`` or exception class
+    included. "PyTorch says: invalid literal for int()" credited PyTorch with
+    int('abc') (student review), and "PyTorch says: my own check" with the
+    snippet's own raise (code review); an IndexError raised inside
     F.cross_entropy is PyTorch's."""
     if getattr(err, "op", None) is not None:
         return False
-    t = getattr(builtins, err.type, None)
-    return (isinstance(t, type) and issubclass(t, BaseException) and err.type != "RuntimeError")
+    calls = getattr(trace, "backward_calls", None) or []
+    return not (err.line is not None and any(c.line == err.line for c in calls))
+
 
 # GraphScope's own failures: never the answer a quiz hides (a failing recorder read
 # "The run is over: 0 ops recorded", as if the snippet had made no tensor)
@@ -863,7 +865,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         diag = live.diagnosis()
         caption = {"error": "PyTorch says:", "crash": "Worker:", "timeout": "Runner:"}.get(
             end.status, "Message:")
-        if end.status == "error" and python_says(err):
+        if end.status == "error" and python_says(err, live.trace):
             caption = "Python says:"
         self.banner.show_diagnosis(diag, err, caption)
         self.editor.set_error_line(None if self._edited else err.line)
