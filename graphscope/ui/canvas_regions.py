@@ -89,7 +89,11 @@ class RegionPainter:
     def _paint_region_box(self, p, reg, members: list, lod, limit=math.inf,
                           part: str = "all", continued: bool = False) -> None:
         t = self.theme
-        box, label_h = self._region_box(members, lod)
+        text = _region_text(reg, continued)
+        f = self._region_font()
+        fm = QFontMetricsF(f)
+        label_w = fm.horizontalAdvance(text) + 4
+        box, label_h = self._region_box(members, lod, label_w if lod == "full" else 0.0)
         kind = getattr(reg, "kind", "no_grad")
         fill = t.inference_fill if kind == "inference_mode" else t.region_fill
         if part != "label":
@@ -104,11 +108,8 @@ class RegionPainter:
                 p.drawRoundedRect(box, 14, 14)
         if lod == "full" and part != "box":
             p.setPen(qcolor(t.region_text))
-            f = self._region_font()
             p.setFont(f)
-            text = _region_text(reg, continued)
-            fm = QFontMetricsF(f)
-            tr = self._region_label_rect(box, fm.horizontalAdvance(text) + 4, label_h, limit)
+            tr = self._region_label_rect(box, label_w, label_h, limit)
             # on the box's own colour: an edge running along the box's top passes
             # under the words, not through them
             back = QRectF(tr.left() - 3, tr.center().y() - fm.height() / 2 - 1,
@@ -161,14 +162,17 @@ class RegionPainter:
             members = [ng for ng in cluster if ng.step <= limit]
             if not members:
                 continue
-            box, label_h = self._region_box(members, "full")
-            text = _region_text(reg, continued)
-            out.append((box, self._region_label_rect(
-                box, fm.horizontalAdvance(text) + 4, label_h, limit)))
+            label_w = fm.horizontalAdvance(_region_text(reg, continued)) + 4
+            box, label_h = self._region_box(members, "full", label_w)
+            out.append((box, self._region_label_rect(box, label_w, label_h, limit)))
         return out
 
-    def _region_box(self, members: list, lod) -> tuple:
+    def _region_box(self, members: list, lod, label_w: float = 0.0) -> tuple:
         """(the box drawn around the ``members``' boxes, the height kept for its label).
+
+        A box narrower than its label (``label_w``) reaches right to hold it, as
+        far as the next node allows: "torch.no_grad(), lines 3-4" ran 145 px past
+        the box around one op (visual review).
 
         The box is padded (room for the label above, the "no grad" tags below),
         then trimmed where the padding would reach over a node that is not in
@@ -178,7 +182,8 @@ class RegionPainter:
         Trimmed against every node, visible yet or not, so a box never jumps
         while stepping; once per geometry version and member count."""
         full = lod == "full"
-        key = (self.geom.version, id(members[0]), len(members), full, self.text_scale)
+        key = (self.geom.version, id(members[0]), len(members), full, self.text_scale,
+               round(label_w))
         cache = self.__dict__.setdefault("_region_box_cache", {})
         hit = cache.get(key)
         if hit is not None:
@@ -188,6 +193,8 @@ class RegionPainter:
         label_h = self._region_label_h()
         bottom = self.region_foot() if full else pad
         box = r.adjusted(-pad, -pad - (label_h if full else 0), pad, bottom)
+        if full and box.width() < label_w + 20:
+            box.setRight(box.left() + label_w + 20)
         inside = {ng.id for ng in members}
         top, bot, left, right = box.top(), box.bottom(), box.left(), box.right()
         for ng in self.geom.nodes_in(box):
