@@ -590,3 +590,21 @@ def test_reload_leaves_what_is_on_screen_when_it_is_not_the_lessons(window, fold
     assert window.open_file(mine)
     c.reload_action.trigger()
     assert window.editor.toPlainText() == "print('mine')\n" and window.path == mine.resolve()
+
+
+def test_a_static_capture_scenario_that_makes_no_tensor_points_at_the_static_panel(
+        window, folder, qtbot, tmp_path):
+    """static-fx-branch's canvas said only "No tensors were created" (visual review)."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    window.show()
+    assert c.open_scenario("static-fx-branch")
+    window.set_speed(0)
+    with qtbot.waitSignal(window.run_finished, timeout=60_000):
+        window.run()
+    assert "Static capture" in window.canvas.empty_text()
+    mine = tmp_path / "plain.py"
+    mine.write_text("print(1)\n")
+    assert window.open_file(mine)
+    with qtbot.waitSignal(window.run_finished, timeout=60_000):
+        window.run()
+    assert window.canvas.empty_text() == "No tensors were created"

@@ -281,6 +281,11 @@ class Classroom(QObject):
         focus = getattr(scenario, "focus", None)
         if views and focus:
             views["static"].set_focus(focus, scenario.snippet)
+        # a static-capture scenario whose snippet makes no tensor (torch.fx traces
+        # with Proxy objects) left the canvas saying only that (visual review)
+        self.window.canvas.empty_hint = (
+            f"View \u203a Static capture shows what torch.fx and torch.jit make of {focus}"
+            if focus else "")
 
     def _folders(self):
         return [*self.browser.folders, _scn.bundled_dir()]
@@ -379,6 +384,7 @@ class Classroom(QObject):
         if self._opening or self.scenario is None:
             return
         self.scenario = None
+        self.window.canvas.empty_hint = ""
         self.quiz.set_scenario(None)      # output shown again (output_hidden_changed)
         self._update_quiz_actions()
 

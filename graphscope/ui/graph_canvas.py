@@ -487,7 +487,8 @@ class GraphCanvas(CanvasView, QWidget):
         end = getattr(self._trace, "end", None) if self._trace is not None else None
         if end is None:
             return ""
-        return "No tensors were created"
+        hint = getattr(self, "empty_hint", "")
+        return f"No tensors were created\n{hint}" if hint else "No tensors were created"
 
     def _paint_empty(self, p) -> None:
         text = self.empty_text()
