@@ -107,3 +107,20 @@ def test_a_run_ends_in_the_same_layout_however_its_messages_were_batched():
     exported = {k: (round(x), round(y))
                 for k, (x, y) in LayeredLayout(build_graph(tr)).tidy(aspect=1.6).items()}
     assert all(lay == exported for lay in layouts)
+
+
+def test_pass_bands_do_not_overlap_when_the_inputs_are_made_first():
+    """practice-1 builds its three inputs before the loop that uses them: the second
+    pass's band began at its input's step, inside the first's, and the two were
+    drawn over each other (visual review)."""
+    from graphscope import scenarios
+    from graphscope.ui.live_run import LiveRun
+    from test_model_traces import run_messages
+    src, msgs, end = run_messages(scenarios.find("practice-1-main-advantage").snippet)
+    live = LiveRun(src, "s.py")
+    live.apply(msgs)
+    live.finish(end)
+    bands = live.pass_bands()
+    assert len(bands) >= 2
+    for (a0, a1, _), (b0, b1, _) in zip(bands, bands[1:]):
+        assert a0 <= a1 < b0 <= b1

@@ -82,8 +82,16 @@ class LiveRun:
             # condition of an `if`) would read as a pass of its own, which confuses
             return []
         bands = []
+        end = -1
         for p, span in zip(passes, self.timeline.pass_steps(passes)):
+            if span is not None and span[0] <= end < span[1]:
+                # a pass whose inputs were made while the one before it ran (practice-1
+                # builds its three inputs first): the band starts after the one before,
+                # or the two were drawn over each other (visual review). A pass
+                # written inside another keeps its steps (the bar nests it).
+                span = (end + 1, span[1])
             if span is not None:
+                end = max(end, span[1])
                 # a graph recorded after the last backward is a pass nothing walked
                 # back through, and a backward through a graph kept by retain_graph
                 # records none: say so, or a student looks for the missing half
