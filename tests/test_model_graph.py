@@ -803,3 +803,37 @@ def test_an_optimizers_read_of_a_gradient_is_named_after_its_parameter():
     reads = [o.outputs[0] for o in tr.ops if o.kind == "grad_read"]
     assert {tensor_label(tr, tr.tensors[t]) for t in reads} == {"model.weight.grad",
                                                               "model.bias.grad"}
+
+
+def test_the_layers_inside_a_module_call_are_named_by_their_path_from_it():
+    """A training loop's hidden activations were "t9", "t14", "t19" beside
+    model.0.weight (visual review): inside ``model(x)`` they are ``model.0(…)``,
+    streamed or built, in the canvas, the inspector and DOT alike; and inside a
+    call the snippet wrote in its own class, ``self.net.0(…)``."""
+    from graphscope.model.node_text import tensor_label
+    source = """
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+            def forward(self, h):
+                return self.net(h).sum()
+        x = torch.randn(2, 4)
+        for _ in range(2):
+            loss = model(x).pow(2).mean() + Net()(x)
+    """
+    tr = trace_of(source)
+    built = sorted(n.label for n in build_graph(tr).nodes.values() if n.kind == "tensor")
+    for want in ("model.0(\u2026)", "model.1(\u2026)", "model(x)", "self.net.0(\u2026)", "self.net(h)"):
+        assert want in built, (want, built)
+    assert not any(label.startswith("t") and label[1:].isdigit() for label in built)
+    src, msgs, _end = run_messages(source)
+    b = GraphBuilder()
+    for m in msgs:
+        b.apply(m)
+    assert sorted(n.label for n in b.graph.nodes.values() if n.kind == "tensor") == built
+    hidden = next(m.outputs[0] for m in tr.modules if m.path == "1")
+    assert tensor_label(tr, tr.tensors[hidden]) == "model.1(\u2026)"

@@ -31,7 +31,7 @@ from graphscope.model.branch_nodes import BranchDecisions
 from graphscope.model.graph_types import Edge, Graph, GraphDelta, Node, RegionBox
 from graphscope.model.node_text import (EXPR_CHARS, dtype_text, expr_label, made_by_text,
                                         shape_text, tensor_detail, tensor_label)
-from graphscope.model.trace import note_module_text
+from graphscope.model.trace import ModuleTexts, note_module_text
 
 # A tensor used by more consumers than this (an RNN's weights over 500 steps,
 # the input sequence) gets a ghost copy beside each further consumer, so no edge
@@ -129,7 +129,7 @@ class GraphBuilder(BranchDecisions):
         self.versions: dict[int, int] = {}  # tensor id -> version nodes made
         self.region_msgs: list[P.Region] = []
         self._branch_tensors: set[int] = set()
-        self._module_texts: dict[int, str] = {}   # tensor id -> module call text (note_module_text)
+        self._module_texts = ModuleTexts()   # tensor id -> module call text (note_module_text)
         self._missing: set[int] = set()     # tensor ids flagged missing_requires_grad
         self._error: Optional[P.ErrorInfo] = None
         self._ghosts: dict[int, list[str]] = {}  # tensor id -> ghost node ids
@@ -269,9 +269,11 @@ class GraphBuilder(BranchDecisions):
         return info.name if info is not None else None
 
     def _on_module(self, msg: P.ModuleCall) -> GraphDelta:
-        if note_module_text(self._module_texts, msg) and msg.outputs[0] in self.tensors:
-            return self._refresh_tensor(msg.outputs[0])
-        return GraphDelta()
+        delta = GraphDelta()
+        for tid in note_module_text(self._module_texts, msg):
+            if tid in self.tensors:
+                delta.merge(self._refresh_tensor(tid))
+        return delta
 
     def _new_tensor_node(self, nid: str, tid: int, step: int, op: Optional[P.Op],
                          extra=(), ghost_of=None) -> Node:

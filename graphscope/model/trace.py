@@ -17,17 +17,58 @@ FORMAT = "graphscope-trace"
 VERSION = 1
 
 
-def note_module_text(texts: dict, msg) -> bool:
+class ModuleTexts(dict):
+    """Tensor id -> the text that labels the tensor a module call returned
+    (``note_module_text``); ``pending``: calls the snippet did not write itself
+    (the layers inside ``model``), waiting for the call around them."""
+
+    PENDING_MAX = 10_000     # calls from library code no named call ever encloses
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.pending: list = []
+
+
+def note_module_text(texts: dict, msg) -> list:
     """Remember, for the tensor a module call returned, the snippet's text of
     the call (``self.conv(x)``), which labels it when nothing else does. The
     innermost call the snippet wrote wins (post hooks come innermost first):
     ``self.fc(h)`` inside ``Net.forward`` rather than ``net(images)``, whose
-    output is the same tensor. True if it was new."""
+    output is the same tensor. The layers inside a call the snippet wrote are
+    labelled by their path from it, ``model.0(…)`` inside ``model(x)``: a
+    training loop's hidden activations were "t9", "t14", "t19" (visual review).
+    Returns the tensor ids newly labelled."""
+    outs = getattr(msg, "outputs", None)
+    if not outs:
+        return []
     expr = getattr(msg, "expr", None)
-    if not expr or not msg.outputs or msg.outputs[0] in texts:
-        return False
-    texts[msg.outputs[0]] = expr
-    return True
+    pending = getattr(texts, "pending", None)
+    if not expr:
+        if pending is not None and msg.path:
+            pending.append(msg)
+            if len(pending) > ModuleTexts.PENDING_MAX:
+                del pending[:len(pending) // 2]
+        return []
+    new = []
+    if outs[0] not in texts:
+        texts[outs[0]] = expr
+        new.append(outs[0])
+    if pending:
+        callee = expr.split("(", 1)[0].strip()
+        prefix = f"{msg.path}." if msg.path else ""
+        keep = []
+        for inner in pending:
+            if (callee and inner.path.startswith(prefix) and inner.first_op is not None
+                    and msg.first_op is not None and msg.first_op <= inner.first_op
+                    and inner.last_op <= msg.last_op):
+                tid = inner.outputs[0]
+                if tid not in texts:
+                    texts[tid] = f"{callee}.{inner.path[len(prefix):]}(\u2026)"
+                    new.append(tid)
+            else:
+                keep.append(inner)
+        pending[:] = keep
+    return new
 
 
 @dataclass
@@ -55,7 +96,7 @@ class Trace:
     _alias_of: dict = field(default_factory=dict, repr=False, compare=False)   # id -> group
     _geometry: dict = field(default_factory=dict, repr=False, compare=False)   # id -> Op.alias entry
     # tensor id -> the snippet's text of the module call that returned it (note_module_text)
-    _module_texts: dict = field(default_factory=dict, repr=False, compare=False)
+    _module_texts: dict = field(default_factory=ModuleTexts, repr=False, compare=False)
     # ids of the tensors that retain their grad (retain_grad), kept as messages come:
     # the timeline asks each time it takes in a batch, and a scan of every tensor
     # there made a long run's live view slower with each batch
