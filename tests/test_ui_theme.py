@@ -57,9 +57,12 @@ def test_names_outside_the_spotlight_stay_readable(name):
     under the veil keeps 4.5:1 (at a 50% veil it read at 2.4:1 from a hall)."""
     t = get_theme(name)
     veil = t.spotlight_dim
-    assert len(veil) == 9 and int(veil[7:9], 16) >= 0x30     # it still dims
+    assert len(veil) == 9 and int(veil[7:9], 16) >= 0x28     # it still dims
     for fill in (t.tracked_fill, t.untracked_fill, t.op_fill):
         assert contrast(_veiled(t.node_text, veil), _veiled(fill, veil)) >= 4.5, fill
+        # and the subtitles ("scalar float32") stay readable too: at a 28% veil they
+        # read at 3.3:1 in presentation mode (visual review)
+        assert contrast(_veiled(t.node_detail, veil), _veiled(fill, veil)) >= 4.0, fill
 
 
 def test_scale_grows_fonts_and_names_are_forgiving():

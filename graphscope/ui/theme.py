@@ -114,7 +114,9 @@ LIGHT = Theme(
     inference_fill="#CC79A726",
     current="#B0307A", highlight=OI_PURPLE,
     grad_label_bg="#FFFBE0", grad_label_text="#1B1F24", grad_label_border="#B0307A",
-    spotlight_dim="#FFFFFF48", selection=OI_GREEN,
+    # a light veil: the current node's glow already draws the eye, and a heavier one
+    # left the subtitles ("scalar float32") at 3.3:1 on a projector (visual review)
+    spotlight_dim="#FFFFFF28", selection=OI_GREEN,
 )
 
 DARK = Theme(
@@ -133,7 +135,7 @@ DARK = Theme(
     inference_fill="#CC79A733",
     current=OI_YELLOW, highlight="#E59CC6",
     grad_label_bg="#2B2A17", grad_label_text="#FFF7B0", grad_label_border=OI_YELLOW,
-    spotlight_dim="#00000048", selection="#35C29A",
+    spotlight_dim="#00000028", selection="#35C29A",
 )
 
 # For projectors and low vision: black ground, pure white text, saturated colours,
