@@ -168,6 +168,13 @@ def _key_lines(text: str) -> dict:
             continue
         m = key_re.match(raw)
         if not m:
+            # a multi-line string opened inside an array or an inline table
+            # (``options = [ { key = "A", text = """...``), not in a comment
+            if not s.startswith("#"):
+                for q in (_LITERAL3, _BASIC3):
+                    if raw.count(q) % 2:
+                        open_quote, opened_at = q, n
+                        break
             continue
         value = raw[m.end():].lstrip()
         for q in (_LITERAL3, _BASIC3):

@@ -459,3 +459,13 @@ def test_problem_lines_are_not_moved_by_triple_quotes_in_comments_or_one_line_st
     with pytest.raises(S.ScenarioError) as e:
         S.load_file(bom)
     assert f"{bom}:2: the file is not UTF-8" in e.value.problems[0]
+
+
+def test_a_multi_line_string_opened_inside_an_array_is_skipped_too():
+    """``options = [ { key = "A", text = \"\"\"...`` opened a string on a line
+    with no key of its own, and a line inside it was read as a key (a second code
+    review)."""
+    q3 = '"' * 3
+    text = (f'options = [\n  {{ key = "A", text = {q3}y = x * 2\nanswer = "A" would be wrong\n'
+            f'{q3} }},\n]\nanswer = "C"\n')
+    assert S._key_lines(text)["answer"] == 6

@@ -1602,3 +1602,16 @@ def test_a_name_a_pixel_too_wide_shrinks_instead_of_losing_its_middle(qapp):
     f, fm = shrunk_font(label, px, wide, width, True)
     assert fm.horizontalAdvance(label) <= width
     assert fm.elidedText(label, Qt.ElideMiddle, width) == label
+
+
+def test_a_region_box_holds_its_label(canvas):
+    """"torch.no_grad(), lines 3-4" ran 145 px past the box around its one op
+    (visual review): the box reaches right to hold it, with nothing beside it."""
+    import graphscope
+    tr = graphscope.trace("import torch\nw = torch.ones(3, requires_grad=True)\n"
+                          "with torch.no_grad():\n    w += 1\nw.sum()\n")
+    shown(canvas, tr)
+    boxes = canvas._painter._region_boxes(math.inf)
+    assert boxes
+    for box, label in boxes:
+        assert label.right() <= box.right() + 1, (box, label)

@@ -205,3 +205,13 @@ def test_code_indented_with_tabs_gets_tabs_and_keeps_them(editor, qtbot):
     _load(editor, "def f():\n\tif x:\n\t    |w = 2")
     qtbot.keyClick(editor, Qt.Key.Key_Backspace)
     assert editor.toPlainText() == "def f():\n\tif x:\n\tw = 2"
+
+
+def test_a_tab_indented_body_below_the_cursor_sets_the_level_too(editor, qtbot):
+    """On a function's first line, with its tab-indented body below, Return typed
+    four spaces above the tab (TabError: a second code review)."""
+    _load(editor, "def f():|\n\treturn 1\n")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.keyClicks(editor, "x = 1")
+    assert editor.toPlainText() == "def f():\n\tx = 1\n\treturn 1\n"
+    compile(editor.toPlainText(), "<snippet>", "exec")

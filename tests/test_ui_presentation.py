@@ -608,3 +608,17 @@ def test_a_static_capture_scenario_that_makes_no_tensor_points_at_the_static_pan
     with qtbot.waitSignal(window.run_finished, timeout=60_000):
         window.run()
     assert window.canvas.empty_text() == "No tensors were created"
+
+
+def test_reload_shows_the_edited_file_when_the_lesson_no_longer_loads(window, folder, qtbot):
+    """With the lesson file broken, Reload reopened the lesson's old copy of the
+    scenario on screen, not its edited file (a second code review)."""
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    assert c.scenario.id == "two"
+    text = (folder / "two.toml").read_text().replace("x * 2", "x * 3")
+    (folder / "two.toml").write_text(text)
+    (folder / "lessons" / "l.toml").write_text('title = "Lesson"\nscenarios = ["two", "one"\n')
+    c.reload_action.trigger()
+    assert "x * 3" in window.editor.toPlainText()

@@ -210,3 +210,15 @@ def test_a_word_wider_than_the_column_does_not_widen_the_panel(panel, tmp_path, 
     label = panel.option("A")._label
     assert label.heightForWidth(label.width()) > label.fontMetrics().lineSpacing() * 1.5
     assert name in label.text().replace("\u200b", "")
+
+
+def test_keys_that_are_not_one_letter_or_not_ascii_digits(panel, tmp_path):
+    """An option keyed "AB" counted as a letter key ("AB" in "ABCDEFGH"), and "²",
+    a digit to str.isdigit, raised in int() (a second code review)."""
+    text = open(make(tmp_path).path).read().replace('key = "A"', 'key = "AB"').replace(
+        'answer = "A"', 'answer = "AB"')
+    (tmp_path / "ab.toml").write_text(text.replace('id = "q1"', 'id = "ab"'))
+    panel.set_scenario(scn.load_file(tmp_path / "ab.toml"))
+    assert panel.pick_keys() == "1-4"
+    assert panel.handle_key(0, "\u00b2") is False
+    assert panel.handle_key(0, "1") and panel.chosen == "AB"

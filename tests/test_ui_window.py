@@ -1264,6 +1264,11 @@ def test_the_console_shows_the_traceback_of_an_error_as_python_prints_it(qtbot, 
     ("import torch\nx = torch.ones(2)\nprint(x.foo)\n", "Python says:"),
     ("import torch\nclass MyError(Exception):\n    pass\nraise MyError('mine')\n", "Python says:"),
     ("import torch\nraise RuntimeError('my own check')\n", "Python says:"),   # (code review)
+    # torch's own Python code, no op recorded (a second code review)
+    ("import torch\nx = torch.ones(2, requires_grad=True)\ny = x * 2\ny.requires_grad = False\n",
+     "PyTorch says:"),
+    ("import torch\nm = torch.nn.Linear(2, 2)\nm.load_state_dict({'weight': torch.ones(3, 3)})\n",
+     "PyTorch says:"),
 ])
 def test_the_banner_says_whose_message_it_is(qtbot, window, source, whose):
     """ "PyTorch says: invalid literal for int()" (student review): Python's own

@@ -44,10 +44,18 @@ def note_module_text(texts: dict, msg) -> list:
     expr = getattr(msg, "expr", None)
     pending = getattr(texts, "pending", None)
     if not expr:
-        if pending is not None and msg.path:
-            pending.append(msg)
-            if len(pending) > ModuleTexts.PENDING_MAX:
-                del pending[:len(pending) // 2]
+        if pending is not None:
+            if not msg.path:
+                # an outermost call without text (its model has a forward hook, or
+                # library code called it): nothing will ever enclose what waits,
+                # and each later call would scan it all (code review: quadratic)
+                pending.clear()
+            elif msg.path.rsplit(".", 1)[-1] != msg.type:
+                # (a module that is no registered child of the call around it has
+                # its class name for a path: "model.Linear(…)" beside model.0.weight)
+                pending.append(msg)
+                if len(pending) > ModuleTexts.PENDING_MAX:
+                    del pending[:len(pending) // 2]
         return []
     new = []
     if outs[0] not in texts:
@@ -67,7 +75,7 @@ def note_module_text(texts: dict, msg) -> list:
                     new.append(tid)
             else:
                 keep.append(inner)
-        pending[:] = keep
+        pending[:] = keep if msg.path else []    # (an outermost call encloses all it can)
     return new
 
 

@@ -490,20 +490,24 @@ class Classroom(QObject):
         problems = self.browser.reload()
         current = self.scenario.id if self.scenario is not None else None
         walker = self.walker
+        reloaded = False      # the lesson read again: its scenarios are the files' now
         if self.lesson_path is not None:
             opened = open_lesson_file(self.lesson_path, self.browser.scenarios,
                                       self.browser.folders)
             problems += list(opened.problems)
             self.browser.add_scenarios([], opened.problems, source=f"lesson {self.lesson_path}")
             if opened.scenarios:
+                reloaded = True
                 walker.title, walker.description = opened.title, opened.description
                 walker.scenarios = list(opened.scenarios)
                 walker.index = min(walker.index, len(walker.scenarios) - 1)
             self.lesson_bar.refresh()
             self._lesson_actions()
         if current is not None:
+            # (from the lesson only when it was read again: a lesson that no longer
+            # loads keeps its old copies, and the edited file was not shown: code review)
             fresh = next((s for s in walker.scenarios if s.id == current), None) \
-                if not walker.away else None
+                if reloaded and not walker.away else None
             fresh = fresh or self.browser.find(current) or _scn.find(current, self._folders())
             if fresh is not None:
                 self.open_scenario(fresh)     # (asks first if its snippet was edited)

@@ -18,8 +18,8 @@ from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter, QPolygonF,
-                           QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextDocument,
-                           QTextFormat)
+                           QSyntaxHighlighter, QTextBlock, QTextCharFormat, QTextCursor,
+                           QTextDocument, QTextFormat)
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QWidget
 
@@ -600,14 +600,17 @@ def _before(cur: QTextCursor) -> str:
 def _unit(cur: QTextCursor) -> str:
     """One level of indentation as the code at the cursor writes it (a tab in
     code indented with tabs): ``editor_indent.indent_unit`` of its line and the
-    lines above it (at most 200 looked at)."""
+    lines above it, then those below (at most 200 each way)."""
     def lines():
-        block = cur.block()
-        for _ in range(200):
-            if not block.isValid():
-                return
-            yield block.text()
-            block = block.previous()
+        # above first, then below (the first line of a function whose body is
+        # indented with tabs: code review)
+        for step in (QTextBlock.previous, QTextBlock.next):
+            block = cur.block() if step is QTextBlock.previous else cur.block().next()
+            for _ in range(200):
+                if not block.isValid():
+                    break
+                yield block.text()
+                block = step(block)
     return editor_indent.indent_unit(lines())
 
 

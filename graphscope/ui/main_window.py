@@ -22,6 +22,7 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 """
 from __future__ import annotations
 
+import builtins
 import math
 from pathlib import Path
 from typing import Callable, Optional
@@ -49,17 +50,24 @@ from graphscope.ui.window_cursor import CursorViews
 
 def python_says(err, trace=None) -> bool:
     """Whether an error's message is Python's rather than PyTorch's (the banner says
-    whose it is): PyTorch's when a torch call raised it (the error names its op)
+    whose it is). PyTorch's when a torch call raised it (the error names its op)
     or a backward call on its line did (backward() raises with no op of its own);
-    else Python's, a snippet's own ``raise RuntimeError(...)`` or exception class
-    included. "PyTorch says: invalid literal for int()" credited PyTorch with
-    int('abc') (student review), and "PyTorch says: my own check" with the
-    snippet's own raise (code review); an IndexError raised inside
-    F.cross_entropy is PyTorch's."""
+    Python's when the snippet's own ``raise`` did ("PyTorch says: my own check":
+    code review); else by its type, Python's own exceptions but RuntimeError,
+    which torch raises from its own Python code too (``y.requires_grad = False``,
+    ``load_state_dict``). "PyTorch says: invalid literal for int()" credited
+    PyTorch with int('abc') (student review)."""
     if getattr(err, "op", None) is not None:
         return False
-    calls = getattr(trace, "backward_calls", None) or []
-    return not (err.line is not None and any(c.line == err.line for c in calls))
+    line = getattr(err, "line", None)
+    if line is not None:
+        if any(c.line == line for c in (getattr(trace, "backward_calls", None) or [])):
+            return False
+        lines = (getattr(trace, "source", "") or "").splitlines()
+        if 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("raise"):
+            return True
+    t = getattr(builtins, err.type, None)
+    return isinstance(t, type) and issubclass(t, BaseException) and err.type != "RuntimeError"
 
 
 # GraphScope's own failures: never the answer a quiz hides (a failing recorder read

@@ -25,6 +25,12 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 from graphscope.ui.presentation import NORMAL_PX, palette
 
 OPTION_KEYS = "ABCDEFGH"
+
+
+def _letter_key(k: str) -> bool:
+    """``k`` is one of the letters A-H (an option keyed "AB" is not: code review)."""
+    return len(k) == 1 and k in OPTION_KEYS
+
 PICK_LETTERS = 7     # A-G pick an option from the keyboard (H is Hint) ...
 PICK_DIGITS = 8      # ... and so do 1-8, by place: NOTE [keys that pick]
 
@@ -387,7 +393,7 @@ class QuizPanel(QWidget):
         keys = [b.key for b in self.buttons]
         if letter in keys:
             return letter
-        if not any(k in OPTION_KEYS for k in keys) and letter in OPTION_KEYS:
+        if not any(_letter_key(k) for k in keys) and _letter_key(letter):
             return self.key_at(OPTION_KEYS.index(letter))
         return None
 
@@ -396,7 +402,7 @@ class QuizPanel(QWidget):
         keys = [b.key for b in self.buttons]
         if not keys:
             return ""
-        if all(k in OPTION_KEYS[:PICK_LETTERS] for k in keys):
+        if all(_letter_key(k) and k in OPTION_KEYS[:PICK_LETTERS] for k in keys):
             at = [OPTION_KEYS.index(k) for k in keys]
             if at == list(range(at[0], at[0] + len(at))) and len(at) > 1:
                 return f"{keys[0]}-{keys[-1]}"
@@ -410,7 +416,7 @@ class QuizPanel(QWidget):
         pick = None
         if len(t) == 1 and t in OPTION_KEYS[:PICK_LETTERS]:
             pick = self.key_for_letter(t)
-        elif len(t) == 1 and t.isdigit() and t != "0":
+        elif len(t) == 1 and t in "12345678":      # ("²".isdigit(), and int() refuses it)
             pick = self.key_at(int(t) - 1)
         if pick is not None:
             self.choose(pick)
