@@ -680,8 +680,14 @@ def test_inspector_names_the_branch_a_value_decided(qtbot, window):
     branchy = [n for n in w.live.graph.nodes.values() if "branch" in n.flags]
     assert branchy
     w.select_node(branchy[0].id)
-    assert "line 4" in w.inspector.rows()["decided"] and "True" in w.inspector.rows()["decided"]
+    read = w.inspector.rows()["read by Python"]
+    assert "line 4: if / while" in read and "True" in read
     assert w.console.text() == "tensor([2., 4., 6.], grad_fn=<MulBackward0>)\n"
+    # a print's .item() is a read, not a decision (first-time user review)
+    run_source(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                         "loss = (x * 2).sum()\nprint(loss.item())\n")
+    w.select_node(node_by_label(w, "loss").id)
+    assert w.inspector.rows()["read by Python"] == "line 4: .item() \u2192 4.0"
 
 
 def test_matrix_value_gets_a_heat_map(qtbot, window):
@@ -1411,3 +1417,18 @@ def test_a_file_with_a_coding_line_is_refused_with_the_reason(qtbot, window, tmp
     assert not window.open_file(f)
     title, text = window.last_message
     assert "declares its own encoding (latin-1)" in text and "UTF-8" in text
+
+
+def test_a_freed_op_does_not_tell_a_quiz_what_a_second_backward_does(qtbot, window):
+    """backward-twice asks what the third backward does; before Reveal the
+    inspector's "another pass through here raises" gave it away (first-time user
+    review)."""
+    w = window
+    w.set_output_hidden(True)
+    run_source(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                         "y = (x * x).sum()\ny.backward()\n")
+    w.step_last()
+    w.select_node(next(n for n in w.live.graph.nodes.values() if n.label == "mul").id)
+    assert "raises" not in w.inspector.rows()["saved values"]
+    w.set_output_hidden(False)
+    assert "raises" in w.inspector.rows()["saved values"]

@@ -54,6 +54,11 @@ def grad_summary(t) -> Optional[dict]:
     return {"value": t.grad, "stats": t.grad_stats, "shape": list(t.shape or []), "dtype": t.dtype}
 
 
+# how a Branch's kind reads in the inspector (protocol.Branch: "bool" is an if / while)
+_READ_AS = {"bool": "if / while", "item": ".item()", "tolist": ".tolist()", "int": "int()",
+            "float": "float()", "index": "an index", "complex": "complex()"}
+
+
 class Inspector(QWidget):
     """Shows one node; ``show_node(node, trace, frame)`` or ``clear_node()``."""
 
@@ -284,7 +289,12 @@ class Inspector(QWidget):
         at = freed.get(getattr(node, "id", None)) if freed else None
         if at is not None and at <= frame.cursor:
             # NOTE [released] in capture/backward.py
-            rows["saved values"] = ("freed by the backward pass that ran it (no "
+            # (what a second pass would do is the answer of a quiz: backward-twice
+            # asks it, so before Reveal the row says what happened, not what follows:
+            # first-time user review)
+            rows["saved values"] = ("freed by the backward pass that ran it (no retain_graph)"
+                                    if self.values_hidden else
+                                    "freed by the backward pass that ran it (no "
                                     "retain_graph): another pass through here raises")
         self._rows = rows
         self._refill_grid()
@@ -350,9 +360,12 @@ class Inspector(QWidget):
             rows["hooks"] = hooks
         branches = [b for b in trace.branches if b.tensor == t.id]
         if branches:
-            # where this tensor's value steered the program (if / while / .item())
-            rows["decided"] = "; ".join(
-                f"line {b.line}: {b.kind} \u2192 {b.value!r}" for b in branches[:4]) + (
+            # where the program read this tensor's value (if / while, .item()): "decided:
+            # item → 40.25" for a print's loss.item() read as a branch (first-time
+            # user review); only an if or while decided something
+            rows["read by Python"] = "; ".join(
+                f"line {b.line}: {_READ_AS.get(b.kind, b.kind)} \u2192 {b.value!r}"
+                for b in branches[:4]) + (
                 f" (+{len(branches) - 4} more)" if len(branches) > 4 else "")
         if "missing_requires_grad" in flags:
             if "no_grad" in flags or "inference" in flags:
@@ -361,8 +374,8 @@ class Inspector(QWidget):
             else:
                 rows["note"] = ("a later backward needed this tensor, but it was created "
                                 "without requires_grad=True")
-        if self.values_hidden and "decided" in rows:
-            rows["decided"] = "hidden until Reveal"
+        if self.values_hidden and "read by Python" in rows:
+            rows["read by Python"] = "hidden until Reveal"
         self._rows = rows
         self._refill_grid()
         summary = tensor_summary(t)

@@ -35,7 +35,7 @@ def legend_rows(t) -> list:
         (("label", t.grad_label_bg, t.grad_label_border, "\u2202 1.0"),
          "gradient flowing back at this step"),
         (("freed", t.canvas_bg, t.node_detail, "freed"),
-         "op whose saved values backward freed"),
+         "an op whose saved tensors backward has used and freed"),
         (("freed", t.canvas_bg, t.tracked_border, "shared"),
          "the same tensor, drawn again where it is used again"),
         (("freed", t.canvas_bg, t.tracked_border, "view"),
