@@ -622,3 +622,21 @@ def test_reload_shows_the_edited_file_when_the_lesson_no_longer_loads(window, fo
     (folder / "lessons" / "l.toml").write_text('title = "Lesson"\nscenarios = ["two", "one"\n')
     c.reload_action.trigger()
     assert "x * 3" in window.editor.toPlainText()
+
+
+def test_the_static_capture_waits_for_reveal(window, folder, qtbot):
+    """static-jit-trace-branch asks what the traced version returns; its Static
+    capture panel, filled in for it, printed both answers before Reveal
+    (first-time user review)."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    static = window._passes_views["static"]
+    assert c.open_scenario("static-jit-trace-branch")
+    assert static.held and not static.button.isEnabled()
+    assert "Hidden until Reveal" in static.status.text()
+    requested = []
+    static.capture_requested.connect(requested.append)
+    static.request_capture()
+    assert requested == []
+    c.quiz.reveal()
+    assert not static.held and static.button.isEnabled()
+    window.controller.stop()

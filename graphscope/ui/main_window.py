@@ -575,6 +575,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.output_hidden = hidden
         self.console.set_hidden_note(HIDDEN_CONSOLE if hidden else None)
         self.inspector.set_values_hidden(hidden)
+        views = getattr(self, "_passes_views", None)
+        if views:
+            views["static"].set_held(hidden)
         live = self.live
         if live is not None and live.finished:
             if hidden:

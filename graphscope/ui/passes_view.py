@@ -359,6 +359,8 @@ def install_passes_views(window) -> dict:
 
     def on_captured(trace):
         static.set_busy(False)
+        if static.held:
+            return     # a quiz began meanwhile: its answer stays hidden until Reveal
         if trace.source != window.editor.toPlainText():
             # another snippet was opened (or this one edited) meanwhile: its
             # results would read as the new one's (robustness review)

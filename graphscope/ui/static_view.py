@@ -300,6 +300,7 @@ class StaticPanel(QWidget):
         self.with_timing = QCheckBox("also time eager vs traced", self)
         self.button = QPushButton("Capture statically", self)
         self.button.clicked.connect(self.request_capture)
+        self.held = False      # a quiz before Reveal: set_held
         self.status = QLabel(self)
         self.status.setWordWrap(True)
         # one row for the request, one for the action: the results get the height
@@ -343,8 +344,9 @@ class StaticPanel(QWidget):
         without inputs to read, a default the learner can edit."""
         target, inputs, second = infer_request(focus, source)
         self.set_request(target, inputs or [DEFAULT_INPUT], second)
-        self.status.setText(f"Ready to capture {target} statically: check the example input "
-                            "and press \u201cCapture statically\u201d.")
+        if not self.held:
+            self.status.setText(f"Ready to capture {target} statically: check the example "
+                                "input and press \u201cCapture statically\u201d.")
 
     def set_request(self, target: str, inputs=(), second_inputs=()) -> None:
         self.target.setCurrentText(target)
@@ -360,14 +362,31 @@ class StaticPanel(QWidget):
         return req
 
     def request_capture(self) -> None:
+        if self.held:
+            return
         req = self.request()
         if not req["target"]:
             self.status.setText("Name a function or nn.Module from the snippet first.")
             return
         self.capture_requested.emit(req)
 
+    def set_held(self, held: bool) -> None:
+        """Before a quiz's Reveal (NOTE [hidden output] in main_window.py): no
+        capture, and none shown. static-jit-trace-branch asks what the traced
+        version returns for the second input, and the panel, filled in for it,
+        printed both answers (first-time user review)."""
+        self.held = bool(held)
+        self.button.setEnabled(not held)
+        if held:
+            for v in self.views.values():
+                v.set_result(None)
+            self.status.setText("Hidden until Reveal: a static capture would answer this "
+                                "quiz. Reveal (R) first.")
+        elif self.status.text().startswith("Hidden until Reveal"):
+            self.status.setText("Press \u201cCapture statically\u201d.")
+
     def set_busy(self, busy: bool) -> None:
-        self.button.setEnabled(not busy)
+        self.button.setEnabled(not busy and not self.held)
         if busy:
             self.status.setText("Running the snippet again and capturing it statically "
                                 "(the first capture takes a few seconds while torch loads its compilers)…")
