@@ -1432,3 +1432,16 @@ def test_a_freed_op_does_not_tell_a_quiz_what_a_second_backward_does(qtbot, wind
     assert "raises" not in w.inspector.rows()["saved values"]
     w.set_output_hidden(False)
     assert "raises" in w.inspector.rows()["saved values"]
+
+
+def test_the_problems_tab_counts_errors_and_warnings_not_notes(qtbot, window):
+    """A correct snippet with a no_grad block showed "Problems (1)" for its note,
+    which looked like a mistake to a beginner (first-time user review)."""
+    w = window
+    run_source(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                         "with torch.no_grad():\n    y = x * 2\nprint(y)\n")
+    rows = w.live.problem_rows()
+    assert rows and all(r.severity == "info" for r in rows)
+    assert w.bottom_tabs.tabText(1) == "Problems"
+    run_source(qtbot, w, NO_GRAD_DEBUG)
+    assert w.bottom_tabs.tabText(1).startswith("Problems (")

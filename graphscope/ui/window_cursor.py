@@ -255,5 +255,8 @@ class CursorViews:
             return
         rows = self.live.problem_rows()
         self.problems.set_problems(rows)
-        n = len(rows)
+        # errors and warnings are counted; notes ("tensors made here have no
+        # grad_fn" for every no_grad block) are listed only: "Problems (1)" on a
+        # correct snippet looked like a mistake to a beginner (first-time user review)
+        n = sum(1 for r in rows if r.severity in ("error", "warning"))
         self.bottom_tabs.setTabText(1, f"Problems ({n})" if n else "Problems")
