@@ -640,3 +640,21 @@ def test_the_static_capture_waits_for_reveal(window, folder, qtbot):
     c.quiz.reveal()
     assert not static.held and static.button.isEnabled()
     window.controller.stop()
+
+
+def test_help_lists_the_keys_and_export_is_under_file_too(window, folder, qtbot):
+    """A first-time user found no list of keys and no export under File (Present ›
+    Export only); Help stays the last menu."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    titles = [a.text().replace("&", "") for a in window.menuBar().actions()]
+    assert titles[-1] == "Help"
+    assert c.export_menu.menuAction() in window.file_menu.actions()
+    assert c.open_scenario("one")
+    html_text = window.shortcuts_html()
+    for words in ("Run", "F5", "Step back", "Hint", "Reveal", "Fit the graph",
+                  "Presentation mode", "Pick a quiz answer"):
+        assert words in html_text, words
+    window.shortcuts_action.trigger()
+    assert window.shortcuts_dialog.isVisible()
+    assert "Ctrl+Shift+P" in window.shortcuts_dialog.browser.toPlainText()
+    window.shortcuts_dialog.close()

@@ -195,6 +195,16 @@ class Classroom(QObject):
         self.copy_window_action = A("Copy window", lambda: self.copy("window"))
         em.addAction(self.copy_graph_action)
         em.addAction(self.copy_window_action)
+        # under File too, where a first-time user looked for it (Present › Export only
+        # was found by nobody: first-time user review); Help stays the last menu
+        file_menu = getattr(w, "file_menu", None)
+        if file_menu is not None:
+            file_menu.insertAction(w.quit_action, em.menuAction())
+            file_menu.insertSeparator(w.quit_action)
+        help_menu = getattr(w, "help_menu", None)
+        if help_menu is not None:
+            mb.removeAction(help_menu.menuAction())
+            mb.addAction(help_menu.menuAction())
         self._update_quiz_actions()
 
     def _wire(self):

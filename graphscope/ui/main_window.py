@@ -23,6 +23,7 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 from __future__ import annotations
 
 import builtins
+import html
 import math
 from pathlib import Path
 from typing import Callable, Optional
@@ -281,6 +282,58 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         if keep and seconds and math.isfinite(seconds):
             self.settings.setValue("run/time_limit", int(seconds))
 
+    # keys of the graph itself (GraphCanvas.keyPressEvent), which are no actions
+    CANVAS_KEYS = (("Fit the graph", "0"), ("Zoom in / out", "+ / -"),
+                   ("Follow the current step on or off", "F"), ("Pan", "Ctrl+arrows"))
+
+    def shortcuts_html(self) -> str:
+        """Every key of the window, as its actions have them (so the list never goes
+        stale), and the graph's own keys."""
+        rows, seen = [], set()
+        for a in self.findChildren(QAction):
+            keys = [k.toString(QKeySequence.SequenceFormat.NativeText) for k in a.shortcuts()]
+            text = a.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
+            keys = [k for k in keys if k]
+            if text.startswith("Answer "):
+                continue      # one row for them all, below
+            if keys and text and (text, tuple(keys)) not in seen:
+                seen.add((text, tuple(keys)))
+                rows.append((text, ", ".join(keys)))
+        rows.sort(key=lambda r: r[0].lower())
+        if any(a.text().startswith("Answer ") for a in self.findChildren(QAction)):
+            rows.append(("Pick a quiz answer", "A-G (its key), 1-8 (its place)"))
+        rows += [(f"{t} (on the graph)", k) for t, k in self.CANVAS_KEYS]
+        body = "".join(f"<tr><td>{html.escape(t)}</td><td><b>{html.escape(k)}</b></td></tr>"
+                       for t, k in rows)
+        return ("<p>Keys work where the keyboard is: in the code they type, on the graph "
+                "they step and pick answers. Click the graph or the code to choose.</p>"
+                f"<table cellspacing='4'>{body}</table>")
+
+    def show_shortcuts(self) -> None:
+        from PySide6.QtWidgets import QDialog, QTextBrowser, QVBoxLayout as _V
+        d = self.shortcuts_dialog
+        if d is None:
+            d = QDialog(self)
+            d.setWindowTitle("Keyboard shortcuts")
+            d.browser = QTextBrowser(d)
+            lay = _V(d)
+            lay.addWidget(d.browser)
+            d.resize(560, 640)
+            self.shortcuts_dialog = d
+        d.browser.setHtml(self.shortcuts_html())   # (quiz keys change with the scenario)
+        d.show()
+        d.activateWindow()
+
+    def _about(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+        from graphscope import __version__
+        box = QMessageBox(QMessageBox.Icon.Information, "About GraphScope",
+                          f"GraphScope {__version__}: watch PyTorch build its autograd graph as "
+                          "your snippet runs, and walk the backward pass one node at a time.",
+                          parent=self)
+        box.setModal(False)
+        box.show()
+
     def go_to_line_dialog(self) -> None:
         from PySide6.QtWidgets import QInputDialog
         last = max(1, self.editor.blockCount())
@@ -334,6 +387,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         for a in (self.save_action, self.save_as_action):
             fm.addAction(a)
         fm.addSeparator()
+        self.file_menu = fm      # (the classroom adds Export here too)
         fm.addAction(self.quit_action)
         # Edit: the editor's own keys, findable in a menu (a student looked for Undo
         # and Go to line and found neither: student review)
@@ -376,6 +430,16 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             act = self.theme_menu.addAction(t.title)
             act.triggered.connect(lambda _=False, n=name: self.set_theme(n))
         self.view_menu = vm
+        # Help: the keys, found nowhere in one place (first-time user review); kept
+        # the last menu (the classroom moves it after its own)
+        hm = mb.addMenu("&Help")
+        self.help_menu = hm
+        self.shortcuts_action = hm.addAction("&Keyboard shortcuts")
+        self.shortcuts_action.setShortcut(QKeySequence("F1"))
+        self.shortcuts_action.triggered.connect(self.show_shortcuts)
+        self.addAction(self.shortcuts_action)
+        hm.addAction("&About GraphScope").triggered.connect(self._about)
+        self.shortcuts_dialog = None
 
         tb = QToolBar("Main", self)
         tb.setObjectName("MainToolbar")
