@@ -228,3 +228,20 @@ def test_backward_twice_names_the_pass_that_freed_this_graph_not_the_last():
     """)
     assert d.kind == "backward_twice"
     assert "(line 5)" in d.text and "(line 5)" in d.fix
+
+
+def test_two_plain_leaves_a_backward_needed_are_one_row_saying_one_is_enough():
+    """``(w * x).sum().backward()`` with both plain: a row each told the student to
+    add requires_grad=True to the data x as well (first-time user review)."""
+    from graphscope.model.diagnostics import problems
+    tr = trace_of("""
+        import torch
+        w = torch.tensor([1.0, 2.0])
+        x = torch.tensor([3.0, 4.0])
+        loss = (w * x).sum()
+        loss.backward()
+    """)
+    rows = [p for p in problems(tr) if p.kind == "missing_requires_grad"]
+    assert len(rows) == 1
+    assert "w and x were created" in rows[0].message and "usually not the data" in rows[0].message
+    assert len(rows[0].node_ids) == 2

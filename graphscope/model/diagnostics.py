@@ -437,15 +437,29 @@ def problems(trace, graph: Optional[Graph] = None, include_error: bool = True) -
     for m in _WARNING_RE.finditer(trace.stderr):
         line = int(m.group("line")) if m.group("file") in (trace.filename, "<snippet>") else None
         out.append(Problem("warning", f"{m.group('cat')}: {m.group('msg')}", line, [], "warning"))
+    plain = []       # leaves made without requires_grad that a backward needed
     for n in g.nodes.values():
         if "missing_requires_grad" in n.flags and n.ghost_of is None:
             if "no_grad" in n.flags or "inference" in n.flags:
                 text = (f"{n.label} was made with gradients disabled, but a backward() or .grad "
                         "read later depended on it")
+                out.append(Problem("warning", text, n.line, [n.id], "missing_requires_grad"))
             else:
-                text = (f"{n.label} was created without requires_grad=True, but a backward() or "
-                        f".grad read later depended on it: add requires_grad=True where it is made")
-            out.append(Problem("warning", text, n.line, [n.id], "missing_requires_grad"))
+                plain.append(n)
+    if len(plain) == 1:
+        n = plain[0]
+        out.append(Problem("warning", f"{n.label} was created without requires_grad=True, but a "
+                           "backward() or .grad read later depended on it: add requires_grad=True "
+                           "where it is made", n.line, [n.id], "missing_requires_grad"))
+    elif plain:
+        # one row: each on its own told the student to add requires_grad=True to the
+        # data too (``w * x``, both plain: first-time user review); one is enough
+        names = ", ".join(n.label for n in plain[:-1]) + f" and {plain[-1].label}"
+        out.append(Problem("warning", f"{names} were created without requires_grad=True, and a "
+                           "backward() or .grad read later depended on them: add "
+                           "requires_grad=True to the ones you want gradients for (the weights, "
+                           "usually not the data)", plain[0].line, [n.id for n in plain],
+                           "missing_requires_grad"))
     for op in trace.ops:
         if op.kind == "detach" or op.name == "detach":
             src = op.inputs[0] if op.inputs else None
