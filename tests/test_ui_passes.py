@@ -264,3 +264,20 @@ def test_a_static_capture_of_a_snippet_no_longer_open_is_not_shown(qtbot, tmp_pa
     finally:
         panels["capture"].shutdown()
         w.controller.shutdown()
+
+
+def test_a_pass_graph_is_drawn_below_its_caption(qtbot, depth_trace):
+    """In a short, wide panel the caption "Pass 1: …" was drawn over the graph's top
+    row (first-time user review); the summary said "pass 1 built 4 ops" under a
+    header of "10 ops" (it counts the graph's ops: "pass 1's graph has")."""
+    panel = PassesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1380, 330)
+    panel.show()
+    panel.set_trace(depth_trace)
+    for canvas in (panel.canvas_a, panel.canvas_b):
+        assert canvas.caption and canvas.top_inset() > 0
+        canvas.fit()
+        tops = [canvas.node_view_rect(n).top() for n in canvas.geometry_model().nodes]
+        assert min(tops) >= canvas.top_inset() - 1
+    assert "pass 1's graph has" in panel.summary_text()

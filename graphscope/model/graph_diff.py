@@ -340,10 +340,12 @@ def _summary(d: PassDiff, pa, pb, graph) -> list:
     ops_a = sum(1 for n in d.nodes_a if graph.nodes[n].kind == "op")
     ops_b = sum(1 for n in d.nodes_b if graph.nodes[n].kind == "op")
     if d.same:
-        out.append(f"{A} and {B} built the same graph ({ops_a} ops), each as a new object: "
-                   "PyTorch rebuilt it from scratch.")
+        out.append(f"{A} and {B} built the same graph ({_n(ops_a, 'op')}), each as a new "
+                   "object: PyTorch rebuilt it from scratch.")
     else:
-        out.append(f"{A} built {_n(ops_a, 'op')}, {B} built {ops_b}; "
+        # "graph of": the passes' headers count every op they ran, the update under
+        # no_grad included ("10 ops" over "pass 1 built 4 ops": first-time user review)
+        out.append(f"{A}'s graph has {_n(ops_a, 'op')}, {B}'s {ops_b}; "
                    f"{_n(len(d.only_a), 'node')} only in {A}, {len(d.only_b)} only in {B}.")
     for bp in d.diverged_branches:
         out.append(f"The data sent the program another way at {bp.text(A, B)}.")

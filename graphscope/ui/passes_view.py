@@ -17,7 +17,7 @@ import html
 from typing import Optional
 
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
@@ -42,6 +42,9 @@ class MarkedCanvas(GraphCanvas):
         self.marks: dict[str, str] = {}      # node id -> colour
         self.caption = ""
         self.empty_message: Optional[str] = None   # what an empty canvas says instead
+        # the graph is fitted below the caption (drawn over the graph's top row, the
+        # caption hid "w * x - 1" and "loss": first-time user review)
+        self.top_inset = lambda: self._caption_height() if self.caption else 0
 
     def empty_text(self) -> str:
         if self.empty_message is not None:
@@ -56,6 +59,15 @@ class MarkedCanvas(GraphCanvas):
         self.caption = text
         self.update()
 
+    def _caption_font(self):
+        f = self.font()
+        f.setPointSizeF(11 * max(1.0, getattr(self, "_text_scale", 1.0)))
+        f.setBold(True)
+        return f
+
+    def _caption_height(self) -> int:
+        return QFontMetrics(self._caption_font()).height() + 12
+
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         p = QPainter(self)
@@ -69,12 +81,14 @@ class MarkedCanvas(GraphCanvas):
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRoundedRect(r.adjusted(-5, -5, 5, 5), 6, 6)
         if self.caption:
-            f = p.font()
-            f.setPointSizeF(11 * max(1.0, getattr(self, "_text_scale", 1.0)))
-            f.setBold(True)
-            p.setFont(f)
+            # on a strip of the canvas's own colour: a view that follows a step may
+            # still pan the graph under it
+            h = self._caption_height()
+            p.fillRect(QRectF(0, 0, self.width(), h), QColor(self.theme().canvas_bg))
+            p.setFont(self._caption_font())
             p.setPen(QColor(self.theme().text))
-            p.drawText(QRectF(10, 6, self.width() - 20, 30), Qt.AlignmentFlag.AlignLeft, self.caption)
+            p.drawText(QRectF(10, 6, self.width() - 20, h - 6), Qt.AlignmentFlag.AlignLeft,
+                       self.caption)
         p.end()
 
 
