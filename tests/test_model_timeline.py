@@ -527,3 +527,23 @@ def test_a_read_after_the_update_does_not_keep_the_iteration_before_lit():
     assert focus.index == 1 and focus.faded(first_loss)
     w = next(n for n in g.nodes.values() if n.label == "w" and n.ghost_of is None)
     assert not focus.faded(w)
+
+
+def test_a_leafs_accumulate_step_shows_what_arrives_on_each_of_its_edges():
+    """A weight used twice showed ".grad: None -> 8.0" at its AccumulateGrad step and
+    nothing of the 3.0 and 5.0 the engine summed into it (first-time user review)."""
+    tr = trace_of("""
+        import torch
+        w = torch.tensor(2.0, requires_grad=True)
+        y = w * 3.0 + w * 5.0
+        y.backward()
+    """)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    w = tr.tensor_by_name("w").id
+    acc = next(s.index for s in tl.steps if s.kind == "backward"
+               and tl._bw_by_id[s.backward].grad_fn.endswith("AccumulateGrad"))
+    st = tl.state(acc)
+    arriving = sorted(text for (src, _dst), text in st.edge_grads.items() if src == f"t{w}")
+    assert arriving == ["3.0", "5.0"]
+    assert _val(st.leaf_grads[w][1]) == 8.0

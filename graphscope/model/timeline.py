@@ -597,6 +597,8 @@ class Timeline:
     def _edge_grads(self, ev) -> dict:
         g = self.graph
         out = {}
+        if _is_accumulate(ev.grad_fn) and ev.tensor is not None:
+            return self._arriving_at_leaf(ev)
         if ev.op is None or f"o{ev.op}" not in g.nodes:
             return out
         onode = f"o{ev.op}"
@@ -618,6 +620,37 @@ class Timeline:
             src = g.in_src.get((op.id, tid))
             if src:
                 put((src, onode), s)
+        return out
+
+    def _arriving_at_leaf(self, ev) -> dict:
+        """At a leaf's AccumulateGrad step, the gradients that arrive on each of its
+        edges, which the engine has summed into the one it accumulates: a weight
+        used twice showed ".grad: None -> 8.0" and nothing of the 3.0 and 5.0 that
+        make it (first-time user review)."""
+        # (call, node id) -> the steps that sent that node gradients; made again once
+        # more steps have streamed in (a leaf reached while its call still runs)
+        n_steps = len(self.trace.backward)
+        known = self.__dict__.get("_senders")
+        if known is None or known[0] != n_steps:
+            index: dict = {}
+            for e in self.trace.backward:
+                for n in e.next:
+                    index.setdefault((e.call, n), []).append(e)
+            known = self._senders = (n_steps, index)
+        g = self.graph
+        out = {}
+        for e in known[1].get((ev.call, ev.node), ()):
+            if e.seq > ev.seq or e.op is None or f"o{e.op}" not in g.nodes:
+                continue
+            op = self.trace.op_by_id(e.op)
+            if op is None:
+                continue
+            for tid, s in self._grad_targets(e, op):
+                src = g.in_src.get((op.id, tid)) if tid == ev.tensor else None
+                if src:
+                    key = (src, f"o{op.id}")
+                    text = format_summary(s)
+                    out[key] = out[key] + " + " + text if key in out else text
         return out
 
     def _grad_targets(self, ev, op) -> list:
