@@ -1445,3 +1445,21 @@ def test_the_problems_tab_counts_errors_and_warnings_not_notes(qtbot, window):
     assert w.bottom_tabs.tabText(1) == "Problems"
     run_source(qtbot, w, NO_GRAD_DEBUG)
     assert w.bottom_tabs.tabText(1).startswith("Problems (")
+
+
+def test_reading_results_after_backward_is_not_called_forward(qtbot, window):
+    """Welcome's last steps, loss.item() and the read of w.grad after backward, were
+    "forward" steps (first-time user review)."""
+    w = window
+    run_source(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                         "loss = (x * 3).sum()\nloss.backward()\nprint(loss.item(), x.grad)\n"
+                         "y = x * 2\n")
+    tl = w.live.timeline
+    phases = []
+    for i in range(len(tl)):
+        w.set_cursor(i)
+        phases.append(w.timeline_bar.position_label.text().split("\u2014")[-1].split(",")[0]
+                      .strip())
+    assert phases[0] == "forward" and "backward" in phases
+    assert "after backward" in phases
+    assert phases[-1] == "forward"       # y = x * 2 records a graph: a new forward

@@ -117,6 +117,10 @@ class CursorViews:
         phase = ""
         if cur is not None:
             phase = "backward" if cur.kind.startswith("backward") else "forward"
+            if phase == "forward" and cur.kind == "op" and self._after_backward(cur):
+                # loss.item() and w.grad read after backward were "forward" steps,
+                # after the backward ones (first-time user review)
+                phase = "after backward"
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
         self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase,
                                      frame.focus.index if frame.focus is not None else None)
@@ -130,6 +134,20 @@ class CursorViews:
             self.banner.setVisible(at_end and not self._banner_dismissed)
         self._show_inspector(frame)
         self.cursor_changed.emit(tl.cursor)
+
+    def _after_backward(self, cur) -> bool:
+        """An op step that records no graph and comes after a backward step: reading
+        the results (``.item()``, ``.grad``) or updating (``w -= ...``), not the
+        next forward pass."""
+        tl = self.live.timeline
+        op = self.live.trace.op_by_id(cur.op)
+        if op is None or op.grad_fn:
+            return False
+        first = getattr(self, "_first_backward", None)    # (timeline, its length, step)
+        if first is None or first[0] is not tl or first[1] != len(tl):
+            at = next((i for i, s in enumerate(tl.steps) if s.kind.startswith("backward")), None)
+            first = self._first_backward = (tl, len(tl), at)
+        return first[2] is not None and cur.index > first[2]
 
     def _enable_steps(self, shown: int, total: int) -> None:
         """The toolbar's step buttons as the bar's, ``shown`` steps of ``total`` (visual
