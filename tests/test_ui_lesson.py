@@ -1,14 +1,10 @@
 """Opening a lesson in the real window: where its ids are found (NOTE [a
 lesson's own folder first] in ui/lesson.py) and how a lesson that does not
 load, or only partly, says so."""
-import types
-
 import pytest
-from PySide6.QtCore import QSettings
 
 from graphscope import scenarios as scn
 from graphscope.ui.classroom import install_classroom
-from graphscope.ui.main_window import MainWindow
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 
@@ -28,23 +24,8 @@ def teacher(tmp_path):
     return d
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    w.ask_unsaved = lambda *_: "discard"
-    qtbot.addWidget(w)
-    yield w
-    c = getattr(w, "classroom", None)
-    if c is not None:
-        c.presentation.shutdown()
-    w.controller.shutdown()
-    w.close()
-
-
-def args(**kw):
-    base = dict(scenario=None, scenarios=None, lesson=None, presentation=False)
-    base.update(kw)
-    return types.SimpleNamespace(**base)
+# the classroom window and its arguments, as the presentation tests make them
+from test_ui_presentation import args, window  # noqa: E402,F401 (a fixture)
 
 
 @pytest.mark.parametrize("open_folder", [False, True])
