@@ -1463,3 +1463,22 @@ def test_reading_results_after_backward_is_not_called_forward(qtbot, window):
     assert phases[0] == "forward" and "backward" in phases
     assert "after backward" in phases
     assert phases[-1] == "forward"       # y = x * 2 records a graph: a new forward
+
+
+def test_in_a_loop_the_update_is_after_backward_and_the_next_input_is_forward(qtbot, window):
+    """The next iteration's input, made before its forward, read "after backward"."""
+    w = window
+    run_source(qtbot, w, "import torch\nw = torch.ones(2, requires_grad=True)\n"
+                         "for i in range(2):\n    x = torch.randn(2)\n"
+                         "    loss = (w * x).sum()\n    loss.backward()\n"
+                         "    with torch.no_grad():\n        w -= 0.1 * w.grad\n")
+    tl = w.live.timeline
+    assert len(w.live.pass_bands()) == 2
+    phase = {}
+    for i, s in enumerate(tl.steps):
+        if s.kind == "op":
+            w.set_cursor(i)
+            text = w.timeline_bar.position_label.text().split("\u2014")[-1].split(",")[0].strip()
+            phase.setdefault(w.live.trace.op_by_id(s.op).line, set()).add(text)
+    assert phase[4] == {"forward"}              # x = torch.randn(2), both iterations
+    assert phase[8] == {"after backward"}       # the update

@@ -5,6 +5,8 @@ mixin of ``MainWindow``: it uses the window's ``live`` run, its widgets
 ``problems``) and its play timer."""
 from __future__ import annotations
 
+import bisect
+
 import dataclasses
 from typing import Optional
 
@@ -143,11 +145,17 @@ class CursorViews:
         op = self.live.trace.op_by_id(cur.op)
         if op is None or op.grad_fn:
             return False
-        first = getattr(self, "_first_backward", None)    # (timeline, its length, step)
-        if first is None or first[0] is not tl or first[1] != len(tl):
-            at = next((i for i, s in enumerate(tl.steps) if s.kind.startswith("backward")), None)
-            first = self._first_backward = (tl, len(tl), at)
-        return first[2] is not None and cur.index > first[2]
+        known = getattr(self, "_backward_steps", None)    # (timeline, its length, steps)
+        if known is None or known[0] is not tl or known[1] != len(tl):
+            known = self._backward_steps = (tl, len(tl), [
+                i for i, s in enumerate(tl.steps) if s.kind.startswith("backward")])
+        bw = known[2]
+        focus = tl.focus_at(cur.index)         # (None in a run of one pass)
+        # in a loop: after the backward of this iteration's pass (its update), not the
+        # next iteration's input, made before its forward
+        start = focus.start if focus is not None else 0
+        k = bisect.bisect_left(bw, start)
+        return k < len(bw) and bw[k] < cur.index
 
     def _enable_steps(self, shown: int, total: int) -> None:
         """The toolbar's step buttons as the bar's, ``shown`` steps of ``total`` (visual
