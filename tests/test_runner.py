@@ -138,8 +138,8 @@ def test_interrupt_raises_keyboard_interrupt_in_the_snippet():
     r.start(src, "<snippet>", col, timeout=60)
     col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
     r.interrupt()
-    # (30 s, not 10: the first suite run in a new .venv once took longer, every
-    # module's .pyc still to be written; 450 runs in a loop never came near 10)
+    # (30 s, not 10: it failed once at 10 s, in the first suite run of a new .venv,
+    # cause not found; 450 runs in a loop, some under load, never came near 10)
     end = r.wait(30)
     assert end is not None, "no End 30 s after the interrupt"
     assert end.status == "error"
