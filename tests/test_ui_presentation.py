@@ -658,3 +658,13 @@ def test_help_lists_the_keys_and_export_is_under_file_too(window, folder, qtbot)
     assert window.shortcuts_dialog.isVisible()
     assert "Ctrl+Shift+P" in window.shortcuts_dialog.browser.toPlainText()
     window.shortcuts_dialog.close()
+
+
+def test_the_scenario_browser_opened_from_the_menu_gets_its_share(window, folder, qtbot):
+    """Opened with Ctrl+Shift+B it took what Qt gave it (268 of 1600 px) and titles
+    wrapped to four lines (first-time user review)."""
+    c = install_classroom(window)
+    window.resize(1600, 1000)
+    window.show()
+    c.browse_action.trigger()
+    qtbot.waitUntil(lambda: c.browser_dock.width() >= 300)

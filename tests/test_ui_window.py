@@ -141,6 +141,14 @@ def test_run_builds_graph_and_stepping_goes_back(qtbot, window):
     # nor the toolbar's step buttons (UX review: usable-looking at "Step 0 of 0")
     assert not any(a.isEnabled() for a in (w.first_action, w.back_action,
                                            w.forward_action, w.last_action))
+    # and in a new window, before any run, the timeline bar's neither (they looked
+    # usable under "0 / 0" beside the toolbar's greyed ones)
+    fresh = MainWindow(settings=w.settings, runner=w.controller.runner())
+    qtbot.addWidget(fresh)
+    bar = fresh.timeline_bar
+    assert not any(b.isEnabled() for b in (bar.first_button, bar.back_button,
+                                           bar.forward_button, bar.last_button))
+    fresh.controller.shutdown()
 
 
 def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):

@@ -85,6 +85,11 @@ class Classroom(QObject):
         self.browser_dock = w.add_side_panel(self.browser, "Scenarios",
                                              Qt.DockWidgetArea.LeftDockWidgetArea)
         self.browser_dock.hide()
+        # opened from the menu (Ctrl+Shift+B) it took what Qt gave it, 268 of 1600 px,
+        # and titles wrapped to four lines (first-time user review): its share, as
+        # when a folder opens it
+        self.browser_dock.visibilityChanged.connect(
+            lambda shown: shown and QTimer.singleShot(0, self.size_docks))
         # the one text-size control, always in reach (status bar, right)
         self.scale_slider = ScaleSlider(self.presentation)
         w.statusBar().addPermanentWidget(self.scale_slider)

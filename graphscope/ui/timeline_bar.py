@@ -323,6 +323,10 @@ class TimelineBar(QWidget):
         lay.addWidget(self.speed_box)
         self._icon_color = "#1f2937"
         self.set_text_scale(1.0)
+        # nothing to step through yet: greyed as the toolbar's are (they looked usable
+        # under "0 / 0" before the first run)
+        for b in (self.first_button, self.back_button, self.forward_button, self.last_button):
+            b.setEnabled(False)
 
     def speed(self) -> float:
         return SPEEDS[self.speed_box.currentIndex()][1]
