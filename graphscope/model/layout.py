@@ -35,6 +35,9 @@ COL = 200          # distance between layers (x)
 ROW = 84           # distance between rows (y): a tag under a box (retain_grad,
                    # no grad) keeps clear of the next row's box and its glow
 BAND_GAP = 1       # empty rows between two bands of a wrapped chain
+# the room a fitted view keeps around the graph, in scene units: a side's margin,
+# and the room for a region's label at the top (per text scale, at most 2x)
+FIT_MARGIN, FIT_LABEL_ROOM = 40.0, 70.0
 WRAP = 64          # layers per band while building (tidy picks its own)
 _SEARCH = 24       # rows tried around the target before going to the column's end
 ASPECT = 16 / 9
@@ -558,11 +561,12 @@ class LayeredLayout:
             # a short chain: every band width down to 3 layers (2-3 rows of a few nodes)
             cands = list(range(n, 2, -1))
         aspect = getattr(self, "aspect", ASPECT)
-        readable = getattr(self, "readable", None)
+        readable = self.readable
         fits, shown = {}, {}
-        # the room the view keeps around the graph (canvas_view._fit_rect: 40 a side,
-        # a region label's 70 at the top): what it reads at is the zoom with it
-        pad_x, pad_y = 80.0, 110.0 * min(self.text_scale, 2.0)
+        # the room the view keeps around the graph (canvas_view._fit_rect): what it
+        # reads at is the zoom with it (the bottom margin scaled too: erring small)
+        scale = min(self.text_scale, 2.0)
+        pad_x, pad_y = 2 * FIT_MARGIN, (FIT_LABEL_ROOM + FIT_MARGIN) * scale
 
         def fit(w: int) -> float:
             height = 0

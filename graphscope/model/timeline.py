@@ -161,6 +161,7 @@ class Timeline:
         self._late_sorted: list = []   # steps of the late flags (NOTE [late flags] in graph.py)
         self._late_total = 0
         self._bands: list = []          # NOTE [pass focus]: (first step, last step) per pass
+        self._senders = None            # _arriving_at_leaf: (backward steps seen, index)
         self._band_starts: list = []
         self._band_order: list = []
         self._band_reach: list = []
@@ -446,11 +447,9 @@ class Timeline:
     def pass_steps(self, passes) -> list:
         """(first step, last step) of each of ``passes`` (model/passes.py), None for
         one with no step here: its ops, its backward steps and its backward call."""
-        op_step, bw_step, call_step = {}, {}, {}
+        op_step, bw_step, call_step = self.op_steps(), {}, {}
         for i, st in enumerate(self.steps):
-            if st.kind == "op":
-                op_step.setdefault(st.op, i)
-            elif st.kind == "backward":
+            if st.kind == "backward":
                 bw_step.setdefault(st.backward, i)
             elif st.kind == "backward_call":
                 call_step.setdefault(st.call, i)
@@ -461,6 +460,14 @@ class Timeline:
             if p.call in call_step:
                 idx.append(call_step[p.call])
             out.append((min(idx), max(idx)) if idx else None)
+        return out
+
+    def op_steps(self) -> dict:
+        """Op id -> the step it is (its first, for an op drawn twice)."""
+        out: dict = {}
+        for i, st in enumerate(self.steps):
+            if st.kind == "op":
+                out.setdefault(st.op, i)
         return out
 
     def set_passes(self, bands) -> None:
@@ -606,20 +613,16 @@ class Timeline:
         if op is None:
             return out
 
-        def put(key, s):
-            text = format_summary(s)
-            out[key] = out[key] + " + " + text if key in out else text
-
         outs = arriving_tensors(op, ev)
         for k, s in enumerate(ev.grad_outputs):
             if s is not None and k < len(outs):
                 dst = g.out_node.get((op.id, outs[k]))
                 if dst:
-                    put((onode, dst), s)
+                    _put_grad(out, (onode, dst), s)
         for tid, s in self._grad_targets(ev, op):
             src = g.in_src.get((op.id, tid))
             if src:
-                put((src, onode), s)
+                _put_grad(out, (src, onode), s)
         return out
 
     def _arriving_at_leaf(self, ev) -> dict:
@@ -630,7 +633,7 @@ class Timeline:
         # (call, node id) -> the steps that sent that node gradients; made again once
         # more steps have streamed in (a leaf reached while its call still runs)
         n_steps = len(self.trace.backward)
-        known = self.__dict__.get("_senders")
+        known = self._senders
         if known is None or known[0] != n_steps:
             index: dict = {}
             for e in self.trace.backward:
@@ -648,15 +651,20 @@ class Timeline:
             for tid, s in self._grad_targets(e, op):
                 src = g.in_src.get((op.id, tid)) if tid == ev.tensor else None
                 if src:
-                    key = (src, f"o{op.id}")
-                    text = format_summary(s)
-                    out[key] = out[key] + " + " + text if key in out else text
+                    _put_grad(out, (src, f"o{op.id}"), s)
         return out
 
     def _grad_targets(self, ev, op) -> list:
         """Pair each gradient the Node sends on with the op input it is for."""
         return [(t, s) for t, _, s in receivers(self.trace, ev, op, self._node_tensor)
                 if t is not None]
+
+
+def _put_grad(out: dict, edge, summary) -> None:
+    """The gradient ``summary`` on ``edge``; two on one edge (a tensor an op reads
+    twice) are shown summed, as autograd sums them: "2.0 + 3.0"."""
+    text = format_summary(summary)
+    out[edge] = out[edge] + " + " + text if edge in out else text
 
 
 def _put(changes: list, which: int, d: dict, key, new) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QTransform
 
+from graphscope.model.layout import FIT_LABEL_ROOM, FIT_MARGIN
 from graphscope.ui.canvas_primitives import LABEL_PX
 from graphscope.ui.canvas_scene import LANE_CLEAR, NEVER, PORT_GAP
 
@@ -83,12 +84,13 @@ class CanvasView:
             return r, 1.0
         # room for a region's label, which sits above its box or, when other nodes
         # cover that, below it (ScenePainter._region_label_rect)
-        label = 70 * min(self._text_scale, 2.0)
+        label = FIT_LABEL_ROOM * min(self._text_scale, 2.0)
         if self._painter.regions:
             # and for a lane above a region's box on the top row, 24 units below
             # the view's edge (NOTE [lanes over a region] in canvas_scene.py)
             label = max(label, self._geom.region_head + LANE_CLEAR + PORT_GAP + 24)
-        r = r.adjusted(-40, -label, 40, label if self._painter.regions else 40)
+        m = FIT_MARGIN
+        r = r.adjusted(-m, -label, m, label if self._painter.regions else m)
         if self._painter.regions:
             ext = self._painter.regions_extent(NEVER)
             if not ext.isNull():

@@ -24,12 +24,19 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from graphscope import scenarios as _scn
+from graphscope.model.summary import counted
 from graphscope.ui import clipboard_export
 from graphscope.ui import theme as _theme
 from graphscope.ui.lesson import LessonBar, LessonWalker, open_lesson_file
 from graphscope.ui.presentation import PresentationController, ScaleSlider
 from graphscope.ui.quiz import OPTION_KEYS, PICK_DIGITS, PICK_LETTERS, QuizPanel, QuizScore
 from graphscope.ui.scenario_browser import ScenarioBrowser
+
+
+def _lesson_source(path) -> str:
+    """The browser's source key of a lesson's problems (NOTE [sources]): one lesson
+    file, one key, whether named as typed or as Reload keeps it."""
+    return f"lesson {Path(path).absolute()}"
 
 
 def _arg(args, name, default=None):
@@ -119,9 +126,9 @@ class Classroom(QObject):
                              "Next scenario in the lesson (N, Ctrl+PageDown)")
         self.prev_action = A("&Previous scenario", self.previous_scenario, ["P", "Ctrl+PgUp"],
                              "Previous scenario in the lesson (P, Ctrl+PageUp)")
-        # Keys A-G (or 1-7) pick an answer: the option keyed that letter, else the
-        # one in that place (QuizPanel.key_for). B is also the projector's blank
-        # key: in presentation mode B blanks and the answer B is 2 (_bind_letter_keys).
+        # Keys A-G pick the option keyed that letter, 1-8 the one in that place
+        # (NOTE [keys that pick] in quiz.py). B is also the projector's blank key:
+        # in presentation mode B blanks and the answer B is 2 (_bind_letter_keys).
         # (the menu lists the digits' actions, named by the keys of the options;
         # the letters' are the window's alone: NOTE [keys that pick] in quiz.py)
         self.option_actions = [
@@ -277,7 +284,7 @@ class Classroom(QObject):
         if not self.quiz.buttons:
             return ""
         if self.presentation.active:   # B blanks the screen there (_bind_letter_keys)
-            return f"Pick an answer (1-{min(len(self.quiz.buttons), PICK_DIGITS)}), then Reveal (R) runs it."
+            return f"Pick an answer ({self.quiz.digit_keys()}), then Reveal (R) runs it."
         return f"Pick an answer ({self.quiz.pick_keys()}), then Reveal (R) runs it."
 
     def size_docks(self):
@@ -311,9 +318,9 @@ class Classroom(QObject):
         self.browser_dock.show()
         self.size_docks()
         n = len(found)
-        msg = f"Loaded {n} scenario{'s' * (n != 1)} from {path}"
+        msg = f"Loaded {counted(n, 'scenario')} from {path}"
         if problems:
-            msg += f"; {len(problems)} problem{'s' * (len(problems) != 1)} (see the Scenarios panel)"
+            msg += f"; {counted(len(problems), 'problem')} (see the Scenarios panel)"
         self.window.set_status(msg + ".", error=bool(problems))
         return problems
 
@@ -325,7 +332,7 @@ class Classroom(QObject):
         if not found:
             # the lesson open stays open (it was replaced by an empty one: review)
             if problems:
-                self.browser.add_scenarios([], problems, source=f"lesson {path}")
+                self.browser.add_scenarios([], problems, source=_lesson_source(path))
                 self.browser_dock.show()
             self.window.set_status(opened.status(), error=True)
             return problems
@@ -335,7 +342,7 @@ class Classroom(QObject):
         self.walker.description = opened.description
         self.walker.scenarios = found
         self.walker.index = 0
-        self.browser.add_scenarios([], problems, source=f"lesson {path}")   # (none now: gone)
+        self.browser.add_scenarios([], problems, source=_lesson_source(path))   # (none now: gone)
         if problems:
             self.browser_dock.show()
         self.lesson_path = Path(path)
@@ -448,8 +455,7 @@ class Classroom(QObject):
         w.set_presentation(on)
         self.size_docks()
         QTimer.singleShot(0, self.size_docks)
-        n = len(self.quiz.buttons)
-        pick = f"1-{min(n, PICK_DIGITS)} pick an answer, " if on and n else ""
+        pick = f"{self.quiz.digit_keys()} pick an answer, " if on and self.quiz.buttons else ""
         w.set_status(f"Presentation mode: PageDown/PageUp step, {pick}B blanks the screen, "
                      "Ctrl+= / Ctrl+- text size, Ctrl+Shift+P leaves." if on else "Presentation mode off.")
 
@@ -510,7 +516,7 @@ class Classroom(QObject):
             opened = open_lesson_file(self.lesson_path, self.browser.scenarios,
                                       self.browser.folders)
             problems += list(opened.problems)
-            self.browser.add_scenarios([], opened.problems, source=f"lesson {self.lesson_path}")
+            self.browser.add_scenarios([], opened.problems, source=_lesson_source(self.lesson_path))
             if opened.scenarios:
                 reloaded = True
                 walker.title, walker.description = opened.title, opened.description
@@ -527,11 +533,11 @@ class Classroom(QObject):
             if fresh is not None:
                 self.open_scenario(fresh)     # (asks first if its snippet was edited)
         n, k = len(self.browser.scenarios), len(self.browser.folders)
-        msg = f"Reloaded: {n} scenarios, {k} folder{'s' * (k != 1)}"
+        msg = f"Reloaded: {counted(n, 'scenario')}, {counted(k, 'folder')}"
         if self.lesson_path is not None:
             msg += f" and the lesson {self.lesson_path.name}"
         if problems:
-            msg += f"; {len(problems)} problem{'s' * (len(problems) != 1)} (see the Scenarios panel)"
+            msg += f"; {counted(len(problems), 'problem')} (see the Scenarios panel)"
         self.window.set_status(msg + ".", error=bool(problems))
 
     def open_lesson_dialog(self):

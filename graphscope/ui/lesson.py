@@ -18,6 +18,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from graphscope import scenarios as _scn
+from graphscope.model.summary import counted
 from graphscope.ui.presentation import NORMAL_PX
 
 
@@ -74,7 +75,7 @@ class OpenedLesson:
         (teacher's review)."""
         if not self.loaded:
             more = len(self.problems) - 1
-            extra = f" (and {more} more problem{'s' * (more != 1)})" if more > 0 else ""
+            extra = f" (and {counted(more, 'more problem')})" if more > 0 else ""
             return f"cannot open the lesson: {self.problems[0]}{extra}"
         if not self.missing:
             return ""

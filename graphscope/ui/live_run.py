@@ -83,8 +83,7 @@ class LiveRun:
             return []
         bands = []
         end = -1
-        op_step = {st.op: i for i, st in reversed(list(enumerate(self.timeline.steps)))
-                   if st.kind == "op"}
+        op_step = self.timeline.op_steps()
         for p, span in zip(passes, self.timeline.pass_steps(passes)):
             if (span is not None and span[0] <= end < span[1]
                     and self._only_inputs(p, end, op_step)):

@@ -289,18 +289,19 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     def shortcuts_html(self) -> str:
         """Every key of the window, as its actions have them (so the list never goes
         stale), and the graph's own keys."""
-        rows, seen = [], set()
+        rows, seen, answers = [], set(), False
         for a in self.findChildren(QAction):
-            keys = [k.toString(QKeySequence.SequenceFormat.NativeText) for k in a.shortcuts()]
             text = a.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
-            keys = [k for k in keys if k]
             if text.startswith("Answer "):
-                continue      # one row for them all, below
+                answers = True    # one row for them all, below
+                continue
+            keys = [k.toString(QKeySequence.SequenceFormat.NativeText) for k in a.shortcuts()]
+            keys = [k for k in keys if k]
             if keys and text and (text, tuple(keys)) not in seen:
                 seen.add((text, tuple(keys)))
                 rows.append((text, ", ".join(keys)))
         rows.sort(key=lambda r: r[0].lower())
-        if any(a.text().startswith("Answer ") for a in self.findChildren(QAction)):
+        if answers:
             rows.append(("Pick a quiz answer", "A-G (its key), 1-8 (its place)"))
         rows += [(f"{t} (on the graph)", k) for t, k in self.CANVAS_KEYS]
         body = "".join(f"<tr><td>{html.escape(t)}</td><td><b>{html.escape(k)}</b></td></tr>"
@@ -574,7 +575,6 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        self.banner.fit_room()   # its room is a share of the window's height too
         if not getattr(self, "_sized_once", False) and self.isVisible():
             self._sized_once = True
             self._fit_editor_width()
@@ -799,8 +799,13 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         if abs(aspect / self._tidy_aspect - 1) < 0.15:
             return
         self._tidy_aspect = aspect
-        self.canvas.animate_to(live.layout.tidy(aspect=aspect,
-                                                readable=self.canvas.readable_zoom()))
+        self._tidy(aspect)
+
+    def _tidy(self, aspect: float) -> None:
+        """The layout's tidy pass for the canvas's shape and the zoom its labels read
+        at (NOTE [a wrap that reads] in model/layout.py), animated to."""
+        self.canvas.animate_to(self.live.layout.tidy(aspect=aspect,
+                                                     readable=self.canvas.readable_zoom()))
 
     def _start_following(self) -> None:
         if self._following and self.speed > 0 and not self._play_timer.isActive():
@@ -816,8 +821,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # the one smooth tidy pass of the layout (NOTE in model/layout.py), wrapped
         # for the canvas's own shape
         self._tidy_aspect = self.canvas.view_aspect()
-        self.canvas.animate_to(live.layout.tidy(aspect=self._tidy_aspect,
-                                                readable=self.canvas.readable_zoom()))
+        self._tidy(self._tidy_aspect)
         if not self._edited:
             self.editor.set_regions(live.trace.regions)
         self.timeline_bar.set_steps(live.step_kinds())

@@ -407,7 +407,11 @@ class QuizPanel(QWidget):
             if at == list(range(at[0], at[0] + len(at))) and len(at) > 1:
                 return f"{keys[0]}-{keys[-1]}"
             return ", ".join(keys)
-        return f"1-{min(len(keys), PICK_DIGITS)}"
+        return self.digit_keys()
+
+    def digit_keys(self) -> str:
+        """The digits that pick, "1-3" (presentation mode, where B blanks, names these)."""
+        return f"1-{min(len(self.buttons), PICK_DIGITS)}"
 
     def handle_key(self, key: int, text: str = "") -> bool:
         """Quiz keys: a letter or a digit picks (NOTE [keys that pick]), H hint,
