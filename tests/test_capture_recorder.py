@@ -398,6 +398,11 @@ def test_a_long_expression_label_keeps_both_ends():
     # cut between tokens where that keeps most of each end; no dot beside the cut
     assert expr_label("torch.stack([a, b, c]).sum(dim=0).mean()") == "torch\u2026mean()"
     assert expr_label("F.relu(self.conv(x))") == "F.relu(self.conv(x))"   # fits whole
+    # a call whose arguments the cut would go inside a name of ("self.cell(…eeze(0),
+    # h)" read as a typo: a review) is said without them, as a module call is
+    assert expr_label("self.cell(x[t].unsqueeze(0), h)") == "self.cell(\u2026)"
+    assert expr_label("F.normalize(x, dim=0, eps=1e-6).sum()") == "F.normalize(\u2026).sum()"
+    assert expr_label("torch.cat([h_forward, h_backward], dim=1)") == "torch.cat(\u2026dim=1)"
 
 
 def test_a_grad_the_snippet_reads_is_labelled_by_its_text():

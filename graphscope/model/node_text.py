@@ -30,7 +30,7 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
     n = (EXPR_CHARS - 1) // 2
     head, tail = expr[:n], expr[-(EXPR_CHARS - 1 - n):]
     # cut between tokens, not inside a name ("torch.stac…"), and no dot or space
-    # beside the ellipsis ("F.relu(s….conv(x))" reads as a typo)
+    # or comma beside the ellipsis ("F.relu(s….conv(x))" reads as a typo)
     if _word(expr[n]) and _word(head[-1]):
         cut = max(head.rfind(c) for c in " .([")
         if cut >= len(head) // 2:     # (not at the cost of most of it)
@@ -39,7 +39,41 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
         cut = min((i for i in (tail.find(c) for c in " .") if i >= 0), default=-1)
         if 0 <= cut <= len(tail) // 2:
             tail = tail[cut:]
-    return head.rstrip(". ") + "\u2026" + tail.lstrip(". ")
+    if _word(expr[len(head)]) and _word(head[-1]) or _word(tail[0]) and _word(expr[-len(tail) - 1]):
+        # still inside a name ("self.cell(…eeze(0), h)" read as a typo: a review):
+        # a call whose arguments are what does not fit is said as a module call
+        # is, ``self.cell(…)``
+        short = _call_without_arguments(expr)
+        if short is not None:
+            return short
+    return head.rstrip(". ") + "\u2026" + tail.lstrip(". ,")
+
+
+def _call_without_arguments(expr: str) -> Optional[str]:
+    """``f(…)`` (and what a chain adds after it: ``f(…).sum()``) for an expression
+    that is one call of a plain name or path, with its arguments left out; None when
+    it is not one or that is still too long."""
+    i = 0
+    while i < len(expr) and (_word(expr[i]) or expr[i] == "."):
+        i += 1
+    if i == 0 or i >= len(expr) or expr[i] != "(":
+        return None
+    depth = 0
+    for j in range(i, len(expr)):
+        c = expr[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                break
+    else:
+        return None
+    rest = expr[j + 1:]
+    if any(c in rest for c in "([{") and rest.count("(") != rest.count("()"):
+        return None       # a chain with arguments of its own: not only this call's
+    text = expr[:i] + "(\u2026)" + rest
+    return text if len(text) <= EXPR_CHARS else None
 
 
 def _word(ch: str) -> bool:
