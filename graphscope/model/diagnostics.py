@@ -13,6 +13,7 @@ grad-disabled regions, and each data-dependent branch with the way it went.
 from __future__ import annotations
 
 import ast
+import builtins
 import io
 import re
 import tokenize
@@ -108,6 +109,28 @@ class _Context:
             if n and n not in out:
                 out.append(n)
         return out
+
+
+def python_says(err, trace=None) -> bool:
+    """Whether an error's message is Python's rather than PyTorch's (the banner says
+    whose it is). PyTorch's when a torch call raised it (the error names its op)
+    or a backward call on its line did (backward() raises with no op of its own);
+    Python's when the snippet's own ``raise`` did ("PyTorch says: my own check":
+    code review); else by its type, Python's own exceptions but RuntimeError,
+    which torch raises from its own Python code too (``y.requires_grad = False``,
+    ``load_state_dict``). "PyTorch says: invalid literal for int()" credited
+    PyTorch with int('abc') (student review)."""
+    if getattr(err, "op", None) is not None:
+        return False
+    line = getattr(err, "line", None)
+    if line is not None:
+        if any(c.line == line for c in (getattr(trace, "backward_calls", None) or [])):
+            return False
+        lines = (getattr(trace, "source", "") or "").splitlines()
+        if 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("raise"):
+            return True
+    t = getattr(builtins, err.type, None)
+    return isinstance(t, type) and issubclass(t, BaseException) and err.type != "RuntimeError"
 
 
 def _no_grad_fn(ctx: _Context) -> Diagnosis:

@@ -22,7 +22,6 @@ line, and a neutral status; ``set_output_hidden(False)`` shows all of it at once
 """
 from __future__ import annotations
 
-import builtins
 import html
 import math
 from pathlib import Path
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, Q
                                QSplitter, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphscope import protocol as P
+from graphscope.model.diagnostics import python_says
 from graphscope.model.summary import counted
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
@@ -48,28 +48,6 @@ from graphscope.ui.run_controller import RunController
 from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 from graphscope.ui.window_cursor import CursorViews
-
-def python_says(err, trace=None) -> bool:
-    """Whether an error's message is Python's rather than PyTorch's (the banner says
-    whose it is). PyTorch's when a torch call raised it (the error names its op)
-    or a backward call on its line did (backward() raises with no op of its own);
-    Python's when the snippet's own ``raise`` did ("PyTorch says: my own check":
-    code review); else by its type, Python's own exceptions but RuntimeError,
-    which torch raises from its own Python code too (``y.requires_grad = False``,
-    ``load_state_dict``). "PyTorch says: invalid literal for int()" credited
-    PyTorch with int('abc') (student review)."""
-    if getattr(err, "op", None) is not None:
-        return False
-    line = getattr(err, "line", None)
-    if line is not None:
-        if any(c.line == line for c in (getattr(trace, "backward_calls", None) or [])):
-            return False
-        lines = (getattr(trace, "source", "") or "").splitlines()
-        if 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("raise"):
-            return True
-    t = getattr(builtins, err.type, None)
-    return isinstance(t, type) and issubclass(t, BaseException) and err.type != "RuntimeError"
-
 
 # GraphScope's own failures: never the answer a quiz hides (a failing recorder read
 # "The run is over: 0 ops recorded", as if the snippet had made no tensor)
