@@ -462,6 +462,36 @@ class Timeline:
             out.append((min(idx), max(idx)) if idx else None)
         return out
 
+    def pass_spans(self, passes) -> list:
+        """``pass_steps`` as the timeline bar draws them, one after another: a pass
+        whose first steps, run while the pass before it ran, only made inputs
+        (practice-1 builds its three inputs first) begins after that pass, or the
+        two bands were drawn over each other (visual review). Passes written
+        interleaved keep their steps (a code review: a third one lay over both
+        others, and the cursor's pass was the wrong one)."""
+        out = []
+        end = -1
+        op_step = self.op_steps()
+        for p, span in zip(passes, self.pass_steps(passes)):
+            if (span is not None and span[0] <= end < span[1]
+                    and self._only_inputs(p, end, op_step)):
+                span = (end + 1, span[1])
+            if span is not None:
+                end = max(end, span[1])
+            out.append(span)
+        return out
+
+    def _only_inputs(self, p, end: int, op_step: dict) -> bool:
+        """Whether the ops of pass ``p`` at steps up to ``end`` only made tensors
+        outside the graph (inputs, a layer's initialisation)."""
+        for op_id in p.ops:
+            at = op_step.get(op_id)
+            if at is not None and at <= end:
+                op = self.trace.op_by_id(op_id)
+                if op is not None and op.grad_fn:
+                    return False
+        return True
+
     def op_steps(self) -> dict:
         """Op id -> the step it is (its first, for an op drawn twice)."""
         out: dict = {}

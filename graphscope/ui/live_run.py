@@ -82,19 +82,8 @@ class LiveRun:
             # condition of an `if`) would read as a pass of its own, which confuses
             return []
         bands = []
-        end = -1
-        op_step = self.timeline.op_steps()
-        for p, span in zip(passes, self.timeline.pass_steps(passes)):
-            if (span is not None and span[0] <= end < span[1]
-                    and self._only_inputs(p, end, op_step)):
-                # a pass whose inputs were made while the one before it ran (practice-1
-                # builds its three inputs first): the band starts after the one before,
-                # or the two were drawn over each other (visual review). Passes written
-                # interleaved keep their steps (a code review: a third one lay over
-                # both others, and the cursor's pass was the wrong one)
-                span = (end + 1, span[1])
+        for p, span in zip(passes, self.timeline.pass_spans(passes)):
             if span is not None:
-                end = max(end, span[1])
                 # a graph recorded after the last backward is a pass nothing walked
                 # back through, and a backward through a graph kept by retain_graph
                 # records none: say so, or a student looks for the missing half
@@ -105,17 +94,6 @@ class LiveRun:
                     label += ": backward again"
                 bands.append((*span, label))
         return bands
-
-    def _only_inputs(self, p, end: int, op_step: dict) -> bool:
-        """Whether the ops of pass ``p`` at steps up to ``end`` only made tensors
-        outside the graph (inputs, a layer's initialisation)."""
-        for op_id in p.ops:
-            at = op_step.get(op_id)
-            if at is not None and at <= end:
-                op = self.trace.op_by_id(op_id)
-                if op is not None and op.grad_fn:
-                    return False
-        return True
 
     def diagnosis(self):
         """diagnostics.explain() of how the run ended (None when it ended without an error)."""
