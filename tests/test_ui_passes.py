@@ -4,6 +4,7 @@ temp dir by default) for looking at."""
 import os
 
 import pytest
+from PySide6.QtCore import QRectF, Qt
 
 from graphscope import protocol as P
 from graphscope.model.trace import Trace
@@ -281,3 +282,27 @@ def test_a_pass_graph_is_drawn_below_its_caption(qtbot, depth_trace):
         tops = [canvas.node_view_rect(n).top() for n in canvas.geometry_model().nodes]
         assert min(tops) >= canvas.top_inset() - 1
     assert "pass 1's graph has" in panel.summary_text()
+
+
+def test_a_pass_is_shown_whole_in_a_short_panel_and_after_a_resize(qtbot, depth_trace):
+    """NOTE [a pass shown whole]: a dock opened at the window's bottom (1380x330) put
+    the two passes one above the other in strips of 130 px; the first then followed
+    a node at a readable zoom (a corner of its graph, cut by the caption) and the
+    other, wrapped for the size the panel had before, was fitted without labels."""
+    panel = PassesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(700, 700)
+    panel.show()
+    panel.set_trace(depth_trace)
+    panel.resize(1380, 330)        # the dock takes its height after it is filled
+    qtbot.wait(400)                # (the re-wrap waits for the resizing to stop)
+    assert panel.split.orientation() == Qt.Orientation.Horizontal   # side by side
+    for canvas in (panel.canvas_a, panel.canvas_b):
+        area = QRectF(canvas.rect()).adjusted(-1, canvas.top_inset() - 1, 1, 1)
+        rects = [canvas.node_view_rect(n) for n in canvas.geometry_model().nodes]
+        assert rects and all(area.contains(r) for r in rects)
+        assert abs(canvas.view_aspect() / canvas._wrapped_for - 1) < 0.15
+    # a wide panel with the height for two still puts one above the other
+    panel.resize(2100, 900)
+    qtbot.wait(400)
+    assert panel.split.orientation() == Qt.Orientation.Vertical

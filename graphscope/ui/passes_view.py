@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from typing import Optional
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
@@ -28,6 +28,9 @@ from graphscope.model.layout import LayeredLayout
 from graphscope.model.passes import passes_of
 from graphscope.ui.graph_canvas import GraphCanvas
 from graphscope.ui.theme import OI_BLUE, OI_ORANGE
+
+RETIDY_MAX = 5000    # nodes a canvas re-wraps for its new shape (live_run.RELAYOUT_MAX's size)
+STACK_MIN = 220      # px each of two canvases needs to be put one above the other
 
 ONLY_A = OI_ORANGE   # Okabe-Ito: orange and blue stay apart for colour-blind viewers
 ONLY_B = OI_BLUE
@@ -45,6 +48,38 @@ class MarkedCanvas(GraphCanvas):
         # the graph is fitted below the caption (drawn over the graph's top row, the
         # caption hid "w * x - 1" and "loss": first-time user review)
         self.top_inset = lambda: self._caption_height() if self.caption else 0
+        # NOTE [a pass shown whole]: a pass is compared as a whole, so the canvas
+        # fits it rather than following a node (in a short panel it followed one
+        # at a readable zoom and showed a corner of the graph cut by the caption),
+        # and a resized canvas wraps the graph again for its new shape once the
+        # resizing stops, as the main canvas does (it was tidied for the size the
+        # panel had before the dock opened: a chain fitted into 130 px, unlabelled)
+        self.set_follow(False)
+        self._wrapped_for: Optional[float] = None   # the aspect the layout was tidied for
+        self._rewrap_timer = QTimer(self)
+        self._rewrap_timer.setSingleShot(True)
+        self._rewrap_timer.setInterval(120)
+        self._rewrap_timer.timeout.connect(self._rewrap)
+        self.resized.connect(self._rewrap_timer.start)
+
+    def show_graph(self, graph, layout, trace) -> None:
+        """``set_graph`` with the layout wrapped for this canvas's shape."""
+        self.set_graph(graph, layout, trace)   # (first: the layout is scaled to the text)
+        self._wrapped_for = None
+        self._rewrap()
+
+    def _rewrap(self) -> None:
+        layout = self._layout
+        if layout is None or self.width() < 20 or self.height() < 20 \
+                or len(layout.positions) > RETIDY_MAX:
+            return
+        aspect = self.view_aspect()
+        if self._wrapped_for is not None and abs(aspect / self._wrapped_for - 1) < 0.15:
+            self.fit()
+            return
+        self._wrapped_for = aspect
+        self.animate_to(layout.tidy(aspect=aspect, readable=self.readable_zoom()))
+        self.fit()
 
     def empty_text(self) -> str:
         if self.empty_message is not None:
@@ -238,7 +273,10 @@ class PassesPanel(QWidget):
         """Side by side in a tall panel; one above the other in a wide, short one
         (a docked panel at the bottom): graphs are wider than tall, and each then
         gets the whole width, so its labels stay readable."""
-        wide = self.width() > 2.2 * max(1, self.height())
+        # (only where each still gets a readable height: in a short panel two
+        # strips of 130 px drew one pass followed and cut, the other unlabelled)
+        wide = self.width() > 2.2 * max(1, self.height()) \
+            and self.split.height() >= 2 * STACK_MIN
         want = Qt.Orientation.Vertical if wide else Qt.Orientation.Horizontal
         if self.split.orientation() != want:
             self.split.setOrientation(want)
@@ -274,13 +312,10 @@ class PassesPanel(QWidget):
         self.split.setSizes([max(1, self.split.width(), self.split.height()), 0])
 
     def _put(self, canvas: MarkedCanvas, sub, marks: dict, caption: str) -> None:
-        layout = LayeredLayout(sub)
-        layout.tidy()
-        canvas.set_graph(sub, layout, self.trace)
+        canvas.set_caption(caption)    # (first: the fit leaves room for it)
+        canvas.show_graph(sub, LayeredLayout(sub), self.trace)
         canvas.set_frame(None)
         canvas.set_marks(marks)
-        canvas.set_caption(caption)
-        canvas.fit()
 
     def _legend(self, a: int, b: int) -> None:
         d = self.diff
