@@ -1617,3 +1617,32 @@ def test_a_region_box_holds_its_label(canvas):
     assert boxes
     for box, label in boxes:
         assert label.right() <= box.right() + 1, (box, label)
+
+
+def test_an_input_an_op_reads_twice_is_marked_on_its_edge(canvas, qtbot, monkeypatch):
+    """NOTE [an input read twice]: ``x * x`` has two edges x -> mul, drawn on one line;
+    it looked like one input and x.grad = 2x had no cause on screen. The line
+    carries "×2" (and a backward chip sums the two gradients on it)."""
+    import graphscope
+    from graphscope.ui import canvas_paint
+    tr = graphscope.trace("import torch\n"
+                          "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                          "y = x * x\n"
+                          "z = y + x\n"
+                          "z.sum().backward()\n")
+    graph, layout, tl = shown(canvas, tr)
+    x, mul = graph.tensor_node[tr.tensor_by_name("x").id], f"o{tr.ops[1].id}"
+    assert tr.ops[1].inputs == [tr.ops[1].inputs[0]] * 2          # the capture's view
+    geom = canvas._geom
+    mult = {(e.src, e.dst): e.mult for e in geom.edges}
+    assert mult[(x, mul)] == 2
+    assert sorted(mult.values()).count(2) == 1                    # y + x reads x once
+    marks = []
+    real = canvas_paint.ScenePainter._paint_times
+    monkeypatch.setattr(canvas_paint.ScenePainter, "_paint_times",
+                        lambda self, p, m: (marks.extend(m), real(self, p, m)))
+    canvas.set_frame(tl.state(len(tl) - 1))
+    canvas.grab()
+    assert [m[2] for m in marks] == [2]
+    tip = canvas.transform().map(marks[0][0])
+    assert abs(tip.y() - canvas.node_view_rect(mul).center().y()) < 12   # at mul's side

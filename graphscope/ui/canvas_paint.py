@@ -307,6 +307,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
         paths: dict = {}
         heads: dict = {}
         cuts = []
+        twice = []      # (arrow's tip, direction in, times, colour): NOTE [an input read twice]
         nodes = self.geom.nodes
         faded = self._faded_test()
         for e in edges:
@@ -328,8 +329,12 @@ class ScenePainter(RegionPainter, OverlayPainter):
             if route is not None:
                 _lane_path(path, route)
                 _arrow(heads[key], route[-2], route[-1], 11.0)
+                if e.mult > 1:
+                    twice.append((route[-1], route[-2], e.mult, key))
                 continue
             a, b = edge_ends(s, d, self.geom)
+            if e.mult > 1:
+                twice.append((b, a, e.mult, key))
             if e.kind == "detach":
                 m = (a + b) / 2
                 gap = _unit(a, b) * 9.0
@@ -359,6 +364,31 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 p.setOpacity(1.0)
         if cuts:
             self._paint_cuts(p, cuts, lod)
+        if twice and lod != "tiny":
+            self._paint_times(p, twice)
+
+    def _paint_times(self, p, marks) -> None:
+        """NOTE [an input read twice] in canvas_scene.py: "×2" on the line, before
+        its arrowhead, in the edge's colour on the canvas's background."""
+        f = font(11 * min(self.text_scale, 2.0), True)
+        p.setFont(f)
+        fm = QFontMetricsF(f)
+        for tip, before, times, (kind, fade) in marks:
+            text = f"\u00d7{times}"
+            u = QPointF(1.0, 0.0) if abs(tip.y() - before.y()) < 0.5 or tip.x() > before.x() \
+                else _unit(before, tip)
+            w, h = fm.horizontalAdvance(text) + 6, fm.height()
+            c = tip - u * (14 + w / 2)      # clear of the arrowhead
+            box = QRectF(c.x() - w / 2, c.y() - h / 2, w, h)
+            if fade:
+                p.setOpacity(FADED)
+            p.setPen(Qt.NoPen)
+            p.setBrush(qcolor(self.theme.canvas_bg))
+            p.drawRoundedRect(box, h / 2, h / 2)
+            p.setPen(qcolor(self._edge_colour(kind)))
+            p.drawText(box, Qt.AlignCenter, text)
+            if fade:
+                p.setOpacity(1.0)
 
     def _paint_cuts(self, p, cuts, lod) -> None:
         """detach(): the edge is broken in the middle, with a scissors mark."""

@@ -74,6 +74,11 @@ class EdgeGeom:
     kind: str
     step: float       # effective: when the edge and both ends are visible
     seq: int = 0      # insertion order (dedupes edges filed under several grid cells)
+    # NOTE [an input read twice]: ``x * x`` reads x twice, and the graph has two
+    # edges x -> mul; drawn on one line they looked like one input, and the 2x
+    # of the gradient had no cause on screen. One line carries a "×2" mark (the
+    # backward step's chip sums the two gradients on it: "1.0 + 1.0")
+    mult: int = 1
 
 
 @dataclass
@@ -89,7 +94,7 @@ class SceneGeometry:
     _sorted: bool = True
     _grid: dict = field(default_factory=dict)
     _bounds: QRectF | None = None
-    _edge_keys: set = field(default_factory=set)
+    _edge_keys: dict = field(default_factory=dict)  # (src, dst, kind) -> (EdgeGeom, step)
     row_pitch: float = 70.0                        # the layout's row distance (edge lanes)
     # how far a grad-mode region's box reaches above its nodes: its padding and
     # label (canvas_regions.py; set by ScenePainter with the text scale). Lanes
@@ -179,19 +184,23 @@ class SceneGeometry:
         estep = self._edge_steps[-1] if self._edge_steps else -math.inf
         for e in todo:
             key = (e.src, e.dst, e.kind)
-            if key in keys:
+            seen = keys.get(key)
+            if seen is not None:
+                if e.step is not None and e.step == seen[1]:
+                    seen[0].mult += 1   # the same op reads it again (NOTE [an input read twice])
+                    self.version += 1
                 continue
             sg, dg = nodes.get(e.src), nodes.get(e.dst)
             if sg is None or dg is None:
                 self._pending.append(e)
                 continue
-            keys.add(key)
             st = -1.0 if e.step is None else float(e.step)
             if sg.step > st:
                 st = sg.step
             if dg.step > st:
                 st = dg.step
             eg = EdgeGeom(e.src, e.dst, e.kind, st, len(self.edges))
+            keys[key] = (eg, e.step)
             if st < estep:
                 self._sorted = False
             else:

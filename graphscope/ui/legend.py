@@ -27,6 +27,7 @@ def legend_rows(t) -> list:
         (("hexagon", t.op_fill, t.branch, ""), "a value decided an if / while"),
         (("dash", t.edge_nograd, t.edge_nograd, ""), "data flow autograd does not track"),
         (("dash", t.edge_detach, t.edge_detach, "\u2702"), "detach(): the graph is cut here"),
+        (("arrow", t.edge, t.canvas_bg, "\u00d72"), "an input the op reads twice (x\u00a0*\u00a0x)"),
         (("region", _over(t.region_fill, t.panel_bg), t.region_border, ""),
          "no_grad region"),
         (("region", _over(t.inference_fill, t.panel_bg), t.region_border, ""),
@@ -59,7 +60,23 @@ def swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
     if shape == "faded":          # a box as an earlier pass's node is drawn
         p.setOpacity(FADED)
         shape = "box"
-    if shape == "dash":
+    if shape == "arrow":          # an edge with its "×2" (NOTE [an input read twice])
+        y = h / 2
+        p.setPen(QPen(fc, 2.4))
+        p.drawLine(QPointF(2, y), QPointF(w - 9, y))
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(fc)
+        p.drawPolygon(QPolygonF([QPointF(w - 2, y), QPointF(w - 10, y - 4.5),
+                                 QPointF(w - 10, y + 4.5)]))
+        f = QFont(font)
+        f.setBold(True)
+        p.setFont(f)
+        box = QRectF(w * 0.2, 0, w * 0.5, h)
+        p.setBrush(bc)
+        p.drawRoundedRect(box, h / 2, h / 2)
+        p.setPen(fc)
+        p.drawText(box, Qt.AlignmentFlag.AlignCenter, mark)
+    elif shape == "dash":
         pen = QPen(fc, 2.4, Qt.PenStyle.DashLine if not mark else Qt.PenStyle.SolidLine)
         p.setPen(pen)
         y = h / 2
