@@ -668,3 +668,25 @@ def test_the_scenario_browser_opened_from_the_menu_gets_its_share(window, folder
     window.show()
     c.browse_action.trigger()
     qtbot.waitUntil(lambda: c.browser_dock.width() >= 300)
+
+
+def test_an_exported_or_copied_graph_keeps_a_quiz_s_answer_hidden(window, qtbot, tmp_path):
+    """GUI review: before Reveal the canvas hides gradients, but Export › Graph as SVG
+    wrote detach's ".grad: [2., 4.]" (answer B) and Copy graph put it on the
+    clipboard. The picture is what the canvas shows; after Reveal it has them."""
+    window.set_speed(0)
+    window.show()
+    c = install_classroom(window, args(scenario="detach"))
+    with qtbot.waitSignal(window.run_finished, timeout=60000):
+        window.run()
+    assert c.output_hidden()
+    window.step_last()
+    svg = tmp_path / "g.svg"
+    c.export("graph", svg)
+    assert "2., 4." not in svg.read_text()
+    with qtbot.waitSignal(window.run_finished, timeout=60000):
+        c.quiz.reveal()
+    qtbot.waitUntil(lambda: not c.output_hidden(), timeout=5000)
+    window.step_last()
+    c.export("graph", svg)
+    assert "2., 4." in svg.read_text()

@@ -64,7 +64,9 @@ def _canvas_render(window, kind: str, size: QSize):
     if fn is None:
         return None
     timeline = getattr(live, "timeline", None)
-    frame = timeline.state() if timeline is not None else None
+    # as the canvas shows it: a quiz's hidden gradients stay hidden in the picture
+    shown = getattr(window, "shown_frame", None)
+    frame = shown() if shown is not None else (timeline.state() if timeline is not None else None)
     kw = dict(theme=getattr(window, "theme", None), size=(size.width(), size.height()),
               text_scale=getattr(window, "text_scale", 1.0))
     return fn(live.graph, live.layout, frame, **kw)

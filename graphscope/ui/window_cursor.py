@@ -166,6 +166,11 @@ class CursorViews:
         for act in (self.forward_action, self.last_action):
             act.setEnabled(shown < total)
 
+    def shown_frame(self):
+        """``_frame()``: what the canvas shows at the cursor, for a picture of it
+        (an exported or copied graph showed the ``.grad`` a quiz hid: GUI review)."""
+        return self._frame()
+
     def _frame(self):
         """The timeline's state at the cursor, as it may be shown: while output is
         hidden without gradients (labels on edges and leaves would say what
