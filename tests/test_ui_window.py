@@ -1490,3 +1490,13 @@ def test_in_a_loop_the_update_is_after_backward_and_the_next_input_is_forward(qt
             phase.setdefault(w.live.trace.op_by_id(s.op).line, set()).add(text)
     assert phase[4] == {"forward"}              # x = torch.randn(2), both iterations
     assert phase[8] == {"after backward"}       # the update
+
+
+def test_the_console_says_when_output_was_cut_at_the_limit(qtbot, window):
+    """GUI review: one print over the output limit left the console empty, and only
+    the status line said why; it keeps what fits, and says the rest was cut."""
+    end = run_source(qtbot, window, "print('x' * 4_500_000)\nprint('done')\n")
+    assert end.status == "ok"
+    window.step_last()
+    text = window.console.text()
+    assert text.startswith("xxxx") and "Output stopped after 4,000,000 characters" in text

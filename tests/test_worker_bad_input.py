@@ -49,6 +49,17 @@ def test_forty_megabytes_of_output_is_capped_and_the_run_completes():
     assert tr.stdout.startswith("x" * 99 + "\n")
 
 
+def test_one_print_over_the_output_limit_keeps_what_fits():
+    """GUI review: a single print of 5,000,000 characters left the console empty: the
+    worker said "output cut" before the text it kept, and the parent, counting
+    the cut as the end of output, dropped that text."""
+    tr = run_to_trace("print('x' * 1_500_000)\nprint('done')\n", timeout=60,
+                      max_output=1_000_000)
+    assert tr.status == "ok"
+    assert tr.truncated and tr.truncation.reason == "output"
+    assert tr.stdout == "x" * 1_000_000
+
+
 def test_three_hundred_thousand_ops_truncate_the_trace_and_the_snippet_completes():
     src = ("import torch\n"
            "x = torch.zeros(())\n"

@@ -29,15 +29,21 @@ class OutputLimit:
         self.hit = False
 
     def take(self, text: str) -> str:
+        """What of ``text`` fits the budget; ``cut()`` after sending it on."""
         if self.left >= len(text):
             self.left -= len(text)
             return text
         kept = text[: max(self.left, 0)]
         self.left = 0
-        if not self.hit:
+        return kept
+
+    def cut(self) -> None:
+        """Say once that output was cut, after the text kept was sent: the notice
+        first made the parent drop that text, so a single print over the limit
+        showed nothing at all (GUI review)."""
+        if not self.hit and self.left <= 0:
             self.hit = True
             self.emit(P.output_cut(self.limit))
-        return kept
 
 
 _child_streams = None   # fd 1/2 text streams, set in a forked child (write_to_fds)
@@ -232,9 +238,12 @@ class CapturedStream(io.TextIOBase):
         if _child_streams is not None:
             return _child_streams[self._name].write(s)
         if s:
-            kept = self._limit.take(s) if not self._limit.hit else ""
+            limit = self._limit
+            kept = limit.take(s) if not limit.hit else ""
             if kept:
                 self._emit(P.Output(next(self._seq), self._name, kept))
+            if len(kept) < len(s):
+                limit.cut()
         return len(s)
 
     def finish_bytes(self) -> None:

@@ -182,10 +182,20 @@ class CursorViews:
         return frame
 
     def _console_note(self) -> Optional[str]:
+        """What the console says after the output at the last step: that output was
+        cut at the limit (a print over it showed an empty console and no word of
+        why: GUI review), and how the run ended when it did not end well."""
         live = self.live
         end = live.trace.end if live else None
         if end is None or live.timeline.cursor < len(live.timeline) - 1:
             return None
+        cut = live.trace.truncation
+        cut = f"[{cut.message}]\n" if live.trace.truncated and cut is not None \
+            and cut.reason == "output" else ""
+        said = self._end_note(end)
+        return (cut + (said or "")) or None
+
+    def _end_note(self, end) -> Optional[str]:
         if end.status == "error" and end.error:
             e = end.error
             if e.traceback and e.traceback.lstrip().startswith("Traceback"):
