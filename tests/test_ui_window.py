@@ -680,6 +680,42 @@ def test_space_plays_and_pauses_at_slow_speed(qtbot, window):
     assert at < len(w.live.timeline) - 1
 
 
+def test_play_from_the_last_step_shows_the_first_step_at_once(qtbot, window):
+    """GUI review: Space at the last step set the cursor to the first step but left
+    "Step n of n" on screen a tick long, and the first tick drew step 2: step 1
+    was never shown."""
+    w = window
+    run_source(qtbot, w, BASIC)
+    w.set_speed(2)
+    w.step_last()
+    w.canvas.setFocus()
+    qtbot.keyClick(w.canvas, Qt.Key.Key_Space)
+    assert w.is_playing() and w.cursor() == 0
+    n = len(w.live.timeline)
+    assert w.timeline_bar.position_label.text().startswith(f"Step 1 of {n}")
+    qtbot.keyClick(w.canvas, Qt.Key.Key_Space)
+    assert not w.is_playing()
+
+
+def test_play_at_the_live_end_of_a_run_follows_on(qtbot, window):
+    """GUI review: paused at the live end of a run still going (it sleeps), Space
+    went back to the first step while the view stayed at the last; it follows on."""
+    w = window
+    w.load_snippet("import time, torch\nx = torch.ones(2)\ny = x * 2\n"
+                   "time.sleep(2.5)\nz = y + 1\n", "snippet.py")
+    w.set_speed(20)
+    w.run()
+    qtbot.waitUntil(lambda: w.live is not None and len(w.live.timeline) >= 2
+                    and w.cursor() == len(w.live.timeline) - 1, timeout=RUN_TIMEOUT)
+    w.set_playing(False)
+    at = w.cursor()
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT):
+        w.set_playing(True)
+        assert w.cursor() == at and w.is_playing()
+    qtbot.waitUntil(lambda: w.cursor() == len(w.live.timeline) - 1, timeout=5000)
+    assert any(n.label == "z" for n in w.live.graph.nodes.values())
+
+
 def test_inspector_names_the_branch_a_value_decided(qtbot, window):
     w = window
     src = ("import torch\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"

@@ -70,7 +70,16 @@ class CursorViews:
             return
         tl = self.live.timeline
         if tl.cursor >= len(tl) - 1:
-            tl.first()
+            if self.controller.is_running():
+                # at the live end of a run still going: follow what comes next
+                # (it went back to the first step, and the view stayed at the last)
+                self._following = True
+            else:
+                # from the top, and the first step shown at once: the next tick
+                # drew step 2, step 1 never, with "Step 7 of 7" on screen a tick
+                # long (GUI review)
+                tl.first()
+                self._show_cursor()
         if self.speed == 0:
             tl.last()
             self._show_cursor()
