@@ -213,6 +213,16 @@ def test_installed_in_the_main_window_after_a_run(qtbot, tmp_path, shots):
         assert w._panel_canvases() and all(c.presentation for c in w._panel_canvases())
         w.set_presentation(False)
         assert not any(c.presentation for c in w._panel_canvases())
+        # another snippet: the passes of the one before are not shown as its own,
+        # neither while it is in the editor nor while it runs (GUI review)
+        w.load_snippet("import torch\nx = torch.ones(2, requires_grad=True)\n", "other.py")
+        assert passes.combo_a.count() == 0 and passes.canvas_a.geometry_model().nodes == {}
+        assert [panels["static"].target.itemText(i)
+                for i in range(panels["static"].target.count())] == []
+        with qtbot.waitSignal(w.run_finished, timeout=60_000):
+            w.run()
+            assert passes.combo_a.count() == 0
+        assert passes.combo_a.count() == 1
         panels["capture"].shutdown()
     finally:
         w.controller.shutdown()

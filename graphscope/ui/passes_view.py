@@ -336,6 +336,16 @@ class PassesPanel(QWidget):
             bps = f"<p><b>Branch points</b> (a tensor's value decided Python control flow):</p><ul>{rows}</ul>"
         self.text.setText(f"<ul>{items}</ul>{bps}")
 
+    def clear(self) -> None:
+        """Show no run: a new snippet or a new run (the panel showed the passes of
+        the snippet before until the new run ended: GUI review)."""
+        self.trace, self.graph, self.passes, self.diff = None, None, [], None
+        for c in (self.combo_a, self.combo_b):
+            c.blockSignals(True)
+            c.clear()
+            c.blockSignals(False)
+        self._show_empty()
+
     def _show_empty(self) -> None:
         self.canvas_a.clear()
         self.canvas_b.clear()
@@ -393,6 +403,18 @@ def install_passes_views(window) -> dict:
     def on_run_finished(_end):
         refresh()
 
+    def on_run_started():
+        shown["trace"] = None
+        passes.clear()
+
+    def on_snippet_loaded():
+        # another snippet: what was shown was the one before's (GUI review); a
+        # static capture is kept across runs of the same snippet, not past it
+        on_run_started()
+        static.clear_results()
+        static.set_source(window.editor.toPlainText())
+        timing.set_result(None)
+
     def on_visibility(visible: bool, dock):
         if visible and not dock.isFloating():
             # a graph needs height: the dock takes nearly half the window
@@ -423,6 +445,8 @@ def install_passes_views(window) -> dict:
             docks["timing"].raise_()
 
     window.run_finished.connect(on_run_finished)
+    window.run_started.connect(on_run_started)
+    window.snippet_loaded.connect(on_snippet_loaded)
     static.capture_requested.connect(on_capture_requested)
     capture.captured.connect(on_captured)
     def on_node_clicked(nid: str):

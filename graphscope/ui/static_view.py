@@ -391,6 +391,13 @@ class StaticPanel(QWidget):
             self.status.setText("Running the snippet again and capturing it statically "
                                 "(the first capture takes a few seconds while torch loads its compilers)…")
 
+    def clear_results(self) -> None:
+        """No results shown (another snippet is open)."""
+        for v in self.views.values():
+            v.set_result(None)
+        if not self.held:      # (a quiz's "Hidden until Reveal" stays)
+            self.status.setText("Press \u201cCapture statically\u201d.")
+
     def set_results(self, static: dict, source: str = "", end=None) -> None:
         static = static or {}
         target = next((r.get("target") for r in static.values() if isinstance(r, dict) and r.get("target")), None)
