@@ -115,6 +115,10 @@ class _Worker:
         self.err_r = self.proc.stderr.fileno()
         self._closed = False
         self._group_ended = False
+        # one ender at a time: Stop (the window's thread) and the reader thread both
+        # end a stopped worker, and a second SIGTERM during the first one's stack
+        # dump (NOTE [where a stop found it]) cut the dump short
+        self._ending = threading.Lock()
 
     def send(self, msg) -> None:
         """Write the one command and close the pipe (a worker takes one Run)."""
@@ -134,21 +138,29 @@ class _Worker:
         return self.proc.poll() is None
 
     def kill(self, grace: float = STOP_GRACE) -> None:
-        """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group."""
+        """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group.
+        Returns at once while another thread is doing it."""
         if self._group_ended:
             return  # done before: the group id may belong to someone else by now
-        if self.proc.poll() is None:
-            self._signal_group(signal.SIGTERM)
+        if not self._ending.acquire(blocking=False):
+            return  # another thread is ending it (the reader reads on meanwhile)
+        try:
+            if self._group_ended:
+                return
+            if self.proc.poll() is None:
+                self._signal_group(signal.SIGTERM)
+                try:
+                    self.proc.wait(grace)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._signal_group(signal.SIGKILL)  # it, if still there, and what the snippet started
+            self._group_ended = True
             try:
-                self.proc.wait(grace)
+                self.proc.wait(2.0)
             except subprocess.TimeoutExpired:
                 pass
-        self._signal_group(signal.SIGKILL)  # it, if still there, and what the snippet started
-        self._group_ended = True
-        try:
-            self.proc.wait(2.0)
-        except subprocess.TimeoutExpired:
-            pass
+        finally:
+            self._ending.release()
 
     def _signal_group(self, sig) -> None:
         try:
@@ -372,12 +384,18 @@ class _RunSession:
         duration = (time.monotonic() - self._t_run) if self._t_run is not None else None
         if end is not None:
             return end
-        if self._stop_requested:
-            end = P.End(status="stopped", duration=duration,
-                        error=P.ErrorInfo(type="Stopped", message="stopped before the snippet finished"))
-        elif self._timed_out:
-            end = P.End(status="timeout", duration=duration, error=P.ErrorInfo(
-                type="Timeout", message=f"the snippet ran longer than {self.timeout:g} s and was stopped"))
+        if self._stop_requested or self._timed_out:
+            # where it was (NOTE [where a stop found it] in capture/worker.py)
+            line, tb = _fault_frames(fault.decode("utf-8", "replace"), run.filename)
+            at = f" at line {line}" if line else ""
+            if self._stop_requested:
+                end = P.End(status="stopped", duration=duration, error=P.ErrorInfo(
+                    type="Stopped", message=f"stopped{at} before the snippet finished",
+                    line=line, traceback=tb))
+            else:
+                end = P.End(status="timeout", duration=duration, error=P.ErrorInfo(
+                    type="Timeout", message=f"the snippet ran longer than {self.timeout:g} s "
+                    f"and was stopped{at}", line=line, traceback=tb))
         elif self._t_run is None:
             w.kill(grace=0.5)
             return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
@@ -443,18 +461,33 @@ def _exit_text(rc: Optional[int]) -> str:
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 
 
-def _crash_end(rc, fault_text: str, filename: str, duration) -> P.End:
-    """End for a worker that died without reporting: signal or exit code, and
-    the innermost snippet line from faulthandler's dump when there is one."""
-    frames = []
+def _fault_frames(fault_text: str, filename: str) -> tuple:
+    """(innermost snippet line, traceback of the snippet's frames) from a
+    faulthandler dump (a crash, or a stop: NOTE [where a stop found it]); (None,
+    None) without one. Only the last dump counts."""
+    blocks: list = [[]]      # the snippet's frames of each thread dumped
     for ln in fault_text.splitlines():
+        if "most recent call first" in ln:
+            blocks.append([])
+            continue
         m = _FAULT_FRAME.match(ln)
         if m and m.group("file") == filename:
-            frames.append((int(m.group("line")), m.group("func")))
+            blocks[-1].append((int(m.group("line")), m.group("func")))
+    # a stop dumps every thread (the signal may land in any): the run's is the one
+    # the snippet's module code is in; else the last with the snippet's frames
+    frames = next((b for b in reversed(blocks) if b and b[-1][1] == "<module>"),
+                  next((b for b in reversed(blocks) if b), []))
     line = frames[0][0] if frames else None  # faulthandler lists most recent first
     tb = None
     if frames:
         tb = "\n".join(f'  File "{filename}", line {n}, in {f}' for n, f in reversed(frames))
+    return line, tb
+
+
+def _crash_end(rc, fault_text: str, filename: str, duration) -> P.End:
+    """End for a worker that died without reporting: signal or exit code, and
+    the innermost snippet line from faulthandler's dump when there is one."""
+    line, tb = _fault_frames(fault_text, filename)
     message = _exit_text(rc) + (f" at line {line}" if line else "")
     return P.End(status="crash", exit_code=rc, duration=duration,
                  error=P.ErrorInfo(type="Crash", message=message, line=line, traceback=tb))

@@ -155,6 +155,28 @@ def test_timeout_ends_with_timeout_status():
     assert "0.5 s" in tr.error.message
     assert tr.stdout == "start\n"
     assert 0.5 <= tr.end.duration < 2.0
+    # where it was running, not the last line recorded (GUI review: the window
+    # pointed at the line before the loop)
+    # (the loop's jump back is on the while's line, as python's own stack says)
+    assert tr.error.line in (2, 3) and f"at line {tr.error.line}" in tr.error.message
+
+
+def test_a_stop_says_which_line_was_running_inside_a_function():
+    """NOTE [where a stop found it]: the worker's stack at the stop, innermost first."""
+    src = ("import time\n"
+           "def wait():\n"
+           "    print('waiting', flush=True)\n"
+           "    time.sleep(60)\n"
+           "wait()\n")
+    col = Collector()
+    r = shared_runner()
+    r.start(src, "snip.py", col, timeout=60)
+    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    time.sleep(0.3)                    # (in the sleep, past the print)
+    end = r.stop()
+    assert end.status == "stopped" and end.error.line == 4
+    assert end.error.traceback.splitlines() == ['  File "snip.py", line 5, in <module>',
+                                                '  File "snip.py", line 4, in wait']
 
 
 def test_os_exit_is_reported_with_its_code():

@@ -377,15 +377,22 @@ def test_a_long_error_message_keeps_the_window_its_size(qtbot, window, raise_lin
 
 def test_stop_ends_a_runaway_snippet_and_window_stays_usable(qtbot, window):
     w = window
-    w.load_snippet("x = 0\nwhile True:\n    x += 1\n", "loop.py")
+    w.load_snippet("print('go', flush=True)\nx = 0\nwhile True:\n    x += 1\n", "loop.py")
     with qtbot.waitSignal(w.run_started, timeout=5000):
         w.run()
     assert w.is_running()
+    qtbot.waitUntil(lambda: "go" in w.console.text(), timeout=RUN_TIMEOUT)   # (in the loop)
     with qtbot.waitSignal(w.run_finished, timeout=3000) as sig:
         w.stop()
     assert sig.args[0].status == "stopped"
     assert not w.is_running()
     assert "Stopped" in w.status_text()
+    # which line it was running (GUI review: the arrow on the last recorded line
+    # read as "stuck on line 1")
+    line = sig.args[0].error.line
+    assert line in (3, 4)     # (the loop's jump back is on the while's line)
+    assert f"It was running line {line}: " in w.banner.text_label.text()
+    assert w.editor.error_line() == line
     end = run_source(qtbot, w, BASIC)
     assert end.status == "ok" and "x" in labels(w)
 

@@ -38,6 +38,7 @@ import faulthandler
 import json
 import marshal
 import os
+import signal
 import sys
 import threading
 import time
@@ -365,13 +366,22 @@ def main(argv=None) -> int:
     # object must stay alive for as long as faulthandler is enabled.
     fault_file = os.fdopen(fault_fd, "w", closefd=False)
     faulthandler.enable(file=fault_file, all_threads=False)
+    # NOTE [where a stop found it]: Stop and the time limit end the worker with
+    # SIGTERM; its Python stack goes to the fault pipe first (then the signal's
+    # default action, as without), so the window can say which line was running
+    # ("stuck on line 2", the last recorded op, read as the loop's line: GUI
+    # review). Not in a child the snippet forks: its stack is not the run's.
+    # (every thread: the signal may be handled on the worker's writer or flusher
+    # thread, and the run's own is found by the runner, runner._fault_frames)
+    faulthandler.register(signal.SIGTERM, file=fault_file, all_threads=True, chain=True)
     import torch
     from graphscope.capture.session import on_fork_in_child, run_snippet
 
     writer = EventWriter(event_fd)
     pid = os.getpid()
     # NOTE [forked children] in session.py: a child never writes the event pipe
-    os.register_at_fork(after_in_child=lambda: (writer.stop_in_child(), on_fork_in_child()))
+    os.register_at_fork(after_in_child=lambda: (writer.stop_in_child(), on_fork_in_child(),
+                                                faulthandler.unregister(signal.SIGTERM)))
     writer.send_now(P.Ready(pid=pid, torch_version=torch.__version__,
                             python=sys.version.split()[0]))
     run = read_run(cmd_fd)

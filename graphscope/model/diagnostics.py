@@ -364,12 +364,24 @@ def _timeout(ctx: _Context) -> Diagnosis:
                "before the last line) or an atexit function that waits: python itself would "
                "hang here.")
         return Diagnosis("The run did not end after its last line", text, fix, None, [], "timeout")
-    text = ("The snippet ran longer than the time limit and was stopped. Everything recorded up to "
-            "that moment is kept and can be stepped through.")
+    at = (f" It was running line {ctx.error.line}" + (f" ({_line_text(ctx)})" if _line_text(ctx) else "")
+          + "." if ctx.error.line else "")
+    text = ("The snippet ran longer than the time limit and was stopped." + at + " Everything "
+            "recorded up to that moment is kept and can be stepped through.")
     fix = ("Look for a loop that never ends (a while condition that stays true) or work that is "
            "much bigger than intended. If the run is really that long, raise the time limit "
            "(Run \u203a Time limit in the window, --timeout for export).")
     return Diagnosis("The run took too long", text, fix, ctx.error.line, [], "timeout")
+
+
+def _line_text(ctx: _Context) -> str:
+    """The snippet's text of the error's line, stripped and cut short ("" if none)."""
+    lines = (getattr(ctx.trace, "source", "") or "").splitlines()
+    n = ctx.error.line
+    if not n or not 0 < n <= len(lines):
+        return ""
+    text = lines[n - 1].strip()
+    return text if len(text) <= 40 else text[:39] + "\u2026"
 
 
 def _crash(ctx: _Context) -> Diagnosis:

@@ -913,8 +913,21 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         live = self.live
         err = end.error
         if end.status == "stopped":
-            self.banner.show_error("Stopped", "You stopped the snippet. The graph recorded so far "
-                                   "is kept: step through it, or press Run to start again.")
+            # where it was when stopped (NOTE [where a stop found it] in
+            # capture/worker.py): the last recorded step is often lines before
+            line = err.line if err is not None else None
+            at = ""
+            if line:
+                at = f" It was running line {line}"
+                lines = (live.trace.source or "").splitlines()
+                if 0 < line <= len(lines) and lines[line - 1].strip():
+                    text = lines[line - 1].strip()
+                    at += f": {text if len(text) <= 40 else text[:39] + '…'}"
+                at += "."
+                self.editor.set_error_line(None if self._edited else line)
+            self.banner.show_error("Stopped", "You stopped the snippet." + at + " The graph "
+                                   "recorded so far is kept: step through it, or press Run to "
+                                   "start again.", line=line)
             self._banner_ready = True
             return
         if err is None:
