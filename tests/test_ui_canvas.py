@@ -1646,3 +1646,60 @@ def test_an_input_an_op_reads_twice_is_marked_on_its_edge(canvas, qtbot, monkeyp
     assert [m[2] for m in marks] == [2]
     tip = canvas.transform().map(marks[0][0])
     assert abs(tip.y() - canvas.node_view_rect(mul).center().y()) < 12   # at mul's side
+
+
+def test_a_chip_on_a_long_edge_weighs_only_the_nodes_near_the_view(canvas, qtbot, monkeypatch):
+    """GUI review: after a stopped training loop every step took 0.5-3 s. A lit edge
+    from the run's first node to its last spanned the whole graph, and every node
+    under that span was an obstacle for every spot of every chip. Labels stay on
+    screen: only nodes near the view are."""
+    import graphscope
+    from graphscope.ui import canvas_overlay
+    tr = graphscope.trace("import torch\n"
+                          "x = torch.ones(3, requires_grad=True)\n"
+                          "y = x\n"
+                          "for i in range(600):\n"
+                          "    y = y * 1.0001\n"
+                          "(y * x).sum().backward()\n")
+    graph, layout, tl = shown(canvas, tr)
+    seen = []
+    real = canvas_overlay.OverlayPainter._place_label
+    monkeypatch.setattr(canvas_overlay.OverlayPainter, "_place_label",
+                        lambda self, p, c, s, t, obstacles, *a, **k:
+                        (seen.append(len(obstacles)), real(self, p, c, s, t, obstacles, *a, **k))[1])
+    last_mul = f"o{[o for o in tr.ops if o.name == 'mul'][-1].id}"
+    step = next(i for i, s in enumerate(tl.steps)
+                if s.kind == "backward" and tl.state(i).edge_grads
+                and any(last_mul in e for e in tl.state(i).edge_grads))
+    canvas.set_frame(tl.state(step))
+    canvas.zoom_by(8.0)
+    canvas.center_on(last_mul)
+    canvas.grab()
+    view = QRectF(canvas.rect()).adjusted(-400, -150, 400, 150)
+    in_view = sum(1 for n in canvas.geometry_model().nodes
+                  if view.intersects(canvas.node_view_rect(n)))
+    assert seen and max(seen) <= in_view + 4 < len(graph.nodes) / 4
+
+
+def test_the_timeline_strip_draws_a_run_per_pixel_at_most(qtbot):
+    """NOTE [a strip per pixel]: 50,000 steps of a stopped loop were 25,000 segments
+    drawn twice and 17,000 ticks a paint (0.3-0.6 s: every arrow key froze the
+    window). Past a segment per pixel the strip shows, per pixel column, the kind
+    that covers most of it."""
+    from graphscope.ui.timeline_bar import ScrubStrip
+    strip = ScrubStrip()
+    qtbot.addWidget(strip)
+    strip.resize(700, 30)
+    kinds = ["op", "op", "backward_call", "backward", "backward", "backward"] * 8000
+    strip.set_kinds(kinds)
+    r = strip._track_rect()
+    runs, ticks = strip._strip(r)
+    assert len(runs) <= r.width() + 2 and len(ticks) <= r.width() + 2
+    assert {k for _, _, k in runs} == {"backward"}     # 4 of each 6 steps, everywhere
+    assert runs[0][0] == r.left() and abs(runs[-1][1] - r.right()) < 1.01
+    strip.set_kinds(["op"] * 5 + ["backward_call"] + ["backward"] * 4)
+    runs, ticks = strip._strip(r)                        # few steps: as they are
+    assert [(round(a), round(b), k) for a, b, k in runs] == \
+        [(round(r.left()), round(r.left() + r.width() / 2), "op"),
+         (round(r.left() + r.width() / 2), round(r.right()), "backward")]
+    assert ticks == [int(r.left() + r.width() / 2)]

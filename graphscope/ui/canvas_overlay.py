@@ -104,6 +104,12 @@ class OverlayPainter:
                 # the obstacles thousands of nodes a label never reaches
                 if bounds is None or bounds.intersects(dr):
                     near = near.united(dr)
+        if bounds is not None and not near.isNull():
+            # labels are kept on screen: nodes far outside the view are no obstacles.
+            # (A lit edge from the first node of a long run to its last reached
+            # across the whole graph, and 33,000 nodes were tested for each spot of
+            # each chip: 2.7 s a step, GUI review)
+            near = near.intersected(bounds.adjusted(-40, -40, 40, 40))
         obstacles = []
         if not near.isNull() and lod != "tiny":
             # (at the tiniest level nodes are dots a label may cover; and a margin of
@@ -240,14 +246,26 @@ class OverlayPainter:
         edges = self.geom.edges_in(inv.mapRect(near.adjusted(-200, -80, 200, 80)), limit)
         if len(edges) > EDGE_POINTS_MAX:
             return []
-        nodes, out = self.geom.nodes, []
+        nodes, out, count = self.geom.nodes, [], 0
         for eg in edges:
             path = self.edge_path(nodes[eg.src], nodes[eg.dst], to_device)
             for poly in path.toSubpathPolygons():
-                segs = [QLineF(poly[i], poly[i + 1]) for i in range(len(poly) - 1)]
-                if segs:
-                    out.append(((eg.src, eg.dst), poly.boundingRect().adjusted(-1, -1, 1, 1),
-                                segs))
+                # in pieces of a few segments, each with its own bounds: a long lane
+                # flattened into hundreds of segments under one bound had every
+                # candidate spot of every chip test all of them (694,000 tests, 4 s
+                # for a step of a stopped training loop: GUI review)
+                n = len(poly)
+                for j in range(0, n - 1, PIECE_SEGMENTS):
+                    pts = [poly[i] for i in range(j, min(n, j + PIECE_SEGMENTS + 1))]
+                    segs = [QLineF(pts[i], pts[i + 1]) for i in range(len(pts) - 1)]
+                    if segs:
+                        xs, ys = [q.x() for q in pts], [q.y() for q in pts]
+                        bound = QRectF(min(xs) - 1, min(ys) - 1, max(xs) - min(xs) + 2,
+                                       max(ys) - min(ys) + 2)
+                        out.append(((eg.src, eg.dst), bound, segs))
+                        count += len(segs)
+        if count > LINE_SEGMENTS_MAX:
+            return []   # a thicket of edges: every spot is on some, and testing is slow
         return out
 
     def _marked(self) -> list:
@@ -371,16 +389,26 @@ class OverlayPainter:
             if leader is not None:
                 # a spot whose leader crosses a node is worse than a free one nearer
                 reach = _reach(leader)
-                cost += 200.0 * sum(1 for r in obstacles
-                                    if r.intersects(reach) and _crosses(leader, r))
+                under = 0
+                for r in obstacles:
+                    if r.intersects(reach) and _crosses(leader, r):
+                        under += 1
+                        if under >= LINES_COUNTED:
+                            break      # (in a thicket of nodes: as bad as it gets)
+                cost += 200.0 * under
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)
                     cost += 5.0 * ov.width() * ov.height()
             if lines:
                 inner = box.adjusted(2, 2, -2, -2)
-                cost += 60.0 * sum(1 for bound, segs in lines if bound.intersects(inner)
-                                   and any(_crosses(seg, inner) for seg in segs))
+                crossed = 0
+                for bound, segs in lines:
+                    if bound.intersects(inner) and any(_crosses(seg, inner) for seg in segs):
+                        crossed += 1
+                        if crossed >= LINES_COUNTED:
+                            break      # (a spot on three edges is as bad as on thirty)
+                cost += 60.0 * crossed
             if best_cost is None or cost < best_cost:
                 best, best_cost, best_i = box, cost, i
             if cost <= i * 0.5:
@@ -450,6 +478,9 @@ def _short(summary) -> str:
 
 
 EDGE_POINTS_MAX = 200   # edges near the chips sampled; past it (a zoomed-out big graph) none
+PIECE_SEGMENTS = 8      # segments of a flattened edge under one bounding box
+LINE_SEGMENTS_MAX = 3000   # segments near the chips tested at most (past it, none)
+LINES_COUNTED = 3       # edges under a spot (nodes under a leader) counted at most
 
 
 def _leader(anchor: QPointF, box: QRectF) -> QLineF | None:
