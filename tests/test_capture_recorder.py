@@ -389,6 +389,28 @@ def test_a_call_written_over_several_lines_reads_as_one_line():
             ("add", "u * u + u")} <= got                 # lines that dedent unevenly
 
 
+def test_a_module_returning_a_tuple_keeps_its_first_op_and_the_trace_reads_back():
+    """Fuzz review: the index of the tuple's first tensor (for the label
+    ``self.lstm(h)[0]``) overwrote the call's first op id: an LSTM's first_op was
+    0 or 1, and None for a packed sequence, which Trace.from_json refused."""
+    from graphscope.model.trace import Trace
+    tr = capture("""
+        import torch
+        from torch.nn.utils.rnn import pack_sequence
+        torch.manual_seed(0)
+        x = torch.ones(3)
+        lstm = torch.nn.LSTM(2, 3)
+        out, (h, c) = lstm(torch.randn(4, 1, 2))
+        packed, _ = lstm(pack_sequence([torch.randn(3, 2), torch.randn(2, 2)]))
+        """)
+    calls = [m for m in tr.modules if m.type == "LSTM"]
+    assert len(calls) == 2
+    for m in calls:
+        ops = [o for o in tr.ops if m.first_op <= o.id <= m.last_op]
+        assert ops and all(o.module == "" for o in ops) and m.first_op > 1
+    assert len(Trace.from_json(tr.to_json()).modules) == 2
+
+
 def test_a_long_expression_label_keeps_both_ends():
     from graphscope.model.graph import EXPR_CHARS, expr_label
     a = expr_label("F.normalize(x, dim=0, eps=1e-6)")

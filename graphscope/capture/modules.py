@@ -114,8 +114,10 @@ class ModuleHooks:
             if expr is not None:
                 # the label goes on the first tensor: say which element it is
                 # (``self.lstm(h)[0]``, not the whole tuple)
-                first = next((i for i, o in enumerate(output) if isinstance(o, Tensor)), None)
-                expr = f"{expr}[{first}]" if first is not None else None
+                # (its own name: ``first`` is the call's first op id, which this
+                # index overwrote: LSTM's first_op was 0, a fuzz review)
+                at = next((i for i, o in enumerate(output) if isinstance(o, Tensor)), None)
+                expr = f"{expr}[{at}]" if at is not None else None
         r.recording = False
         try:
             out_ids = [r.tensor_id(t, seq) for t in outs]
