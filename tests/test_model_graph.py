@@ -293,6 +293,27 @@ def test_function_called_inside_no_grad_block_belongs_to_the_region():
     assert muls[1].region is None and "no_grad" not in muls[1].flags
 
 
+def test_a_box_holds_only_what_was_made_with_grad_off():
+    """Fuzz review: enable_grad() inside a no_grad block drew its tracked result in
+    the no_grad box (boxes were filled by line); and a block the source reading
+    does not find (``ng = torch.no_grad``) put its op into the one block found."""
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        with torch.no_grad():
+            a = x * 2
+            with torch.enable_grad():
+                b = x * 3
+        ng = torch.no_grad
+        with ng():
+            c = x * 4
+        with torch.no_grad():
+            d = x * 5
+    """))
+    inside = {g.nodes[n].label for box in g.regions for n in box.node_ids}
+    assert {"a", "d"} <= inside and not {"b", "c", "x"} & inside
+
+
 # -- branch points as decision nodes (graph.py NOTE [branch nodes]) ------------------------
 PROBLEM_BRANCH = """
     import torch

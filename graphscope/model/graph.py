@@ -19,6 +19,8 @@ consumers connect to the newest version.
 """
 from __future__ import annotations
 
+import ast
+
 import contextlib
 import functools
 import gc
@@ -685,22 +687,31 @@ class GraphBuilder(BranchDecisions):
     def _place_in_regions(self, nids: list, op: P.Op, d: GraphDelta) -> None:
         if op.line is None or not self.graph.regions:
             return
+        if op.grad_enabled:
+            # made with grad on: in no box, whatever lines the box spans (torch.
+            # enable_grad() inside a no_grad block drew its tracked result inside
+            # the no_grad box: fuzz review)
+            self._active_region = None
+            return
         hit = None
         for idx, box in enumerate(self.graph.regions):
             if box.lines[0] <= op.line <= box.lines[1]:
                 hit = idx
                 break
         if hit is not None:
-            self._active_region = hit if not op.grad_enabled else None
-        elif not op.grad_enabled and self._active_region is not None:
+            self._active_region = hit
+        elif self._active_region is not None:
             # a function called from inside the block: its lines are elsewhere, but
             # grad was still off because the block had not ended
             hit = self._active_region
-        elif not op.grad_enabled and (cands := [
+        elif op.line in self._function_lines() and (cands := [
                 i for i, b in enumerate(self.graph.regions)
                 if (b.kind == "inference_mode") == bool(op.inference)]) and len(cands) == 1:
             # the op's line is inside a function; with one such block in the snippet it
-            # can only have been that one (an Op carries the innermost line only)
+            # can only have been that one (an Op carries the innermost line only). Not
+            # a line at module level: that is a block not found in the source
+            # (``ng = torch.no_grad; with ng():``), and it went into the other one
+            # (fuzz review)
             hit = cands[0]
         else:
             self._active_region = None
@@ -712,6 +723,23 @@ class GraphBuilder(BranchDecisions):
                 node.region = hit
                 box.node_ids.append(nid)
         d.regions_changed = True
+
+    def _function_lines(self) -> frozenset:
+        """Lines of the snippet inside a function's or lambda's body (read once)."""
+        lines = self.__dict__.get("_fn_lines")
+        if lines is None:
+            lines = set()
+            try:
+                tree = ast.parse(self.source or "")
+            except (SyntaxError, ValueError):
+                tree = None
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    body = node.body if isinstance(node.body, list) else [node.body]
+                    for b in body:
+                        lines.update(range(b.lineno, (b.end_lineno or b.lineno) + 1))
+            lines = self._fn_lines = frozenset(lines)
+        return lines
 
     # -- backward, end -------------------------------------------------------------
     def _on_backward_call(self, msg: P.BackwardCall) -> GraphDelta:
