@@ -486,6 +486,30 @@ def test_live_playback_follows_the_stream(qtbot, window):
     qtbot.waitUntil(lambda: w.cursor() == n - 1 and not w.is_playing(), timeout=5000)
 
 
+def test_save_asks_before_writing_over_a_file_changed_on_disk(qtbot, window, tmp_path):
+    """GUI review: a file another program rewrote after it was opened was replaced
+    by Ctrl+S without a word. Save asks; No keeps the other program's text."""
+    import time
+    w = window
+    f = tmp_path / "a.py"
+    f.write_text("print('mine')\n", encoding="utf-8")
+    assert w.open_file(f)
+    w.editor.setPlainText("print('edited')\n")
+    assert w.save() and f.read_text() == "print('edited')\n"    # unchanged on disk: no question
+    time.sleep(0.01)
+    f.write_text("print('theirs, longer')\n", encoding="utf-8")
+    asked = []
+    w.ask_overwrite = lambda p: asked.append(p) or False
+    w.editor.setPlainText("print('edited again')\n")
+    assert not w.save()
+    assert asked == [f.resolve()] and f.read_text() == "print('theirs, longer')\n"
+    assert "changed on disk" in w.status_text()
+    w.ask_overwrite = lambda p: True
+    assert w.save() and f.read_text() == "print('edited again')\n"
+    w.ask_overwrite = lambda p: asked.append(p) or False
+    assert w.save() and len(asked) == 1                         # saved since: no question
+
+
 def test_files_open_save_recent_and_bad_input(qtbot, window, tmp_path):
     w = window
     good = tmp_path / "good.py"

@@ -82,6 +82,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # (title, text) -> "save" | "discard" | "cancel"; tests replace it
         self.ask_unsaved: Callable[[str, str], str] = self._ask_unsaved_dialog
         self.ask_replace: Callable[[Path], bool] = self._ask_replace_dialog   # tests replace it
+        # (path) -> True to write over a file changed on disk since it was read; tests replace it
+        self.ask_overwrite: Callable[[Path], bool] = self._ask_overwrite_dialog
+        self._disk_stamp = None   # (mtime_ns, size) of the open file as read or last saved
         self.output_hidden = False            # NOTE [hidden output]
         self.presenting = False               # presentation layout (set_presentation)
         self._end_text: Optional[tuple[str, bool, str]] = None   # (status, error, run label)

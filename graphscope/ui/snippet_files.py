@@ -22,6 +22,15 @@ NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=T
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
+def _stamp(p) -> Optional[tuple]:
+    """(modification time in ns, size) of file ``p``; None when it cannot be read."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 def _declared_coding(data: bytes) -> Optional[str]:
     """The encoding a PEP 263 line in the first two lines declares, if any."""
     for line in data.splitlines()[:2]:
@@ -40,6 +49,7 @@ class SnippetFiles:
         self.editor.setPlainText(source)
         self.editor.document().setModified(False)
         self.path = Path(path) if path else None
+        self._disk_stamp = None     # (open_file sets it for a file it read)
         self.display_name = name
         self._update_title()
         self._fit_editor_width()
@@ -73,6 +83,7 @@ class SnippetFiles:
         if not self.confirm_replace():
             return False
         self.load_snippet(text.replace("\r\n", "\n"), p.name, path=p.resolve())
+        self._disk_stamp = _stamp(p)
         self._add_recent(p.resolve())
         self.settings.setValue("last_folder", str(p.resolve().parent))
         self.file_loaded.emit(str(p.resolve()))
@@ -103,7 +114,24 @@ class SnippetFiles:
     def save(self) -> bool:
         if self.path is None:
             return self.save_as()
+        now = _stamp(self.path)
+        if now is not None and self._disk_stamp is not None and now != self._disk_stamp \
+                and not self.ask_overwrite(self.path):
+            # another program changed the file since it was read: its text would be
+            # gone without a word (GUI review); Save As keeps both
+            self.set_status(f"Not saved: {self.display_name} changed on disk. "
+                            "Save As keeps both, or open it again to see the change.")
+            return False
         return self.save_to(self.path)
+
+    def _ask_overwrite_dialog(self, p: Path) -> bool:
+        b = QMessageBox.question(
+            self, "File changed on disk",
+            f"{p.name} was changed by another program since GraphScope read it. "
+            "Replace it with the text in the editor?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No)
+        return b == QMessageBox.StandardButton.Yes
 
     def save_as(self) -> bool:
         start = str(self.path) if self.path else str(self._start_folder() / self.display_name)
@@ -136,6 +164,7 @@ class SnippetFiles:
             self.show_message("Cannot save file", f"{p} cannot be written: {e.strerror or e}.")
             return False
         self.path = p.resolve()
+        self._disk_stamp = _stamp(self.path)
         self.display_name = p.name
         self.editor.document().setModified(False)
         self._add_recent(self.path)
