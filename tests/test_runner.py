@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 import threading
+import os
 import time
 
 import pytest
@@ -429,3 +430,37 @@ def test_a_forked_child_frees_the_deep_graph_it_inherited():
     tr = run_to_trace(src, "<snippet>", timeout=120)
     assert tr.status == "ok", tr.error
     assert tr.stdout == "child status 0\n"
+
+
+def test_what_a_snippet_started_ends_with_a_window_that_was_killed(tmp_path):
+    """GUI review: a window killed by a signal (no closeEvent, no shutdown) left the
+    snippet's subprocess running with parent 1. The worker, seeing its parent
+    gone, ends its process group, what the snippet started with it."""
+    import subprocess, sys, textwrap
+    pidfile = tmp_path / "child.pid"
+    parent = textwrap.dedent(f"""
+        import os, time
+        from graphscope.runner import Runner
+        r = Runner(warm=False)
+        src = ("import subprocess, time\\n"
+               "p = subprocess.Popen(['sleep', '1000'])\\n"
+               "open({str(pidfile)!r}, 'w').write(str(p.pid))\\n"
+               "time.sleep(1000)\\n")
+        r.start(src, "s.py", lambda msgs: None, timeout=600)
+        for _ in range(600):
+            if os.path.exists({str(pidfile)!r}) and open({str(pidfile)!r}).read():
+                break
+            time.sleep(0.1)
+        os._exit(0)      # as a killed window: nothing is shut down
+    """)
+    subprocess.run([sys.executable, "-c", parent], timeout=120, check=True)
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("the snippet's subprocess outlived the window")

@@ -1567,3 +1567,20 @@ def test_the_console_says_when_output_was_cut_at_the_limit(qtbot, window):
     window.step_last()
     text = window.console.text()
     assert text.startswith("xxxx") and "Output stopped after 4,000,000 characters" in text
+
+
+def test_unsaved_text_is_kept_in_a_file_when_the_app_is_ended_by_a_signal(qtbot, window, tmp_path,
+                                                                            monkeypatch):
+    """NOTE [ending on a signal] in ui/app.py: Ctrl+C or SIGTERM close the window
+    without asking; what was typed and not saved goes to a file."""
+    from PySide6.QtCore import QStandardPaths
+    monkeypatch.setattr(QStandardPaths, "writableLocation", lambda *_: str(tmp_path / "data"))
+    w = window
+    w.load_snippet("print(1)\n", "mine.py")
+    assert w.keep_unsaved() is None                  # nothing changed: nothing kept
+    w.editor.selectAll()
+    w.editor.insertPlainText("print('typed, not saved')\n")     # (as typed: modified)
+    kept = w.keep_unsaved()
+    assert kept.parent == tmp_path / "data" / "unsaved" and kept.name.startswith("mine-")
+    assert kept.read_text() == "print('typed, not saved')\n"
+    assert w.keep_unsaved() != kept                  # a second one does not overwrite it

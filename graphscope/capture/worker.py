@@ -177,7 +177,14 @@ class EventWriter:
         while not self._closed:
             time.sleep(_FLUSH_INTERVAL)
             if os.getppid() != self._parent:
-                os._exit(70)  # the runner is gone: nobody will read or stop us
+                # the runner is gone: nobody will read or stop us. What the snippet
+                # started (a subprocess, in the worker's own process group) goes
+                # too: it outlived a killed window (GUI review)
+                try:
+                    os.killpg(os.getpgid(0), signal.SIGKILL)   # (this process with it)
+                except OSError:
+                    pass
+                os._exit(70)
             idle = self.idle
             if idle is not None:
                 try:

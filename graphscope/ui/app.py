@@ -123,7 +123,43 @@ def main(args=None) -> int:
     window.show()
     if run_now:
         window.run()
+    _end_on_signals(app, window)
     return app.exec()
+
+
+def _end_on_signals(app, window) -> None:
+    """NOTE [ending on a signal]: Ctrl+C in the terminal and SIGTERM (``kill``, a
+    logout) end GraphScope as they end other programs: the window closes without
+    its questions, its workers stop, and unsaved text is kept in a file named on
+    stderr. (Ctrl+C printed a KeyboardInterrupt traceback from inside Qt's paint
+    code and the app ran on; SIGTERM left the snippet's subprocesses behind: GUI
+    review.) Python runs a signal handler only between its own bytecodes, and
+    an idle Qt loop runs none: a timer lets it in every 200 ms."""
+    import signal
+    from PySide6.QtCore import QTimer
+
+    def end(signum, _frame) -> None:
+        QTimer.singleShot(0, lambda: _close_for_signal(app, window, signum))
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, end)
+    tick = QTimer(app)
+    tick.timeout.connect(lambda: None)
+    tick.start(200)
+
+
+def _close_for_signal(app, window, signum) -> None:
+    try:
+        kept = window.keep_unsaved()
+    except OSError as e:
+        kept = None
+        print(f"graphscope: unsaved changes could not be kept: {e}", file=sys.stderr)
+    if kept is not None:
+        print(f"graphscope: unsaved changes to {window.display_name} kept in {kept}",
+              file=sys.stderr)
+    window.ask_unsaved = lambda *_: "discard"
+    window.close()
+    app.quit()
 
 
 def _say_lesson_problems(window) -> bool:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from graphscope.snippet_source import UnreadableSnippet, read_bytes
@@ -172,6 +173,24 @@ class SnippetFiles:
         self._update_title()
         self.set_status(f"Saved {p}")
         return True
+
+    def keep_unsaved(self) -> Optional[Path]:
+        """The editor's text, if it has changes not saved, written to a new file in
+        the app's data folder (NOTE [ending on a signal] in app.py); its path, or
+        None when there was nothing to keep."""
+        if not self.editor.document().isModified():
+            return None
+        folder = Path(QStandardPaths.writableLocation(
+            QStandardPaths.StandardLocation.AppDataLocation) or Path.home()) / "unsaved"
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = Path(self.display_name or "snippet").stem or "snippet"
+        p = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.py"
+        n = 1
+        while p.exists():
+            n += 1
+            p = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{n}.py"
+        p.write_text(self.editor.toPlainText(), encoding="utf-8")
+        return p
 
     def recent_files(self) -> list[str]:
         v = self.settings.value("recent_files", [])
