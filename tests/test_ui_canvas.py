@@ -1703,3 +1703,22 @@ def test_the_timeline_strip_draws_a_run_per_pixel_at_most(qtbot):
         [(round(r.left()), round(r.left() + r.width() / 2), "op"),
          (round(r.left() + r.width() / 2), round(r.right()), "backward")]
     assert ticks == [int(r.left() + r.width() / 2)]
+
+
+def test_thousands_of_leaves_in_view_box_a_readable_number_of_grads(canvas, qtbot):
+    """Fuzz review: torch.stack of 3,000 leaves placed each .grad box against every
+    other (84 million tests, 24 s for one PNG). Past LEAF_BOXES_MAX leaves in view
+    the rest are left to the inspector."""
+    import graphscope
+    from graphscope.ui.canvas_overlay import LEAF_BOXES_MAX
+    tr = graphscope.trace("import torch\n"
+                          f"t = [torch.ones(1, requires_grad=True) for _ in range({LEAF_BOXES_MAX + 60})]\n"
+                          "torch.stack(t).sum().backward()\n")
+    graph, layout, tl = shown(canvas, tr)
+    frame = tl.state(len(tl) - 1)
+    assert len(frame.leaf_grads) == LEAF_BOXES_MAX + 60
+    canvas.set_frame(frame)
+    canvas.fit()
+    canvas.grab()
+    boxes = [b for b in canvas._painter.placed_labels]
+    assert 0 < len(boxes) <= LEAF_BOXES_MAX

@@ -133,6 +133,7 @@ class OverlayPainter:
         current = getattr(frame, "accumulated", None) if frame is not None else None
         changed = getattr(frame, "grad_changed", None) or frozenset()
         quiet = []
+        boxed = 0
         for tid, pair in sorted(leaf_grads.items(), key=lambda kv: kv[0] != current):
             nid = tid if isinstance(tid, str) else f"t{tid}"
             ng = nodes.get(nid)
@@ -145,6 +146,12 @@ class OverlayPainter:
                 # its node is out of view: kept on screen, the box sat beside some
                 # other node and read as that node's .grad (review finding)
                 continue
+            boxed += 1
+            if boxed > LEAF_BOXES_MAX:
+                # thousands of leaves in view (torch.stack of 3,000): each box was
+                # placed against every other, 84 million tests and 24 s for one
+                # picture (fuzz review); past a readable number the inspector has them
+                break
             # every leaf in view gets its box: at a step that accumulated into one
             # leaf, the others had only grey captions (or nothing), and the last
             # backward step read as if their gradients were erased (visual review).
@@ -479,6 +486,7 @@ def _short(summary) -> str:
 
 EDGE_POINTS_MAX = 200   # edges near the chips sampled; past it (a zoomed-out big graph) none
 PIECE_SEGMENTS = 8      # segments of a flattened edge under one bounding box
+LEAF_BOXES_MAX = 120    # leaves in view whose .grad gets a box (the current one first)
 LINE_SEGMENTS_MAX = 3000   # segments near the chips tested at most (past it, none)
 LINES_COUNTED = 3       # edges under a spot (nodes under a leader) counted at most
 
