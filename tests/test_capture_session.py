@@ -91,6 +91,19 @@ def test_syntax_error_line_and_column():
     assert tr.error.line == 2 and tr.error.column == 5
 
 
+@pytest.mark.parametrize("src", ["def f():\nreturn 1\n", "for x in range(3):\nprint(x)\n",
+                                 "x = 1\n    y = 2\n", "x = 1 +\n", "f(a for a in b, c)\n"])
+def test_a_syntax_error_is_printed_as_python_prints_it(src, tmp_path):
+    """Fuzz review: "expected an indented block" was underlined "^^^^^^" where python
+    puts one caret (its own printer, not the traceback module's)."""
+    import subprocess
+    f = tmp_path / "s.py"
+    f.write_text(src)
+    plain = subprocess.run([sys.executable, str(f)], capture_output=True, text=True).stderr
+    tr = capture(src, filename=str(f))
+    assert tr.error.traceback == plain
+
+
 @pytest.mark.parametrize("src,code", [("import sys\nprint('x')\nsys.exit(0)\n", 0),
                                       ("import sys\nsys.exit(3)\n", 3),
                                       ("raise SystemExit('bye')\n", 1),

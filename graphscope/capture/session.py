@@ -375,6 +375,13 @@ def _group_lines(e: BaseException, filename: str) -> list:
 
 
 def _format_syntax_error(e: SyntaxError) -> str:
+    """As python prints it. (Python's own printer marks an IndentationError with
+    one caret where the traceback module underlines the whole token, "^^^^^^"
+    under ``return`` for "expected an indented block": fuzz review.)"""
+    if isinstance(e, IndentationError) and e.offset and e.end_offset \
+            and e.end_offset > e.offset + 1:
+        e = IndentationError(e.msg, (e.filename, e.lineno, e.offset, e.text,
+                                     e.lineno, e.offset + 1))
     return "".join(traceback.format_exception_only(type(e), e))
 
 
