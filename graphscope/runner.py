@@ -93,6 +93,9 @@ class _Worker:
         ev_r, ev_w = _pipe()
         fault_r, fault_w = _pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
+        # what ``python x.py`` would have been given (NOTE [stdout's errors] in
+        # capture/output.py): the worker's own setting above is the runner's
+        env["GRAPHSCOPE_USER_IOENCODING"] = os.environ.get("PYTHONIOENCODING", "")
         # Importable from a plain checkout too (appended: an installed copy wins).
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)

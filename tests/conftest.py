@@ -5,12 +5,16 @@
   time limit. QMessageBox's static prompts answer "Discard" unless a test sets
   ``window.ask_unsaved`` itself to check the prompt.
 - Settings (recent files, theme) go to a temporary folder, never the user's.
+- Workers see PYTHONIOENCODING=utf-8, as ``capture_helpers.plain_run`` gives the
+  plain python they are compared with: stdout's error handler then does not
+  depend on the machine's locale (NOTE [stdout's errors] in capture/output.py).
 """
 import os
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["PYTHONIOENCODING"] = "utf-8"
 
 
 @pytest.fixture(autouse=True)

@@ -621,6 +621,37 @@ def test_a_lone_surrogate_is_refused_by_stdout_as_python_refuses_it():
     assert tr.error.type == "UnicodeEncodeError" and tr.error.traceback == err
 
 
+@pytest.mark.parametrize("ioencoding", [None, "utf-8", "utf-8:replace"])
+def test_stdout_s_error_handler_is_python_s_for_the_environment(ioencoding, tmp_path):
+    """NOTE [stdout's errors] in capture/output.py (fuzz review): under C.UTF-8,
+    python's stdout escapes a lone surrogate ("surrogateescape") where the worker's
+    raised; with PYTHONIOENCODING it is its errors part, else strict."""
+    import os
+    import subprocess
+    import sys
+    from graphscope.runner import Runner, run_to_trace
+    src = 'import sys\nprint(sys.stdout.errors)\nprint("bad \\udcff")\nprint("after")\n'
+    f = tmp_path / "sur.py"
+    f.write_text(src, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}
+    env["LC_ALL"] = "C.UTF-8"
+    if ioencoding:
+        env["PYTHONIOENCODING"] = ioencoding
+    plain = subprocess.run([sys.executable, str(f)], capture_output=True, env=env, timeout=60)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)            # (the worker is spawned in that environment)
+    runner = Runner(warm=False)
+    try:
+        tr = run_to_trace(src, str(f), runner=runner, timeout=60)
+    finally:
+        runner.close()
+        os.environ.clear()
+        os.environ.update(saved)
+    assert tr.stdout == plain.stdout.decode("utf-8", "replace")
+    assert (tr.error is None) == (plain.returncode == 0)
+
+
 FREED = """\
 import torch
 class Big:

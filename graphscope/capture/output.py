@@ -108,6 +108,30 @@ def own_frames_out(text: str, snippet_file: str) -> str:
     return "\n".join(out)
 
 
+def stdout_errors() -> str:
+    """NOTE [stdout's errors]: the error handler ``python x.py`` would give its
+    stdout in this environment. The worker runs with PYTHONIOENCODING=utf-8 (the
+    runner reads its fd 1 as UTF-8), which makes it "strict"; python itself, given
+    a PYTHONIOENCODING of the user's, takes its ``:errors`` part or "strict", and
+    without one uses "surrogateescape" in UTF-8 mode or under the C locale (C,
+    POSIX, C.UTF-8) and "strict" otherwise (PEP 538/540). Under C.UTF-8 ``print("\\udcff")``
+    printed in python and raised here (fuzz review)."""
+    user = os.environ.get("GRAPHSCOPE_USER_IOENCODING")
+    if user is None:
+        return getattr(sys.__stdout__, "errors", None) or "strict"   # (not in a worker)
+    if user:   # the user's own PYTHONIOENCODING: its errors part, else strict
+        return user.split(":", 1)[1] if ":" in user and user.split(":", 1)[1] else "strict"
+    if sys.flags.utf8_mode:
+        return "surrogateescape"
+    try:
+        import locale
+        ctype = locale.setlocale(locale.LC_CTYPE) or ""
+    except Exception:
+        ctype = ""
+    base = ctype.split(".", 1)[0]
+    return "surrogateescape" if base in ("C", "POSIX") else "strict"
+
+
 class CapturedStream(io.TextIOBase):
     """A text stream that turns writes into Output messages."""
 
@@ -119,8 +143,8 @@ class CapturedStream(io.TextIOBase):
         self._limit = limit
         self._encoding = "utf-8"
         # as python's: stderr never fails on a character it cannot encode (a lone
-        # surrogate prints as \udcff), stdout does
-        self._errors = "backslashreplace" if name == "stderr" else "strict"
+        # surrogate prints as \udcff); stdout as python would set it up here
+        self._errors = "backslashreplace" if name == "stderr" else stdout_errors()
         self._line_buffering = False   # as python's stdout on a pipe
         self._write_through = False
         self.snippet_file = None       # the snippet's filename (own_frames_out)
