@@ -690,3 +690,18 @@ def test_an_exported_or_copied_graph_keeps_a_quiz_s_answer_hidden(window, qtbot,
     window.step_last()
     c.export("graph", svg)
     assert "2., 4." in svg.read_text()
+
+
+def test_export_to_a_name_without_extension_takes_the_format_chosen(window, qtbot, tmp_path,
+                                                                    monkeypatch):
+    """GUI review: Export › Graph as PNG to "noext" said only "could not write"."""
+    from PySide6.QtWidgets import QFileDialog
+    c = install_classroom(window, args(scenario="detach"))
+    window.set_speed(0)
+    with qtbot.waitSignal(window.run_finished, timeout=60000):
+        window.run()
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(tmp_path / "noext"), "")))
+    c.export_dialog("graph", "png")
+    assert QImage(str(tmp_path / "noext.png")).width() > 100
+    assert "Saved" in window.status_text()

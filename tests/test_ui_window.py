@@ -1584,3 +1584,16 @@ def test_unsaved_text_is_kept_in_a_file_when_the_app_is_ended_by_a_signal(qtbot,
     assert kept.parent == tmp_path / "data" / "unsaved" and kept.name.startswith("mine-")
     assert kept.read_text() == "print('typed, not saved')\n"
     assert w.keep_unsaved() != kept                  # a second one does not overwrite it
+
+
+def test_a_time_limit_chosen_during_a_run_says_it_starts_with_the_next(qtbot, window):
+    """GUI review: 30 minutes chosen while a run went on did not change that run,
+    which stopped at 30 s, and nothing said so."""
+    w = window
+    w.load_snippet("import time\nprint('go', flush=True)\ntime.sleep(30)\n", "s.py")
+    w.run()
+    qtbot.waitUntil(lambda: "go" in w.console.text(), timeout=RUN_TIMEOUT)
+    w.time_limit_actions[1800].trigger()
+    assert "30 minutes from the next run" in w.status_text()
+    with qtbot.waitSignal(w.run_finished, timeout=5000):
+        w.stop()

@@ -486,6 +486,14 @@ class Classroom(QObject):
         path, _ = QFileDialog.getSaveFileName(self.window, f"Export {what} as {fmt.upper()}",
                                               start, f"{fmt.upper()} (*.{fmt})")
         if path:
+            p = Path(path)
+            if p.suffix.lower() not in (".png", ".svg"):
+                # the format chosen, as the dialog's filter said ("noext" gave only
+                # "could not write": GUI review); Save As adds .py the same way
+                p = p.with_name(p.name + f".{fmt}")
+                if p.exists() and not self.window.ask_replace(p):
+                    return
+            path = str(p)
             try:
                 self.export(what, path)
                 self.window.set_status(f"Saved {path}")

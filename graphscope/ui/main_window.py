@@ -49,6 +49,12 @@ from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 from graphscope.ui.window_cursor import CursorViews
 
+def _limit_text(seconds) -> str:
+    """A time limit as the Run › Time limit menu says it."""
+    return dict(MainWindow.TIME_LIMITS).get(seconds, f"{seconds:g} seconds") if seconds \
+        else "none"
+
+
 # GraphScope's own failures: never the answer a quiz hides (a failing recorder read
 # "The run is over: 0 ops recorded", as if the snippet had made no tensor)
 _OUR_FAILURES = frozenset({"InternalError", "WorkerStartError", "Crash"})
@@ -262,6 +268,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             a.setChecked(seconds is not None and s == seconds)
         if keep and seconds and math.isfinite(seconds):
             self.settings.setValue("run/time_limit", int(seconds))
+        if keep and self.is_running():
+            # the run going on keeps the limit it started with (GUI review: nothing
+            # said so, and a run the user had just given 30 minutes stopped at 30 s)
+            self.set_status(f"The time limit is {_limit_text(seconds)} from the next run; "
+                            "the run going on keeps the one it started with.")
 
     # keys of the graph itself (GraphCanvas.keyPressEvent), which are no actions
     CANVAS_KEYS = (("Fit the graph", "0"), ("Zoom in / out", "+ / -"),
