@@ -89,6 +89,26 @@ def main(argv=None) -> int:
         med = statistics.median(times) * 1e3
         print(f"{label:<10}{med:>11.1f}{times[int(0.95 * len(times))] * 1e3:>9.1f}"
               f"{times[-1] * 1e3:>9.1f}{med / 16:>8.2f}x{canvas.cache_rebuilds - r0:>10}")
+    # the timeline bar's strip, as the window paints it under the canvas at each
+    # step (NOTE [a strip per pixel] in ui/timeline_bar.py): 0.3-0.6 s a paint
+    # for a stopped loop of 50,000 steps before it drew per pixel
+    from graphscope.ui.timeline_bar import TimelineBar
+    bar = TimelineBar()
+    bar.resize(1100, 90)
+    bar.set_steps(live.step_kinds())
+    bar.set_passes(bands)
+    bar.show()
+    QTest.qWaitForWindowExposed(bar)
+    times = []
+    for c in range(start, start + a.steps):
+        t = time.perf_counter()
+        bar.set_cursor(c + 1, len(tl))
+        bar.repaint()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    med = statistics.median(times) * 1e3
+    print(f"{'bar':<10}{med:>11.1f}{times[int(0.95 * len(times))] * 1e3:>9.1f}"
+          f"{times[-1] * 1e3:>9.1f}{med / 16:>8.2f}x{'':>10}")
     app.processEvents()
     return 0
 

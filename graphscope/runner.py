@@ -284,6 +284,7 @@ class _RunSession:
         out_chars = 0
         out_capped = False
         deadline = time.monotonic() + STARTUP_TIMEOUT
+        ending = False       # a thread is ending the worker (_end_aside)
         events_closed_at: Optional[float] = None
         exited_at: Optional[float] = None
 
@@ -298,15 +299,15 @@ class _RunSession:
                 exited_at = now
             elif exited_at is not None and now - exited_at > _DRAIN_AFTER_EOF:
                 break  # worker gone, event pipe held open by a forked child
-            if self._stop_requested:
-                w.kill()
+            if self._stop_requested and not ending:
+                ending = _end_aside(w)
             if now >= deadline:
                 if self._t_run is None:
                     w.kill(grace=0)
                     return _start_failure("the worker did not start within "
                                           f"{STARTUP_TIMEOUT:g} s", "".join(startup_log))
                 self._timed_out = True
-                w.kill()
+                ending = _end_aside(w)
                 deadline = float("inf")
             batch: list = []
             for fd, _ev in poller.poll(max(0.0, min(0.1, deadline - now)) * 1000):
@@ -464,10 +465,21 @@ def _exit_text(rc: Optional[int]) -> str:
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 
 
+def _end_aside(w: "_Worker") -> bool:
+    """``w.kill()`` on a thread of its own, so the reader goes on reading: the
+    worker's stack dump at SIGTERM (NOTE [where a stop found it]) is written
+    into the fault pipe, and a dump of many threads bigger than the pipe held
+    the worker until it was killed, cut before the run's own thread (code
+    review: a timeout named a line of another thread). True."""
+    threading.Thread(target=w.kill, name="graphscope-ender", daemon=True).start()
+    return True
+
+
 def _fault_frames(fault_text: str, filename: str) -> tuple:
     """(innermost snippet line, traceback of the snippet's frames) from a
     faulthandler dump (a crash, or a stop: NOTE [where a stop found it]); (None,
-    None) without one. Only the last dump counts."""
+    None) without one. Of the threads dumped, the run's is the one whose
+    outermost snippet frame is the module's; else the last with snippet frames."""
     blocks: list = [[]]      # the snippet's frames of each thread dumped
     for ln in fault_text.splitlines():
         if "most recent call first" in ln:

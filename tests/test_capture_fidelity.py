@@ -621,7 +621,7 @@ def test_a_lone_surrogate_is_refused_by_stdout_as_python_refuses_it():
     assert tr.error.type == "UnicodeEncodeError" and tr.error.traceback == err
 
 
-@pytest.mark.parametrize("ioencoding", [None, "utf-8", "utf-8:replace"])
+@pytest.mark.parametrize("ioencoding", [None, "utf-8", "utf-8:replace", ":", "utf-8:"])
 def test_stdout_s_error_handler_is_python_s_for_the_environment(ioencoding, tmp_path):
     """NOTE [stdout's errors] in capture/output.py (fuzz review): under C.UTF-8,
     python's stdout escapes a lone surrogate ("surrogateescape") where the worker's

@@ -1,10 +1,10 @@
 """Runner and worker processes: normal runs, streaming, stop, interrupt,
 timeout, crashes, start failures, and no leaked processes (real workers)."""
+import os
 import re
 import subprocess
 import sys
 import threading
-import os
 import time
 
 import pytest

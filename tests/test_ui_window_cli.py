@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from PySide6.QtGui import QImage
 
 
@@ -84,8 +85,6 @@ def test_a_lesson_with_an_unknown_id_opens_and_names_it(tmp_path):
     assert r.stderr == (f"graphscope: the lesson {lesson} names scenarios that were not "
                         "found: 'nope'; it opened with the other 1\n")
 
-
-import pytest  # noqa: E402
 
 
 def _children(pid: int) -> list:

@@ -198,3 +198,16 @@ def test_a_snippet_that_closes_graphscope_s_descriptors_is_told_so():
     tr = run_to_trace("import os\nos.closerange(3, 1000)\nprint('after')\n", timeout=30)
     assert tr.status == "crash"
     assert "lost the file descriptor GraphScope records through" in tr.error.message
+
+
+def test_output_cut_is_kept_when_the_op_limit_comes_later():
+    """Code review: a later truncation (the op limit) replaced the output's in
+    ``trace.truncation``, and the console lost its "output stopped" line."""
+    from graphscope.model.trace import Trace
+    src = ("import torch\nprint('x' * 5000)\nx = torch.zeros(())\n"
+           "for i in range(50):\n    x = x + 1\nprint('done')\n")
+    tr = run_to_trace(src, timeout=60, max_output=1000, max_ops=10)
+    assert tr.truncation.reason == "ops"
+    assert tr.output_cut is not None and "1,000 characters" in tr.output_cut.message
+    back = Trace.from_json(tr.to_json())
+    assert back.output_cut == tr.output_cut and back.truncation.reason == "ops"

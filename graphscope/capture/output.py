@@ -119,8 +119,13 @@ def stdout_errors() -> str:
     user = os.environ.get("GRAPHSCOPE_USER_IOENCODING")
     if user is None:
         return getattr(sys.__stdout__, "errors", None) or "strict"   # (not in a worker)
-    if user:   # the user's own PYTHONIOENCODING: its errors part, else strict
-        return user.split(":", 1)[1] if ":" in user and user.split(":", 1)[1] else "strict"
+    encoding, _, errors = user.partition(":")
+    if errors:
+        return errors
+    if encoding:   # the user's own PYTHONIOENCODING named an encoding only
+        return "strict"
+    # CPython's config_get_stdio_errors: UTF-8 mode, the C and POSIX locales and
+    # the locale coercion targets (PEP 538) escape; everything else is strict
     if sys.flags.utf8_mode:
         return "surrogateescape"
     try:
@@ -128,8 +133,8 @@ def stdout_errors() -> str:
         ctype = locale.setlocale(locale.LC_CTYPE) or ""
     except Exception:
         ctype = ""
-    base = ctype.split(".", 1)[0]
-    return "surrogateescape" if base in ("C", "POSIX") else "strict"
+    return "surrogateescape" if ctype in ("C", "POSIX", "C.UTF-8", "C.utf8", "UTF-8") \
+        else "strict"
 
 
 class CapturedStream(io.TextIOBase):

@@ -180,8 +180,11 @@ class EventWriter:
                 # the runner is gone: nobody will read or stop us. What the snippet
                 # started (a subprocess, in the worker's own process group) goes
                 # too: it outlived a killed window (GUI review)
+                # (only a group of its own: started by hand, without the runner's
+                # new session, it shares its caller's, shell included: code review)
                 try:
-                    os.killpg(os.getpgid(0), signal.SIGKILL)   # (this process with it)
+                    if os.getpgid(0) == os.getpid():
+                        os.killpg(os.getpid(), signal.SIGKILL)   # (this process with it)
                 except OSError:
                     pass
                 os._exit(70)

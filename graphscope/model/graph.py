@@ -20,7 +20,6 @@ consumers connect to the newest version.
 from __future__ import annotations
 
 import ast
-
 import contextlib
 import functools
 import gc

@@ -93,6 +93,9 @@ class Trace:
     outputs: list = field(default_factory=list)        # [P.Output]
     truncated: bool = False
     truncation: Optional[P.Truncated] = None
+    # output stopped at its limit, kept apart from ``truncation``: a later limit (the
+    # op limit) replaced it there, and the console lost its word (code review)
+    output_cut: Optional[P.Truncated] = None
     end: Optional[P.End] = None                        # None while still running
     torch_version: Optional[str] = None
     passes: list = field(default_factory=list)         # filled by model/passes.py (issue 5)
@@ -176,6 +179,8 @@ class Trace:
             self.outputs.append(msg)
         elif t == "truncated":
             self.truncated = True
+            if msg.reason == "output":
+                self.output_cut = msg
             old = self.truncation
             # a limit reached and calls GraphScope failed to record: both are said
             if old is not None and (msg.reason == "unrecorded") != (old.reason == "unrecorded"):
@@ -339,6 +344,7 @@ class Trace:
             "duration": self.end.duration if self.end else None,
             "truncated": self.truncated,
             "truncation": _row(self.truncation) if self.truncation else None,
+            "output_cut": _row(self.output_cut) if self.output_cut else None,
             "named_after": {str(k): v for k, v in self.named_after.items()},
             "requires_grad_after": {str(k): v for k, v in self.requires_grad_after.items()},
         }
@@ -368,6 +374,8 @@ class Trace:
                     tr.apply(_checked({**row, "t": mtype}))
             for key, row in (d.get("tensors") or {}).items():
                 tr.apply(_checked({**row, "t": "tensor", "id": int(key)}))
+            if d.get("output_cut"):
+                tr.apply(_checked({**d["output_cut"], "t": "truncated"}))
             if d.get("truncation"):
                 tr.apply(_checked({**d["truncation"], "t": "truncated"}))
             tr.truncated = bool(d.get("truncated"))

@@ -123,8 +123,11 @@ def main(args=None) -> int:
     window.show()
     if run_now:
         window.run()
-    _end_on_signals(app, window)
-    return app.exec()
+    restore = _end_on_signals(app, window)
+    try:
+        return app.exec()
+    finally:
+        restore()
 
 
 def _end_on_signals(app, window) -> None:
@@ -141,11 +144,18 @@ def _end_on_signals(app, window) -> None:
     def end(signum, _frame) -> None:
         QTimer.singleShot(0, lambda: _close_for_signal(app, window, signum))
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, end)
+    before = {sig: signal.signal(sig, end) for sig in (signal.SIGINT, signal.SIGTERM)}
     tick = QTimer(app)
     tick.timeout.connect(lambda: None)
     tick.start(200)
+
+    def restore() -> None:
+        # after the loop: a signal during the shutdown that follows (a slow worker)
+        # ends the process as it would have without us, not a timer nobody runs
+        tick.stop()
+        for sig, old in before.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+    return restore
 
 
 def _close_for_signal(app, window, signum) -> None:
@@ -157,7 +167,14 @@ def _close_for_signal(app, window, signum) -> None:
     if kept is not None:
         print(f"graphscope: unsaved changes to {window.display_name} kept in {kept}",
               file=sys.stderr)
+    # the workers first, directly: a signal while the close question is open comes
+    # inside closeEvent, and Qt does not run closeEvent again (code review)
+    window.shutdown_workers()
     window.ask_unsaved = lambda *_: "discard"
+    from PySide6.QtWidgets import QApplication
+    modal = QApplication.activeModalWidget()
+    if modal is not None:
+        modal.close()
     window.close()
     app.quit()
 

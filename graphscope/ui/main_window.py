@@ -659,12 +659,18 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         if not self.confirm_replace():
             event.ignore()
             return
+        self.shutdown_workers()
+        super().closeEvent(event)
+
+    def shutdown_workers(self) -> None:
+        """Stop playing and end every worker process the window started (its runs,
+        a static capture): closing, or ending on a signal (ui/app.py), which may
+        come while closeEvent waits on its question and cannot run it again."""
         self._play_timer.stop()
         self.controller.shutdown()
         views = getattr(self, "_passes_views", None)
         if views:
             views["capture"].shutdown()
-        super().closeEvent(event)
 
     # -------------------------------------------------------------------- run
     def run(self) -> None:

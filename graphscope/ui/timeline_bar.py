@@ -103,6 +103,7 @@ class ScrubStrip(QWidget):
         self._available = 0             # steps received so far while a run streams
         self._strip_key, self._strip_val = None, ([], [])   # NOTE [a strip per pixel]
         self._kinds_version = 0
+        self._calls: list[int] = []     # steps that are backward calls (the strip's ticks)
         self.colors = {"op": QColor("#0072B2"), "backward": QColor("#D55E00"),
                        "track": QColor("#d1d5db"), "handle": QColor("#111827"),
                        "marker": QColor("#6b7280"), "text": QColor("#111827")}
@@ -133,6 +134,7 @@ class ScrubStrip(QWidget):
     def set_kinds(self, kinds: Sequence[str]) -> None:
         self._kinds = []
         self._segments = []
+        self._calls = []
         self.add_kinds(kinds)
 
     def add_kinds(self, kinds: Sequence[str]) -> None:
@@ -142,6 +144,8 @@ class ScrubStrip(QWidget):
         segs = self._segments
         i = len(self._kinds)
         for k in kinds:
+            if k == "backward_call":
+                self._calls.append(i)
             k = "backward" if k.startswith("backward") else "op"
             if segs and segs[-1][2] == k and segs[-1][1] == i:
                 segs[-1] = (segs[-1][0], i + 1, k)
@@ -218,8 +222,7 @@ class ScrubStrip(QWidget):
                     runs[-1] = (runs[-1][0], x1, k)
                 else:
                     runs.append((x0, x1, k))
-        ticks = sorted({int(left + i * scale) for i, k in enumerate(self._kinds)
-                        if k == "backward_call"})
+        ticks = sorted({int(left + i * scale) for i in self._calls})
         self._strip_key, self._strip_val = key, (runs, ticks)
         return runs, ticks
 

@@ -198,9 +198,8 @@ class CursorViews:
         end = live.trace.end if live else None
         if end is None or live.timeline.cursor < len(live.timeline) - 1:
             return None
-        cut = live.trace.truncation
-        cut = f"[{cut.message}]\n" if live.trace.truncated and cut is not None \
-            and cut.reason == "output" else ""
+        cut = live.trace.output_cut
+        cut = f"[{cut.message}]\n" if cut is not None else ""
         said = self._end_note(end)
         return (cut + (said or "")) or None
 
