@@ -464,3 +464,21 @@ def test_what_a_snippet_started_ends_with_a_window_that_was_killed(tmp_path):
     else:
         os.kill(child, 9)
         raise AssertionError("the snippet's subprocess outlived the window")
+
+
+def test_a_timeout_names_the_run_s_line_when_many_threads_are_dumped():
+    """Code review: a timeout's stack dump of a dozen deep threads was bigger than the
+    fault pipe, the reader (ending the worker itself) did not drain it, and the dump
+    was cut before the run's own thread: the line named was a helper thread's."""
+    src = ("import threading, time\n"
+           "def deep(n):\n"
+           "    if n:\n"
+           "        return deep(n - 1)\n"
+           "    time.sleep(100)\n"
+           "for _ in range(12):\n"
+           "    threading.Thread(target=deep, args=(300,), daemon=True).start()\n"
+           "time.sleep(0.5)\n"
+           "while True:\n"
+           "    pass\n")
+    tr = run_to_trace(src, "/tmp/s_long_name_for_frames_" + "x" * 40 + ".py", timeout=3)
+    assert tr.status == "timeout" and tr.error.line in (9, 10)
