@@ -222,3 +222,19 @@ def test_keys_that_are_not_one_letter_or_not_ascii_digits(panel, tmp_path):
     assert panel.pick_keys() == "1-4"
     assert panel.handle_key(0, "\u00b2") is False
     assert panel.handle_key(0, "1") and panel.chosen == "AB"
+
+
+def test_hint_and_reveal_go_one_above_the_other_in_a_narrow_column(panel, tmp_path, qtbot):
+    """GUI review: at the window's smallest size the two buttons side by side asked
+    230 px of a 153 px column, and the whole quiz was cut at its right edge."""
+    from PySide6.QtWidgets import QBoxLayout
+    panel.set_scenario(make(tmp_path))
+    assert panel.buttons_row.direction() == QBoxLayout.LeftToRight
+    panel.resize(150, 700)
+    qtbot.wait(50)
+    assert panel.buttons_row.direction() == QBoxLayout.TopToBottom
+    body = panel.scroll.widget()
+    assert body.minimumSizeHint().width() <= panel.scroll.viewport().width()
+    panel.resize(600, 700)
+    qtbot.wait(50)
+    assert panel.buttons_row.direction() == QBoxLayout.LeftToRight

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
+from PySide6.QtWidgets import (QBoxLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
 
 from graphscope.ui.presentation import NORMAL_PX, palette
@@ -204,6 +204,7 @@ class QuizPanel(QWidget):
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll.viewport().installEventFilter(self)   # (_fit_buttons)
         outer.addWidget(self.scroll)
         body = QWidget()
         body.setObjectName("QuizBody")
@@ -224,7 +225,8 @@ class QuizPanel(QWidget):
         self.options_box.setSpacing(8)
         lay.addLayout(self.options_box)
 
-        row = QHBoxLayout()
+        row = QBoxLayout(QBoxLayout.LeftToRight)
+        self.buttons_row = row   # one above the other in a narrow column (resizeEvent)
         self.hint_button = QPushButton("Hint (H)", objectName="QuizHintButton")
         self.reveal_button = QPushButton("Reveal (R)", objectName="QuizRevealButton")
         self.hint_button.clicked.connect(self.show_hint)
@@ -463,12 +465,32 @@ class QuizPanel(QWidget):
         return next(b for b in self.buttons if b.key == key.upper())
 
     # -- presentation --------------------------------------------------------
+    def eventFilter(self, obj, event):
+        if obj is self.scroll.viewport() and event.type() == QEvent.Resize:
+            self._fit_buttons()
+        return super().eventFilter(obj, event)
+
+    def _fit_buttons(self) -> None:
+        """Hint and Reveal side by side where they fit, else one above the other: at
+        the window's smallest size the two asked 230 px of a 153 px column, and the
+        whole column was cut at its right edge, the title mid-word (GUI review)."""
+        if getattr(self, "buttons_row", None) is None:
+            return      # (a resize while the panel is being built)
+        m = self.scroll.widget().layout().contentsMargins()
+        need = (self.hint_button.sizeHint().width() + self.reveal_button.sizeHint().width()
+                + self.buttons_row.spacing() + m.left() + m.right())
+        want = QBoxLayout.LeftToRight if self.scroll.viewport().width() >= need \
+            else QBoxLayout.TopToBottom
+        if self.buttons_row.direction() != want:
+            self.buttons_row.setDirection(want)
+
     def set_text_scale(self, factor: float, min_px: int | None = None):
         """Scale every text in the panel; ``min_px`` is the smallest text allowed."""
         self._scale = max(0.5, float(factor))
         if min_px is not None:
             self._min_px = int(min_px)
         self._apply_style()
+        self._fit_buttons()     # (bigger text: bigger buttons)
 
     def set_theme(self, name: str):
         self._theme = name
