@@ -78,17 +78,10 @@ def main(argv=None) -> int:
         if not follow:
             canvas.fit()
         start = len(tl) // 2
-        times = []
         r0 = canvas.cache_rebuilds
-        for c in range(start, start + a.steps):
-            t = time.perf_counter()
-            canvas.set_frame(tl.state(c))
-            canvas.repaint()
-            times.append(time.perf_counter() - t)
-        times.sort()
-        med = statistics.median(times) * 1e3
-        print(f"{label:<10}{med:>11.1f}{times[int(0.95 * len(times))] * 1e3:>9.1f}"
-              f"{times[-1] * 1e3:>9.1f}{med / 16:>8.2f}x{canvas.cache_rebuilds - r0:>10}")
+        times = _timed(range(start, start + a.steps),
+                       lambda c: (canvas.set_frame(tl.state(c)), canvas.repaint()))
+        _row(label, times, canvas.cache_rebuilds - r0)
     # the timeline bar's strip, as the window paints it under the canvas at each
     # step (NOTE [a strip per pixel] in ui/timeline_bar.py): 0.3-0.6 s a paint
     # for a stopped loop of 50,000 steps before it drew per pixel
@@ -99,18 +92,27 @@ def main(argv=None) -> int:
     bar.set_passes(bands)
     bar.show()
     QTest.qWaitForWindowExposed(bar)
-    times = []
-    for c in range(start, start + a.steps):
-        t = time.perf_counter()
-        bar.set_cursor(c + 1, len(tl))
-        bar.repaint()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    med = statistics.median(times) * 1e3
-    print(f"{'bar':<10}{med:>11.1f}{times[int(0.95 * len(times))] * 1e3:>9.1f}"
-          f"{times[-1] * 1e3:>9.1f}{med / 16:>8.2f}x{'':>10}")
+    times = _timed(range(start, start + a.steps),
+                   lambda c: (bar.set_cursor(c + 1, len(tl)), bar.repaint()))
+    _row("bar", times, "")
     app.processEvents()
     return 0
+
+
+def _timed(cursors, step) -> list:
+    """Seconds ``step(c)`` took for each cursor ``c``, sorted."""
+    times = []
+    for c in cursors:
+        t = time.perf_counter()
+        step(c)
+        times.append(time.perf_counter() - t)
+    return sorted(times)
+
+
+def _row(label: str, times: list, rebuilds) -> None:
+    med = statistics.median(times) * 1e3
+    print(f"{label:<10}{med:>11.1f}{times[int(0.95 * len(times))] * 1e3:>9.1f}"
+          f"{times[-1] * 1e3:>9.1f}{med / 16:>8.2f}x{rebuilds:>10}")
 
 
 if __name__ == "__main__":
