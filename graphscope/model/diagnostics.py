@@ -374,14 +374,18 @@ def _timeout(ctx: _Context) -> Diagnosis:
     return Diagnosis("The run took too long", text, fix, ctx.error.line, [], "timeout")
 
 
-def _line_text(ctx: _Context) -> str:
-    """The snippet's text of the error's line, stripped and cut short ("" if none)."""
-    lines = (getattr(ctx.trace, "source", "") or "").splitlines()
-    n = ctx.error.line
+def line_text(source: str, n) -> str:
+    """Line ``n`` of ``source``, stripped and cut short, to quote it in a sentence
+    ("" if there is none)."""
+    lines = (source or "").splitlines()
     if not n or not 0 < n <= len(lines):
         return ""
     text = lines[n - 1].strip()
     return text if len(text) <= 40 else text[:39] + "\u2026"
+
+
+def _line_text(ctx: _Context) -> str:
+    return line_text(getattr(ctx.trace, "source", ""), ctx.error.line)
 
 
 def _crash(ctx: _Context) -> Diagnosis:

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, Q
                                QSplitter, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphscope import protocol as P
-from graphscope.model.diagnostics import python_says
+from graphscope.model.diagnostics import line_text, python_says
 from graphscope.model.summary import counted
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
@@ -938,12 +938,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             line = err.line if err is not None else None
             at = ""
             if line:
-                at = f" It was running line {line}"
-                lines = (live.trace.source or "").splitlines()
-                if 0 < line <= len(lines) and lines[line - 1].strip():
-                    text = lines[line - 1].strip()
-                    at += f": {text if len(text) <= 40 else text[:39] + '…'}"
-                at += "."
+                text = line_text(live.trace.source, line)
+                at = f" It was running line {line}" + (f": {text}." if text else ".")
                 self.editor.set_error_line(None if self._edited else line)
             self.banner.show_error("Stopped", "You stopped the snippet." + at + " The graph "
                                    "recorded so far is kept: step through it, or press Run to "
