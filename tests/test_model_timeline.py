@@ -547,3 +547,23 @@ def test_a_leafs_accumulate_step_shows_what_arrives_on_each_of_its_edges():
     arriving = sorted(text for (src, _dst), text in st.edge_grads.items() if src == f"t{w}")
     assert arriving == ["3.0", "5.0"]
     assert _val(st.leaf_grads[w][1]) == 8.0
+
+
+def test_a_leaf_an_op_reads_twice_gets_each_gradient_once():
+    """Visual review: at x's AccumulateGrad step of ``y = x * x`` the edge said
+    "6.0 + 6.0 + 6.0 + 6.0" beside .grad 12.0: the Node lists x twice among its
+    next Nodes, and each listing added both gradients again."""
+    tr = trace_of("""
+        import torch
+        x = torch.tensor(3.0, requires_grad=True)
+        y = x * x
+        y.backward()
+    """)
+    g = build_graph(tr)
+    tl = Timeline(tr, g)
+    x = tr.tensor_by_name("x").id
+    acc = next(s.index for s in tl.steps if s.kind == "backward"
+               and tl._bw_by_id[s.backward].grad_fn.endswith("AccumulateGrad"))
+    st = tl.state(acc)
+    assert [t for (src, _), t in st.edge_grads.items() if src == f"t{x}"] == ["3.0 + 3.0"]
+    assert _val(st.leaf_grads[x][1]) == 6.0

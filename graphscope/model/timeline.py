@@ -667,7 +667,10 @@ class Timeline:
         if known is None or known[0] != n_steps:
             index: dict = {}
             for e in self.trace.backward:
-                for n in e.next:
+                for n in set(e.next):
+                    # (once per sender: MulBackward0 of x * x lists x's node twice,
+                    # and each listing added both its gradients again, "6.0 + 6.0 +
+                    # 6.0 + 6.0" beside .grad 12.0: visual review)
                     index.setdefault((e.call, n), []).append(e)
             known = self._senders = (n_steps, index)
         g = self.graph
