@@ -217,6 +217,9 @@ def test_installed_in_the_main_window_after_a_run(qtbot, tmp_path, shots):
         # neither while it is in the editor nor while it runs (GUI review)
         w.load_snippet("import torch\nx = torch.ones(2, requires_grad=True)\n", "other.py")
         assert passes.combo_a.count() == 0 and passes.canvas_a.geometry_model().nodes == {}
+        # nor their captions, nor a second canvas (visual review)
+        assert passes.canvas_a.caption == "" and not passes.canvas_b.isVisible()
+        assert not passes.combo_b.isVisible()
         assert [panels["static"].target.itemText(i)
                 for i in range(panels["static"].target.count())] == []
         with qtbot.waitSignal(w.run_finished, timeout=60_000):
@@ -312,7 +315,10 @@ def test_a_pass_is_shown_whole_in_a_short_panel_and_after_a_resize(qtbot, depth_
         rects = [canvas.node_view_rect(n) for n in canvas.geometry_model().nodes]
         assert rects and all(area.contains(r) for r in rects)
         assert abs(canvas.view_aspect() / canvas._wrapped_for - 1) < 0.15
-    # a wide panel with the height for two still puts one above the other
-    panel.resize(2100, 900)
+    # a tall dock puts one above the other: side by side each was a narrow column
+    # with its caption cut and its labels gone (visual review)
+    panel.resize(700, 1000)
     qtbot.wait(400)
     assert panel.split.orientation() == Qt.Orientation.Vertical
+    for canvas in (panel.canvas_a, panel.canvas_b):
+        assert canvas.view_aspect() > 1.0

@@ -14,6 +14,7 @@ the timing plot into the main window through its public seams
 from __future__ import annotations
 
 import html
+import math
 from typing import Optional
 
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
@@ -31,6 +32,7 @@ from graphscope.ui.theme import OI_BLUE, OI_ORANGE
 
 RETIDY_MAX = 5000    # nodes a canvas re-wraps for its new shape (live_run.RELAYOUT_MAX's size)
 STACK_MIN = 220      # px each of two canvases needs to be put one above the other
+GRAPH_ASPECT = 2.5   # width / height a pass's graph reads best in (a layered chain)
 
 ONLY_A = OI_ORANGE   # Okabe-Ito: orange and blue stay apart for colour-blind viewers
 ONLY_B = OI_BLUE
@@ -273,11 +275,15 @@ class PassesPanel(QWidget):
         """Side by side in a tall panel; one above the other in a wide, short one
         (a docked panel at the bottom): graphs are wider than tall, and each then
         gets the whole width, so its labels stay readable."""
-        # (only where each still gets a readable height: in a short panel two
-        # strips of 130 px drew one pass followed and cut, the other unlabelled)
-        wide = self.width() > 2.2 * max(1, self.height()) \
-            and self.split.height() >= 2 * STACK_MIN
-        want = Qt.Orientation.Vertical if wide else Qt.Orientation.Horizontal
+        # Each canvas gets the shape nearer a graph's (wider than tall, GRAPH_ASPECT),
+        # one above the other only where each keeps STACK_MIN px: in a short dock
+        # two strips of 130 px drew one pass cut and the other unlabelled; in a
+        # tall one, side by side, each was a narrow column (visual review)
+        w, h = max(1, self.split.width()), max(1, self.split.height())
+        side, stacked = (w / 2) / h, w / (h / 2)
+        stack = h >= 2 * STACK_MIN and \
+            abs(math.log(stacked / GRAPH_ASPECT)) < abs(math.log(side / GRAPH_ASPECT))
+        want = Qt.Orientation.Vertical if stack else Qt.Orientation.Horizontal
         if self.split.orientation() != want:
             self.split.setOrientation(want)
             if self.canvas_b.isVisible():
@@ -338,17 +344,23 @@ class PassesPanel(QWidget):
 
     def clear(self) -> None:
         """Show no run: a new snippet or a new run (the panel showed the passes of
-        the snippet before until the new run ended: GUI review)."""
+        the snippet before until the new run ended: GUI review), and none of its
+        captions or its second canvas (visual review)."""
         self.trace, self.graph, self.passes, self.diff = None, None, [], None
         for c in (self.combo_a, self.combo_b):
             c.blockSignals(True)
             c.clear()
             c.blockSignals(False)
+        self.combo_b.hide()
+        self.vs_label.hide()
         self._show_empty()
 
     def _show_empty(self) -> None:
-        self.canvas_a.clear()
-        self.canvas_b.clear()
+        for c in (self.canvas_a, self.canvas_b):
+            c.clear()
+            c.set_caption("")
+            c.set_marks({})
+        self._one_canvas()
         self.legend.setText("")
         self.text.setText("Run a snippet: each forward pass (each backward call, or each "
                           "separate computation) appears here as its own graph.")

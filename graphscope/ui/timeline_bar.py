@@ -86,6 +86,9 @@ def control_icon(kind: str, color: str = "#1f2937", size: int = 64) -> QIcon:
     return icon
 
 
+TICK_GAP = 6   # px between two backward-call ticks at least (NOTE [a strip per pixel])
+
+
 class ScrubStrip(QWidget):
     """A painted slider: one segment per run of forward / backward steps.
 
@@ -222,7 +225,13 @@ class ScrubStrip(QWidget):
                     runs[-1] = (runs[-1][0], x1, k)
                 else:
                     runs.append((x0, x1, k))
-        ticks = sorted({int(left + i * scale) for i in self._calls})
+        # ticks at least TICK_GAP px apart: one per pixel column covered the whole
+        # strip of a 1,000-iteration loop in grey, and it read as disabled (visual
+        # review); the pass bands above still say where each pass is
+        ticks = []
+        for x in sorted({int(left + i * scale) for i in self._calls}):
+            if not ticks or x - ticks[-1] >= TICK_GAP:
+                ticks.append(x)
         self._strip_key, self._strip_val = key, (runs, ticks)
         return runs, ticks
 
