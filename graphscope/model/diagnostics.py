@@ -375,13 +375,16 @@ def _timeout(ctx: _Context) -> Diagnosis:
 
 
 def line_text(source: str, n) -> str:
-    """Line ``n`` of ``source``, stripped and cut short, to quote it in a sentence
-    ("" if there is none)."""
+    """Line ``n`` of ``source``, stripped, cut short and with no-break spaces, to
+    quote it in a sentence ("" if there is none)."""
     lines = (source or "").splitlines()
     if not n or not 0 < n <= len(lines):
         return ""
     text = lines[n - 1].strip()
-    return text if len(text) <= 40 else text[:39] + "\u2026"
+    text = text if len(text) <= 40 else text[:39] + "\u2026"
+    # one unit when a sentence around it wraps ("y = x / * 2" read as two lines of
+    # code: visual review)
+    return text.replace(" ", "\u00a0")
 
 
 def _line_text(ctx: _Context) -> str:

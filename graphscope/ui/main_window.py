@@ -869,7 +869,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
                  "exit": f"\u2714 exited ({end.exit_code})" if end.exit_code else "\u2714 exited",
                  "error": "\u2716 exception",
                  "crash": f"\u2716 ended ({end.exit_code})" if exited else "\u2716 crashed",
-                 "timeout": "\u23f1 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
+                 "timeout": "\u25a0 timed out", "stopped": "\u25a0 stopped"}.get(end.status, end.status)
         self._end_text = (text, end.status not in ("ok", "exit"), label)
         self._show_end(end)
         bands = live.pass_bands()
