@@ -1643,9 +1643,19 @@ def test_an_input_an_op_reads_twice_is_marked_on_its_edge(canvas, qtbot, monkeyp
                         lambda self, p, m: (marks.extend(m), real(self, p, m)))
     canvas.set_frame(tl.state(len(tl) - 1))
     canvas.grab()
-    assert [m[2] for m in marks] == [2]
+    assert [m[3] for m in marks] == [2]
     tip = canvas.transform().map(marks[0][0])
     assert abs(tip.y() - canvas.node_view_rect(mul).center().y()) < 12   # at mul's side
+    # where the edge is lit (its gradients at x's step) the mark is drawn again over
+    # the lit line, in its colour: the line struck it through (visual review)
+    colours = []
+    real_mark = canvas_paint.ScenePainter.paint_times_mark
+    monkeypatch.setattr(canvas_paint.ScenePainter, "paint_times_mark",
+                        lambda self, p, *a, **k: (colours.append(a[4]), real_mark(self, p, *a, **k))[1])
+    lit = next(i for i in range(len(tl)) if (x, mul) in tl.state(i).edge_grads)
+    canvas.set_frame(tl.state(lit))
+    canvas.grab()
+    assert canvas._painter.theme.current in colours
 
 
 def test_a_chip_on_a_long_edge_weighs_only_the_nodes_near_the_view(canvas, qtbot, monkeypatch):

@@ -68,6 +68,20 @@ class OverlayPainter:
             labels.append((path, "∂ " + str(text)))
             near = near.united(path.boundingRect())
             lit_order.append((src, dst))
+        # an input read twice keeps its "×2" on the lit edge (NOTE [an input read
+        # twice] in canvas_scene.py): the lit line was drawn through it, on the
+        # very step it explains (visual review); chips keep off it
+        times_boxes = []
+        if lod != "tiny":
+            keys = self.geom._edge_keys
+            for src, dst in lit_order:
+                e = keys.get((src, dst, "data"))
+                if e is not None and e[0].mult > 1:
+                    tip, before, centre = self.times_mark_ends(nodes[src], nodes[dst])
+                    times_boxes.append(self.paint_times_mark(
+                        p, to_device.map(tip), to_device.map(before),
+                        None if centre is None else to_device.map(centre), e[0].mult,
+                        t.current, scale=max(0.6, min(scale, 2.0))))
         for ng in highlight:
             self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")
         ringed = list(highlight)
@@ -125,6 +139,7 @@ class OverlayPainter:
                 obstacles += [to_device.mapRect(label) for box, label
                               in self._region_boxes(limit, scene_near)
                               if box.intersects(scene_near)]
+        obstacles += times_boxes
         placed: list = []
         self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
         # .grad of leaves: the one accumulated at this step first (before -> after), then

@@ -331,11 +331,11 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 _lane_path(path, route)
                 _arrow(heads[key], route[-2], route[-1], 11.0)
                 if e.mult > 1:
-                    twice.append((route[-1], route[-2], e.mult, key))
+                    twice.append((*self.times_mark_ends(s, d), e.mult, key))
                 continue
             a, b = edge_ends(s, d, self.geom)
             if e.mult > 1:
-                twice.append((b, a, e.mult, key))
+                twice.append((*self.times_mark_ends(s, d), e.mult, key))
             if e.kind == "detach":
                 m = (a + b) / 2
                 gap = _unit(a, b) * 9.0
@@ -380,25 +380,48 @@ class ScenePainter(RegionPainter, OverlayPainter):
     def _paint_times(self, p, marks) -> None:
         """NOTE [an input read twice] in canvas_scene.py: "×2" on the line, before
         its arrowhead, in the edge's colour on the canvas's background."""
-        f = font(11 * min(self.text_scale, 2.0), True)
-        p.setFont(f)
-        fm = QFontMetricsF(f)
-        for tip, before, times, (kind, fade) in marks:
-            text = f"\u00d7{times}"
-            u = QPointF(1.0, 0.0) if abs(tip.y() - before.y()) < 0.5 or tip.x() > before.x() \
-                else _unit(before, tip)
-            w, h = fm.horizontalAdvance(text) + 6, fm.height()
-            c = tip - u * (14 + w / 2)      # clear of the arrowhead
-            box = QRectF(c.x() - w / 2, c.y() - h / 2, w, h)
+        for tip, before, centre, times, (kind, fade) in marks:
             if fade:
                 p.setOpacity(FADED)
-            p.setPen(Qt.NoPen)
-            p.setBrush(qcolor(self.theme.canvas_bg))
-            p.drawRoundedRect(box, h / 2, h / 2)
-            p.setPen(qcolor(self._edge_colour(kind)))
-            p.drawText(box, Qt.AlignCenter, text)
+            self.paint_times_mark(p, tip, before, centre, times, self._edge_colour(kind))
             if fade:
                 p.setOpacity(1.0)
+
+    def times_mark_ends(self, s, d):
+        """(arrow's tip, the point before it, the centre or None) of the edge ``s`` ->
+        ``d`` as drawn, in scene units: where its "×2" goes (NOTE [an input read
+        twice]). A lane ends in a short stub: its mark sits on the lane's last
+        upright run, where it went beside the line, past the lane (visual review)."""
+        route = edge_route(self.geom, s, d)
+        if route is not None:
+            tip, before = route[-1], route[-2]
+            if len(route) >= 3 and abs(tip.x() - before.x()) < 40:
+                a, b = route[-3], route[-2]
+                return tip, before, QPointF((a.x() + b.x()) / 2, (a.y() + b.y()) / 2)
+            return tip, before, None
+        a, b = edge_ends(s, d, self.geom)
+        return b, a, None
+
+    def paint_times_mark(self, p, tip: QPointF, before: QPointF, centre, times: int,
+                         colour: str, scale: float = 1.0) -> QRectF:
+        """One "×N" mark before the arrowhead at ``tip``, or at ``centre`` (``scale``:
+        device pixels per scene unit when ``p`` draws in device pixels, as the
+        overlay does); its box."""
+        f = font(11 * min(self.text_scale, 2.0) * scale, True)
+        p.setFont(f)
+        fm = QFontMetricsF(f)
+        text = f"\u00d7{times}"
+        u = QPointF(1.0, 0.0) if abs(tip.y() - before.y()) < 0.5 or tip.x() > before.x() \
+            else _unit(before, tip)
+        w, h = fm.horizontalAdvance(text) + 6 * scale, fm.height()
+        c = centre if centre is not None else tip - u * (14 * scale + w / 2)   # clear of the head
+        box = QRectF(c.x() - w / 2, c.y() - h / 2, w, h)
+        p.setPen(Qt.NoPen)
+        p.setBrush(qcolor(self.theme.canvas_bg))
+        p.drawRoundedRect(box, h / 2, h / 2)
+        p.setPen(qcolor(colour))
+        p.drawText(box, Qt.AlignCenter, text)
+        return box
 
     def _paint_cuts(self, p, cuts, lod) -> None:
         """detach(): the edge is broken in the middle, with a scissors mark."""
