@@ -1740,3 +1740,22 @@ def test_thousands_of_leaves_in_view_box_a_readable_number_of_grads(canvas, qtbo
     canvas.grab()
     assert sum(tried) == LEAF_BOXES_MAX        # the leaves' boxes tried (chips: no "optional")
     assert 0 < len(canvas._painter.placed_labels) <= LEAF_BOXES_MAX
+
+
+def test_a_long_gradient_box_is_cut_between_its_terms(qapp):
+    """Visual review: ".grad: mean 0.25 ± 0….ean 0.33 ± 0.59 (4x4)" lost its arrow,
+    cut in the middle; a box keeps its arrow and its first and last gradients."""
+    from PySide6.QtGui import QFontMetricsF
+    from graphscope.ui.canvas_overlay import _fit_terms
+    from graphscope.ui.canvas_primitives import font
+    fm = QFontMetricsF(font(13, True))
+    arrow = ".grad: mean 0.25 ± 0.61 (4x4) \u2192 mean 0.33 ± 0.59 (4x4)"
+    cut = _fit_terms(fm, arrow, 300)
+    assert " \u2192 " in cut and cut.startswith(".grad: mean") and fm.horizontalAdvance(cut) <= 300
+    many = "\u2202 " + " + ".join(f"mean {i}.5 ± 1.2 (3x3)" for i in range(4))
+    cut = _fit_terms(fm, many, 500)
+    assert cut == "\u2202 mean 0.5 ± 1.2 (3x3) + \u2026 + mean 3.5 ± 1.2 (3x3)"
+    cut = _fit_terms(fm, many, 250)          # narrower: each end cut, the sum kept
+    assert cut.startswith("\u2202 mean 0.5") and " + \u2026 + mean 3" in cut
+    assert fm.horizontalAdvance(cut) <= 250
+    assert _fit_terms(fm, "\u2202 1.0", 300) == "\u2202 1.0"

@@ -380,7 +380,7 @@ class OverlayPainter:
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
         fm = QFontMetricsF(f)
-        text = fm.elidedText(text, Qt.ElideMiddle, max(160.0, 400.0 * self.text_scale))
+        text = _fit_terms(fm, text, max(160.0, 400.0 * self.text_scale))
         w = fm.horizontalAdvance(text) + 16
         h = fm.height() + 8
         best, best_cost, best_i = None, None, None
@@ -504,6 +504,31 @@ PIECE_SEGMENTS = 8      # segments of a flattened edge under one bounding box
 LEAF_BOXES_MAX = 120    # leaves in view whose .grad gets a box (the current one first)
 LINE_SEGMENTS_MAX = 3000   # segments near the chips tested at most (past it, none)
 LINES_COUNTED = 3       # edges under a spot (nodes under a leader) counted at most
+
+
+def _fit_terms(fm, text: str, width: float) -> str:
+    """``text`` cut to ``width`` between its terms, not inside them: "before → after"
+    keeps its arrow and both sides, each cut at its end; "a + b + c" keeps its first
+    and last gradients ("a + … + c"). Cut in the middle, ".grad: mean 0.25 ± 0….ean
+    0.33" lost the arrow and read as one garbled number (visual review)."""
+    if fm.horizontalAdvance(text) <= width:
+        return text
+    if " \u2192 " in text:
+        before, after = text.split(" \u2192 ", 1)
+        head = ".grad: " if before.startswith(".grad: ") else ""
+        before = before[len(head):]
+        half = (width - fm.horizontalAdvance(head + " \u2192 ")) / 2
+        return (head + fm.elidedText(before, Qt.ElideRight, half) + " \u2192 "
+                + fm.elidedText(after, Qt.ElideRight, half))
+    if " + " in text:
+        terms = text.split(" + ")
+        short = f"{terms[0]} + \u2026 + {terms[-1]}" if len(terms) > 2 else text
+        if fm.horizontalAdvance(short) <= width:
+            return short
+        half = (width - fm.horizontalAdvance(" + \u2026 + ")) / 2
+        return (fm.elidedText(terms[0], Qt.ElideRight, half) + " + \u2026 + "
+                + fm.elidedText(terms[-1], Qt.ElideRight, half))
+    return fm.elidedText(text, Qt.ElideMiddle, width)
 
 
 def _leader(anchor: QPointF, box: QRectF) -> QLineF | None:
