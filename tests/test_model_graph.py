@@ -877,3 +877,24 @@ def test_layers_of_a_model_called_without_text_do_not_pile_up():
         assert texts.pending == []
     note_module_text(texts, P.ModuleCall(40, "Linear", "Linear", 3, 40, 40, [40], [41]))
     assert texts.pending == []
+
+
+def test_a_layer_called_by_its_index_is_labelled_by_the_call():
+    """Visual review: ``layers[0](h)`` was labelled "t11" where ``lin(h)`` beside it
+    had its call's text; an index into a ModuleList or Sequential (a number or a
+    loop variable) is read from its submodules, as an attribute is."""
+    from graphscope.model.node_text import tensor_label
+    tr = trace_of("""
+        import torch
+        torch.manual_seed(0)
+        layers = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
+        seq = torch.nn.Sequential(torch.nn.Linear(2, 2))
+        h = torch.ones(1, 2)
+        outs = [layers[0](h), layers[-1](h), seq[0](h)]
+        for i in range(1, 2):
+            outs.append(layers[i](h))
+        print(torch.relu(layers[2](h)).shape)
+    """)
+    got = {tensor_label(tr, t) for t in tr.tensors.values() if t.grad_fn}
+    assert {"layers[0](h)", "layers[-1](h)", "seq[0](h)", "layers[i](h)",
+            "layers[2](h)"} <= got

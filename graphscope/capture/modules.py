@@ -15,6 +15,7 @@ still closes its call (its ModuleCall is emitted with the ops made so far).
 from __future__ import annotations
 
 import functools
+import re
 import sys
 
 import torch
@@ -158,24 +159,42 @@ def _resolve(frame, chain: str):
     """The object a plain name or attribute chain (``self.conv``) names in
     ``frame``, read without running any of the snippet's code (no properties,
     no ``__getattr__`` but a module's own submodules); None if it cannot be."""
-    names = chain.split(".")
-    if not all(n.isidentifier() for n in names):
+    # (an index into a ModuleList or Sequential, ``layers[0](h)``, ``self.blocks[i]``,
+    # is read from its submodules: such calls had no label, "t11" beside "lin(h)":
+    # visual review)
+    m = _CHAIN.fullmatch(chain.replace(" ", ""))
+    if m is None:
         return None
-    first = names[0]
     missing = object()
-    obj = frame.f_locals.get(first, missing)
-    if obj is missing:
-        obj = frame.f_globals.get(first, missing)
+
+    def value(name):
+        v = frame.f_locals.get(name, missing)
+        return frame.f_globals.get(name, missing) if v is missing else v
+
+    obj = value(m.group(1))
     if obj is missing:
         return None
-    for name in names[1:]:
+    for attr, index in _LINK.findall(m.group(2)):
         d = getattr(obj, "__dict__", None)
         if not isinstance(d, dict):
             return None
-        if name in d:
-            obj = d[name]
-        elif isinstance(obj, torch.nn.Module) and name in d.get("_modules", {}):
-            obj = d["_modules"][name]
-        else:
+        if attr:
+            if attr in d:
+                obj = d[attr]
+            elif isinstance(obj, torch.nn.Module) and attr in d.get("_modules", {}):
+                obj = d["_modules"][attr]
+            else:
+                return None
+            continue
+        subs = d.get("_modules")
+        if not isinstance(obj, (torch.nn.ModuleList, torch.nn.Sequential)) or subs is None:
             return None
+        i = int(index) if index.lstrip("-").isdigit() else value(index)
+        if type(i) is not int or not -len(subs) <= i < len(subs):
+            return None
+        obj = list(subs.values())[i]
     return obj
+
+
+_CHAIN = re.compile(r"([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*|\[(?:-?\d+|[A-Za-z_]\w*)\])*)")
+_LINK = re.compile(r"\.([A-Za-z_]\w*)|\[(-?\d+|[A-Za-z_]\w*)\]")
