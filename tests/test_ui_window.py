@@ -1597,3 +1597,19 @@ def test_a_time_limit_chosen_during_a_run_says_it_starts_with_the_next(qtbot, wi
     assert "30 minutes from the next run" in w.status_text()
     with qtbot.waitSignal(w.run_finished, timeout=5000):
         w.stop()
+
+
+def test_a_step_that_draws_nothing_says_what_it_did(qtbot, window):
+    """Visual review: the first steps of a training snippet (nn.Sequential setting up
+    its layers) showed an empty canvas and "Nothing selected", with no word why."""
+    w = window
+    run_source(qtbot, w, "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
+                         "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())\n"
+                         "out = model(torch.ones(2, 4)).sum()\nout.backward()\n")
+    w.step_first()
+    assert w.live.timeline.steps[0].line == 4
+    assert w.inspector.title_label.text() == "Nothing drawn"
+    note = w.inspector.subtitle_label.text()
+    assert note.startswith("Line 4 ran ") and "drawn where the graph uses it" in note
+    w.step_last()
+    assert w.inspector.title_label.text() != "Nothing drawn"

@@ -693,6 +693,32 @@ class Timeline:
                 if t is not None]
 
 
+def nothing_drawn_text(trace, step) -> str:
+    """What a step that drew no node did, for a student looking at an empty canvas:
+    the first steps of a training snippet (``nn.Sequential(...)`` setting up its
+    layers) showed a blank graph and "Nothing selected" (visual review). "" when
+    the step is not an op's."""
+    if step is None or step.kind != "op" or step.op is None:
+        return ""
+    op = trace.op_by_id(step.op)
+    if op is None:
+        return ""
+    name = getattr(op, "qualname", None) or op.name     # ("torch.empty", not "empty")
+    where = f"Line {op.line} ran {name}" if op.line else f"This step ran {name}"
+    if not op.grad_enabled:
+        why = ("with grad off (a layer setting up its parameters, a no_grad block): "
+               "autograd records nothing of it")
+    elif not op.inputs:
+        why = ("to make a tensor (a layer's parameter, an input): it is drawn where "
+               "the graph uses it")
+    elif op.grad_fn is None:
+        why = ("on tensors that do not require grad: its result is drawn where the "
+               "graph uses it")
+    else:
+        why = "and drew nothing new here"
+    return f"{where} {why}."
+
+
 def _put_grad(out: dict, edge, summary) -> None:
     """The gradient ``summary`` on ``edge``; two on one edge (a tensor an op reads
     twice) are shown summed, as autograd sums them: "2.0 + 3.0"."""

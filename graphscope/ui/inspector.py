@@ -205,12 +205,14 @@ class Inspector(QWidget):
             _refit_on_resize(obj, event)
         return super().eventFilter(obj, event)
 
-    def clear_node(self) -> None:
+    def clear_node(self, note: str = "") -> None:
+        """No node shown; ``note``: what the current step did instead (it drew none)."""
         self._last = None
-        self.caption_label.setText("")
-        self.caption_label.hide()
-        self.title_label.setText("Nothing selected")
-        self.subtitle_label.setText("Click a node in the graph or a line in the editor.")
+        self.caption_label.setText("At this step" if note else "")
+        self.caption_label.setVisible(bool(note))
+        self.title_label.setText("Nothing drawn" if note else "Nothing selected")
+        self.subtitle_label.setText(note + (" " if note else "")
+                                    + "Click a node in the graph or a line in the editor.")
         self._rows = {}
         self._refill_grid()
         for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text, self.plot):

@@ -10,6 +10,7 @@ import bisect
 import dataclasses
 from typing import Optional
 
+from graphscope.model.timeline import nothing_drawn_text
 from graphscope.ui.end_status import end_status
 
 
@@ -230,7 +231,8 @@ class CursorViews:
             return
         nid = self._current_node(frame)
         if nid is None:
-            self.inspector.clear_node()
+            self.inspector.clear_node(nothing_drawn_text(live.trace, frame.current)
+                                      if frame is not None else "")
         else:
             self.inspector.show_node(live.graph.nodes[nid], live.trace, frame, "At this step",
                                      live.graph)
