@@ -529,6 +529,14 @@ def test_a_read_after_the_update_does_not_keep_the_iteration_before_lit():
     assert not focus.faded(w)
 
 
+def _accumulate_state(tr):
+    """The timeline's state at the first AccumulateGrad step of ``tr``."""
+    tl = Timeline(tr, build_graph(tr))
+    acc = next(s.index for s in tl.steps if s.kind == "backward"
+               and tl._bw_by_id[s.backward].grad_fn.endswith("AccumulateGrad"))
+    return tl.state(acc)
+
+
 def test_a_leafs_accumulate_step_shows_what_arrives_on_each_of_its_edges():
     """A weight used twice showed ".grad: None -> 8.0" at its AccumulateGrad step and
     nothing of the 3.0 and 5.0 the engine summed into it (first-time user review)."""
@@ -538,12 +546,8 @@ def test_a_leafs_accumulate_step_shows_what_arrives_on_each_of_its_edges():
         y = w * 3.0 + w * 5.0
         y.backward()
     """)
-    g = build_graph(tr)
-    tl = Timeline(tr, g)
     w = tr.tensor_by_name("w").id
-    acc = next(s.index for s in tl.steps if s.kind == "backward"
-               and tl._bw_by_id[s.backward].grad_fn.endswith("AccumulateGrad"))
-    st = tl.state(acc)
+    st = _accumulate_state(tr)
     arriving = sorted(text for (src, _dst), text in st.edge_grads.items() if src == f"t{w}")
     assert arriving == ["3.0", "5.0"]
     assert _val(st.leaf_grads[w][1]) == 8.0
@@ -559,11 +563,7 @@ def test_a_leaf_an_op_reads_twice_gets_each_gradient_once():
         y = x * x
         y.backward()
     """)
-    g = build_graph(tr)
-    tl = Timeline(tr, g)
     x = tr.tensor_by_name("x").id
-    acc = next(s.index for s in tl.steps if s.kind == "backward"
-               and tl._bw_by_id[s.backward].grad_fn.endswith("AccumulateGrad"))
-    st = tl.state(acc)
+    st = _accumulate_state(tr)
     assert [t for (src, _), t in st.edge_grads.items() if src == f"t{x}"] == ["3.0 + 3.0"]
     assert _val(st.leaf_grads[x][1]) == 6.0

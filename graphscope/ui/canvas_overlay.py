@@ -73,14 +73,13 @@ class OverlayPainter:
         # very step it explains (visual review); chips keep off it
         times_boxes = []
         if lod != "tiny":
-            keys = self.geom._edge_keys
             for src, dst in lit_order:
-                e = keys.get((src, dst, "data"))
-                if e is not None and e[0].mult > 1:
+                e = self.geom.edge_geom(src, dst)
+                if e is not None and e.mult > 1:
                     tip, before, centre = self.times_mark_ends(nodes[src], nodes[dst])
                     times_boxes.append(self.paint_times_mark(
                         p, to_device.map(tip), to_device.map(before),
-                        None if centre is None else to_device.map(centre), e[0].mult,
+                        None if centre is None else to_device.map(centre), e.mult,
                         t.current, scale=max(0.6, min(scale, 2.0))))
         for ng in highlight:
             self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")

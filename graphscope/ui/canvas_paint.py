@@ -70,6 +70,18 @@ def shrunk_font(label: str, px: float, wide: float, width: float, bold: bool):
     return f, fm
 
 
+def _mark_place(route, a, b) -> tuple:
+    """(tip, the point before it, centre or None) of a "×N" mark on a lane ``route``
+    or on the curve from ``a`` to ``b`` (ScenePainter.times_mark_ends)."""
+    if route is None:
+        return b, a, None
+    tip, before = route[-1], route[-2]
+    if len(route) >= 3 and abs(tip.x() - before.x()) < 40:
+        p, q = route[-3], route[-2]
+        return tip, before, QPointF((p.x() + q.x()) / 2, (p.y() + q.y()) / 2)
+    return tip, before, None
+
+
 class ScenePainter(RegionPainter, OverlayPainter):
     """Paints one SceneGeometry in one theme. Holds no Qt widget state. The region
     boxes (canvas_regions.py) and the overlays of a frame (canvas_overlay.py) are
@@ -331,11 +343,11 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 _lane_path(path, route)
                 _arrow(heads[key], route[-2], route[-1], 11.0)
                 if e.mult > 1:
-                    twice.append((*self.times_mark_ends(s, d), e.mult, key))
+                    twice.append((*_mark_place(route, None, None), e.mult, key))
                 continue
             a, b = edge_ends(s, d, self.geom)
             if e.mult > 1:
-                twice.append((*self.times_mark_ends(s, d), e.mult, key))
+                twice.append((*_mark_place(None, a, b), e.mult, key))
             if e.kind == "detach":
                 m = (a + b) / 2
                 gap = _unit(a, b) * 9.0
@@ -394,13 +406,8 @@ class ScenePainter(RegionPainter, OverlayPainter):
         upright run, where it went beside the line, past the lane (visual review)."""
         route = edge_route(self.geom, s, d)
         if route is not None:
-            tip, before = route[-1], route[-2]
-            if len(route) >= 3 and abs(tip.x() - before.x()) < 40:
-                a, b = route[-3], route[-2]
-                return tip, before, QPointF((a.x() + b.x()) / 2, (a.y() + b.y()) / 2)
-            return tip, before, None
-        a, b = edge_ends(s, d, self.geom)
-        return b, a, None
+            return _mark_place(route, None, None)
+        return _mark_place(None, *edge_ends(s, d, self.geom))
 
     def paint_times_mark(self, p, tip: QPointF, before: QPointF, centre, times: int,
                          colour: str, scale: float = 1.0) -> QRectF:

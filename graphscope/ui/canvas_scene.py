@@ -220,6 +220,11 @@ class SceneGeometry:
             self._bounds = None
         return added
 
+    def edge_geom(self, src: str, dst: str, kind: str = "data"):
+        """The EdgeGeom drawn from ``src`` to ``dst`` (one for all its reads: ``mult``)."""
+        e = self._edge_keys.get((src, dst, kind))
+        return e[0] if e is not None else None
+
     def in_port(self, s: "NodeGeom", d: "NodeGeom") -> float:
         """How far below ``d``'s middle (negative: above) the edge from ``s`` enters it.
 
