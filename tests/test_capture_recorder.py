@@ -417,14 +417,42 @@ def test_a_long_expression_label_keeps_both_ends():
     b = expr_label("F.normalize(x, dim=0, eps=1e-6).sum()")
     assert a != b and len(a) <= EXPR_CHARS and len(b) <= EXPR_CHARS
     assert a.startswith("F.norma") and b.endswith("sum()") and "\u2026" in a + b
-    # cut between tokens where that keeps most of each end; no dot beside the cut
-    assert expr_label("torch.stack([a, b, c]).sum(dim=0).mean()") == "torch\u2026mean()"
     assert expr_label("F.relu(self.conv(x))") == "F.relu(self.conv(x))"   # fits whole
-    # a call whose arguments the cut would go inside a name of ("self.cell(…eeze(0),
-    # h)" read as a typo: a review) is said without them, as a module call is
+    # NOTE [labels cut whole]: what is inside brackets goes first, keeping what
+    # fits of the first arguments, never a cut inside a name ("(predictio…rgets)
+    # ** 2", "model(…max(dim=-1)", "torch…@ w2 + b2)" before: visual review)
+    assert expr_label("((predictions - targets) ** 2).mean()") == "((\u2026) ** 2).mean()"
+    assert expr_label("(predictions - targets) ** 2") == "(predictions - \u2026) ** 2"
+    assert expr_label("torch.sigmoid(hidden @ w2 + b2)") == "torch.sigmoid(hidden\u2026)"
+    assert expr_label("model(inputs).softmax(dim=-1)") == "model(\u2026).softmax(\u2026)"
+    assert expr_label("loss_function(output, target_values)") == "loss_function(output\u2026)"
+    assert expr_label("torch.cat([h_forward, h_backward], dim=1)") == "torch.cat([\u2026], dim=1)"
+    assert expr_label("weights[selected_indices] * 2") == "weights[\u2026] * 2"
+    # (an argument ends before a comma or space: not "self.cell(x\u2026)" for x.unsqueeze)
     assert expr_label("self.cell(x[t].unsqueeze(0), h)") == "self.cell(\u2026)"
-    assert expr_label("F.normalize(x, dim=0, eps=1e-6).sum()") == "F.normalize(\u2026).sum()"
-    assert expr_label("torch.cat([h_forward, h_backward], dim=1)") == "torch.cat(\u2026dim=1)"
+    assert expr_label("F.normalize(x, dim=0, eps=1e-6).sum()") == "F.normalize(x\u2026).sum()"
+    # still too long: both ends around one cut between tokens, the cut holding
+    # whole bracket pairs, and no end that starts by calling what was cut out
+    assert expr_label("torch.stack([a, b, c]).sum(dim=0).mean()") == "torch.stack(\u2026)\u2026mean()"
+    assert expr_label("model.encoder.layers[0].self_attn(x, x, x)") == "model\u2026self_attn(\u2026)"
+    # names too long for any of it are cut inside, both ends kept
+    assert expr_label("hidden_layer_output * dropout_mask") == "hidden_lay\u2026ropout_mask"
+
+
+def test_expression_labels_always_fit():
+    """Whatever the snippet wrote (unbalanced brackets, strings holding
+    brackets, operators only), a label fits its box and never raises."""
+    import random
+    from graphscope.model.graph import EXPR_CHARS, expr_label
+    rnd = random.Random(7)
+    pieces = ["x", "weights", "predictions", "torch.randn(3, 4)", "F.relu(h)", "a.b.c",
+              "1e-6", '"s(t)r"', "'['", "model(x)", " + ", " * ", " @ ", " ** ", "-",
+              ".sum()", "[0]", "(", ")", "[", "]", ", "]
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 12)))
+        label = expr_label(text)
+        assert label and len(label) <= EXPR_CHARS, (text, label)
+        assert label == text or "\u2026" in label
 
 
 def test_a_grad_the_snippet_reads_is_labelled_by_its_text():

@@ -20,13 +20,165 @@ EXPR_CHARS = 22   # an expression label longer than this is cut: boxes grow with
 
 
 def expr_label(expr: Optional[str]) -> Optional[str]:
-    """The text of an expression as a node label: short enough for a box."""
+    """The text of an expression as a node label: short enough for a box.
+
+    NOTE [labels cut whole]: a label that does not fit loses what is inside
+    brackets first, as a reader skims code: ``((…) ** 2).mean()``,
+    ``torch.cat([…], dim=1)``, ``self.cell(…)``, keeping what fits of the
+    first arguments (``torch.sigmoid(hidden…)``). Cuts between characters gave
+    "(predictio…rgets) ** 2" and "model(…max(dim=-1)", which read as typos,
+    and "torch…@ w2 + b2)", which dropped the call (visual review). Only when
+    that cannot make it fit are both ends kept around one cut, still between
+    tokens where that keeps enough of each; a name too long for any of this
+    is cut inside."""
     if not expr:
         return None
     if len(expr) <= EXPR_CHARS:
         return expr
-    # both ends: a chain and its link differ at the end (``….sum()``), calls of
-    # one function at the start
+    toks = _elide_groups(_tokens(expr))
+    if sum(map(len, toks)) <= EXPR_CHARS:
+        return "".join(toks)
+    ends = _between_tokens(toks)
+    if ends is not None:
+        return ends
+    return _between_chars(expr)
+
+
+_OPENS, _CLOSES = "([{", ")]}"
+_SINGLE = _OPENS + _CLOSES + ".,\'\""
+_CUT = "\u2026"
+
+
+def _tokens(expr: str) -> list:
+    """``expr`` in pieces a cut may fall between: names and numbers, quoted
+    strings, runs of space, single brackets, dots and commas, runs of other
+    operator characters (``**``, ``->``)."""
+    toks, i, n = [], 0, len(expr)
+    while i < n:
+        c = expr[i]
+        j = i + 1
+        if _word(c):
+            while j < n and _word(expr[j]):
+                j += 1
+        elif c in "'\"":
+            while j < n and expr[j] != c:
+                j += 2 if expr[j] == "\\" else 1
+            j = min(j + 1, n)
+        elif c.isspace():
+            while j < n and expr[j].isspace():
+                j += 1
+        elif c not in _SINGLE:
+            while j < n and not (_word(expr[j]) or expr[j].isspace() or expr[j] in _SINGLE):
+                j += 1
+        toks.append(expr[i:j])
+        i = j
+    return toks
+
+
+def _groups(toks: list) -> list:
+    """(opening index, closing index, length of what is between) of each
+    bracket pair with something other than a cut between."""
+    out, stack = [], []
+    for i, t in enumerate(toks):
+        if t in _OPENS:
+            stack.append(i)
+        elif t in _CLOSES and stack:
+            a = stack.pop()
+            inner = toks[a + 1:i]
+            if inner and inner != [_CUT]:
+                out.append((a, i, sum(map(len, inner))))
+    return out
+
+
+def _elide_groups(toks: list) -> list:
+    """The label's tokens with bracket contents left out (NOTE [labels cut
+    whole]): the smallest group whose leaving out makes it fit, else the
+    biggest, and again, as far as that goes; as they were when what fits says
+    no name ("(…)")."""
+    orig, toks = toks, list(toks)
+    length = sum(map(len, toks))
+    while length > EXPR_CHARS:
+        groups = _groups(toks)
+        need = length - EXPR_CHARS
+        enough = [g for g in groups if g[2] - 1 >= need]
+        if enough:
+            a, b, inner = min(enough, key=lambda g: g[2])
+            room = EXPR_CHARS - (length - inner + 1)
+            keep = _first_arguments(toks[a + 1:b], room)
+        elif groups:
+            # (the first of equals: a chain's last call says what made the tensor)
+            a, b, inner = max(groups, key=lambda g: (g[2], -g[0]))
+            keep = []
+        else:
+            break
+        if inner <= 1 and not keep:
+            break          # ("[0]" for "[…]" saves nothing)
+        toks[a + 1:b] = keep + [_CUT]
+        length = sum(map(len, toks))
+    if not any(len(t) > 1 and _word(t[0]) for t in toks):
+        return orig       # "(…)" says nothing
+    return toks
+
+
+def _first_arguments(inner: list, room: int) -> list:
+    """The longest start of a group's tokens that fits ``room`` and ends where
+    an argument or operand does (before a space or comma, at the group's own
+    level: ``x.unsqueeze`` of ``x.unsqueeze(0)`` would read as a call of it);
+    after an operator, a space, so that "predictions - …" reads as one."""
+    best: list = []
+    depth = 0
+    for k, t in enumerate(inner):
+        if t in _OPENS:
+            depth += 1
+        elif t in _CLOSES:
+            depth -= 1
+        nxt = inner[k + 1] if k + 1 < len(inner) else None
+        if depth or nxt is None or not (nxt.isspace() or nxt == ","):
+            continue
+        head = inner[:k + 1]
+        if not (_word(t[0]) or t in _CLOSES or t[0] in "'\""):   # an operator
+            head = head + [" "]
+        if sum(map(len, head)) <= room:
+            best = head
+    return best
+
+
+def _between_tokens(toks: list) -> Optional[str]:
+    """Both ends of the label around one cut between tokens, what is left out
+    holding whole bracket pairs, the end not starting with a call of what is
+    left out, and at least three characters of each end;
+    the pair that keeps most (then the longer end: a chain's last call)."""
+    best, score = None, None
+    n = len(toks)
+    for i in range(1, n):
+        head = "".join(toks[:i]).rstrip(". ,")
+        if len(head) < 3 or head.endswith(_CUT):
+            continue
+        depth = 0
+        for j in range(i, n):
+            t = toks[j]
+            if t in _OPENS:
+                depth += 1
+            elif t in _CLOSES:
+                depth -= 1
+                if depth < 0:
+                    break
+            if depth:
+                continue
+            tail = "".join(toks[j + 1:]).lstrip(". ,")
+            if len(tail) < 3 or tail.startswith(_CUT):
+                continue
+            if tail[0] in "([" and (_word(t[-1]) or t in _CLOSES):
+                continue   # a call or index of what was left out: "stack…(…).mean()"
+            if len(head) + 1 + len(tail) <= EXPR_CHARS:
+                s = (len(head) + len(tail), len(tail))
+                if score is None or s > score:
+                    best, score = head + _CUT + tail, s
+    return best
+
+
+def _between_chars(expr: str) -> str:
+    """Both ends of ``expr`` around one cut that may fall inside a name."""
     n = (EXPR_CHARS - 1) // 2
     head, tail = expr[:n], expr[-(EXPR_CHARS - 1 - n):]
     # cut between tokens, not inside a name ("torch.stac…"), and no dot or space
@@ -39,41 +191,7 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
         cut = min((i for i in (tail.find(c) for c in " .") if i >= 0), default=-1)
         if 0 <= cut <= len(tail) // 2:
             tail = tail[cut:]
-    if _word(expr[len(head)]) and _word(head[-1]) or _word(tail[0]) and _word(expr[-len(tail) - 1]):
-        # still inside a name ("self.cell(…eeze(0), h)" read as a typo: a review):
-        # a call whose arguments are what does not fit is said as a module call
-        # is, ``self.cell(…)``
-        short = _call_without_arguments(expr)
-        if short is not None:
-            return short
-    return head.rstrip(". ") + "\u2026" + tail.lstrip(". ,")
-
-
-def _call_without_arguments(expr: str) -> Optional[str]:
-    """``f(…)`` (and what a chain adds after it: ``f(…).sum()``) for an expression
-    that is one call of a plain name or path, with its arguments left out; None when
-    it is not one or that is still too long."""
-    i = 0
-    while i < len(expr) and (_word(expr[i]) or expr[i] == "."):
-        i += 1
-    if i == 0 or i >= len(expr) or expr[i] != "(":
-        return None
-    depth = 0
-    for j in range(i, len(expr)):
-        c = expr[j]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                break
-    else:
-        return None
-    rest = expr[j + 1:]
-    if any(c in rest for c in "([{") and rest.count("(") != rest.count("()"):
-        return None       # a chain with arguments of its own: not only this call's
-    text = expr[:i] + "(\u2026)" + rest
-    return text if len(text) <= EXPR_CHARS else None
+    return head.rstrip(". ") + _CUT + tail.lstrip(". ,")
 
 
 def _word(ch: str) -> bool:
