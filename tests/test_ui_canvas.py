@@ -1759,3 +1759,23 @@ def test_a_long_gradient_box_is_cut_between_its_terms(qapp):
     assert cut.startswith("\u2202 mean 0.5") and " + \u2026 + mean 3" in cut
     assert fm.horizontalAdvance(cut) <= 250
     assert _fit_terms(fm, "\u2202 1.0", 300) == "\u2202 1.0"
+
+
+def test_an_expression_label_too_wide_for_big_text_is_cut_between_names(qtbot):
+    """At 150% text "predictions - targets" did not fit its box even in the
+    smallest font, and Qt cut it at the last letter that fit ("predictions -
+    targ…"); it is cut again as the model cuts a label (NOTE [labels cut
+    whole]), keeping both operands' ends. A path keeps Qt's middle cut."""
+    from PySide6.QtGui import QFontMetricsF
+    from graphscope.ui.canvas_paint import _recut
+    from graphscope.ui.canvas_primitives import font
+    fm = QFontMetricsF(font(14, True))
+    label = "predictions - targets"
+    for letters in (19, 16, 12):
+        width = fm.horizontalAdvance(label) * letters / len(label)
+        cut = _recut(label, fm, width)
+        assert fm.horizontalAdvance(cut) <= width and "\u2026" in cut, (letters, cut)
+        assert cut.endswith("targets") or cut.endswith("gets"), cut   # the end kept
+    wide = fm.horizontalAdvance("predictions…targets") + 1
+    assert _recut(label, fm, wide) == "predictions\u2026targets"
+    assert _recut(label, fm, fm.horizontalAdvance("pr")) == label   # nothing sensible fits

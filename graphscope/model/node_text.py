@@ -19,8 +19,9 @@ _DETAIL_CACHE: dict = {}
 EXPR_CHARS = 22   # an expression label longer than this is cut: boxes grow with labels
 
 
-def expr_label(expr: Optional[str]) -> Optional[str]:
-    """The text of an expression as a node label: short enough for a box.
+def expr_label(expr: Optional[str], chars: int = EXPR_CHARS) -> Optional[str]:
+    """The text of an expression as a node label: at most ``chars`` long (a box's;
+    the canvas asks again with fewer when big text still does not fit).
 
     NOTE [labels cut whole]: a label that does not fit loses what is inside
     brackets first, as a reader skims code: ``((…) ** 2).mean()``,
@@ -33,15 +34,16 @@ def expr_label(expr: Optional[str]) -> Optional[str]:
     is cut inside."""
     if not expr:
         return None
-    if len(expr) <= EXPR_CHARS:
+    if len(expr) <= chars:
         return expr
-    toks = _elide_groups(_tokens(expr))
-    if sum(map(len, toks)) <= EXPR_CHARS:
+    chars = max(chars, 5)
+    toks = _elide_groups(_tokens(expr), chars)
+    if sum(map(len, toks)) <= chars:
         return "".join(toks)
-    ends = _between_tokens(toks)
+    ends = _between_tokens(toks, chars)
     if ends is not None:
         return ends
-    return _between_chars(expr)
+    return _between_chars(expr, chars)
 
 
 _OPENS, _CLOSES = "([{", ")]}"
@@ -90,20 +92,20 @@ def _groups(toks: list) -> list:
     return out
 
 
-def _elide_groups(toks: list) -> list:
+def _elide_groups(toks: list, chars: int) -> list:
     """The label's tokens with bracket contents left out (NOTE [labels cut
     whole]): the smallest group whose leaving out makes it fit, else the
     biggest, and again, as far as that goes; as they were when what fits says
     no name ("(…)")."""
     orig, toks = toks, list(toks)
     length = sum(map(len, toks))
-    while length > EXPR_CHARS:
+    while length > chars:
         groups = _groups(toks)
-        need = length - EXPR_CHARS
+        need = length - chars
         enough = [g for g in groups if g[2] - 1 >= need]
         if enough:
             a, b, inner = min(enough, key=lambda g: g[2])
-            room = EXPR_CHARS - (length - inner + 1)
+            room = chars - (length - inner + 1)
             keep = _first_arguments(toks[a + 1:b], room)
         elif groups:
             # (the first of equals: a chain's last call says what made the tensor)
@@ -143,7 +145,7 @@ def _first_arguments(inner: list, room: int) -> list:
     return best
 
 
-def _between_tokens(toks: list) -> Optional[str]:
+def _between_tokens(toks: list, chars: int) -> Optional[str]:
     """Both ends of the label around one cut between tokens, what is left out
     holding whole bracket pairs, the end not starting with a call of what is
     left out, and at least three characters of each end;
@@ -170,17 +172,17 @@ def _between_tokens(toks: list) -> Optional[str]:
                 continue
             if tail[0] in "([" and (_word(t[-1]) or t in _CLOSES):
                 continue   # a call or index of what was left out: "stack…(…).mean()"
-            if len(head) + 1 + len(tail) <= EXPR_CHARS:
+            if len(head) + 1 + len(tail) <= chars:
                 s = (len(head) + len(tail), len(tail))
                 if score is None or s > score:
                     best, score = head + _CUT + tail, s
     return best
 
 
-def _between_chars(expr: str) -> str:
+def _between_chars(expr: str, chars: int) -> str:
     """Both ends of ``expr`` around one cut that may fall inside a name."""
-    n = (EXPR_CHARS - 1) // 2
-    head, tail = expr[:n], expr[-(EXPR_CHARS - 1 - n):]
+    n = (chars - 1) // 2
+    head, tail = expr[:n], expr[-(chars - 1 - n):]
     # cut between tokens, not inside a name ("torch.stac…"), and no dot or space
     # or comma beside the ellipsis ("F.relu(s….conv(x))" reads as a typo)
     if _word(expr[n]) and _word(head[-1]):

@@ -31,6 +31,7 @@ from graphscope.ui.canvas_primitives import (FADED, DETAIL_PX, LABEL_PX, MIN_TEX
 from graphscope.ui.canvas_regions import RegionPainter
 from graphscope.model.timeline import QUIZ_ANSWERS, shown_flags
 from graphscope.model.layout import BRANCH_TIPS, TEXT_MARGIN
+from graphscope.model.node_text import expr_label
 from graphscope.ui.canvas_scene import (NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route,
                                         node_style)
 
@@ -754,6 +755,8 @@ class ScenePainter(RegionPainter, OverlayPainter):
             f, fm = shrunk_font(label, label_px, wide, inner.width(), bold)
         p.setFont(f)
         p.setPen(qcolor(t.node_text))
+        if wide > inner.width() and not _PATH.match(label):
+            label = _recut(label, fm, inner.width())
         # a parameter's path differs at its end ("enc.cell.weight_ih" and "..._hh"):
         # cut in the middle, where the shared part is
         label = fm.elidedText(label, Qt.ElideMiddle if "." in label and _PATH.match(label)
@@ -872,3 +875,28 @@ class ScenePainter(RegionPainter, OverlayPainter):
 
 
 _PATH = re.compile(r"[\w.\[\]]+\Z")   # a dotted module path: model.0.weight, layers[1].bias
+
+
+_RECUT: dict = {}   # (label, letters that fit) -> the label cut to them
+
+
+def _recut(label: str, fm, width: float) -> str:
+    """An expression label too wide for its box even in the smallest font (big
+    text), cut again as the model cuts one (NOTE [labels cut whole] in
+    model/node_text.py) to the letters that fit, not by Qt at the last letter
+    that fits: "predictions…targets", not "predictions - targ…" (visual review
+    at 150%)."""
+    n = int(len(label) * width / max(fm.horizontalAdvance(label), 1.0))
+    for _ in range(4):
+        if n < 5:
+            break
+        key = (label, n)
+        cut = _RECUT.get(key)
+        if cut is None:
+            if len(_RECUT) > 4096:
+                _RECUT.clear()
+            cut = _RECUT[key] = expr_label(label, n)
+        if fm.horizontalAdvance(cut) <= width:
+            return cut
+        n -= 1 + n // 8
+    return label
