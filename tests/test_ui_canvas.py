@@ -1845,3 +1845,44 @@ def test_an_expression_label_too_wide_for_big_text_is_cut_between_names(qtbot):
     wide = fm.horizontalAdvance("predictions…targets") + 1
     assert _recut(label, fm, wide) == "predictions\u2026targets"
     assert _recut(label, fm, fm.horizontalAdvance("pr")) == label   # nothing sensible fits
+
+
+def test_the_current_nodes_glow_leaves_its_neighbours_tags_readable(canvas, qtbot, monkeypatch):
+    """The current node's glow reaches 16 px out, over the "no grad" tag of the
+    tensor just above it (x over w1 at 150% text: a visual review). The tags
+    and badges of every node the glow reaches are drawn again on top; the
+    current node's own last."""
+    import graphscope
+    from graphscope.ui import canvas_overlay
+    tr = graphscope.trace("import torch\n"
+                          "x = torch.randn(4, 3)\n"
+                          "w = torch.randn(3, 5, requires_grad=True)\n"
+                          "(x @ w).sum().backward()\n")
+    graph, layout, tl = shown(canvas, tr)
+    canvas.set_text_scale(1.5)
+    acc = next(c for c in range(len(tl)) if "w" in {
+        graph.nodes[i].label for i in canvas_overlay._ids(tl.state(c).highlight)
+        if i in graph.nodes})
+    from graphscope.ui.canvas_paint import ScenePainter
+    decor = []          # what is drawn again after a glow
+    glowed = []
+
+    def watch(real):
+        def paint(self, p, ng, r, flags, lod, part="all"):
+            if part == "decor" and glowed:
+                decor.append(ng.node.label)
+            return real(self, p, ng, r, flags, lod, part)
+        return paint
+    for name in ("_paint_tensor", "_paint_op"):
+        monkeypatch.setattr(ScenePainter, name, watch(getattr(ScenePainter, name)))
+    real_glow = ScenePainter._glow
+    monkeypatch.setattr(ScenePainter, "_glow",
+                        lambda self, *a: (glowed.append(1), real_glow(self, *a))[1])
+    canvas.set_frame(tl.state(acc))
+    canvas.fit()
+    canvas.grab()
+    geom = canvas._painter.geom
+    w_node = next(ng for ng in geom.nodes.values() if ng.node.label == "w")
+    x_node = next(ng for ng in geom.nodes.values() if ng.node.label == "x")
+    assert abs(w_node.x - x_node.x) < 1 and abs(w_node.y - x_node.y) < 2.5 * w_node.h  # stacked
+    assert "x" in decor and decor[-1] == "w"

@@ -92,10 +92,26 @@ class OverlayPainter:
             ringed.append(nodes[selected])
         if ringed and lod != "tiny":
             # the glow and the selection ring cover the node's badges and tags (the
-            # warning triangle, "no grad"): draw them again on top
+            # warning triangle, "no grad"), and a neighbour's just above or below
+            # (x's "no grad" under w1's glow, a visual review at 150%): draw them
+            # again on top, the ringed nodes' last
+            inv, _ok = to_device.inverted()
+            again: dict = {}
+            for ng in ringed:
+                reach = to_device.mapRect(self.marks_rect(ng)).adjusted(-18, -18, 18, 18)
+                # (a tag hangs outside its node's box: boxes a row's gap away are
+                # asked, and their marks tested)
+                near = inv.mapRect(reach)
+                gap = near.height()
+                for other in self.geom.nodes_in(near.adjusted(0, -gap, 0, gap), limit):
+                    if to_device.mapRect(self.marks_rect(other)).intersects(reach):
+                        again.setdefault(other.node.id, other)
+            for ng in ringed:
+                again.pop(ng.node.id, None)
+                again[ng.node.id] = ng
             p.save()
             p.setTransform(to_device)
-            for ng in ringed:
+            for ng in again.values():
                 draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
                 draw(p, ng, _rect(ng), self.shown_flags(ng.node), lod, "decor")
             p.restore()
