@@ -151,6 +151,21 @@ def test_run_builds_graph_and_stepping_goes_back(qtbot, window):
     fresh.controller.shutdown()
 
 
+def test_the_inspector_wraps_names_at_dots_but_never_a_number(qtbot, window):
+    """A zero-width space after every dot let torch.Tensor.__pow__ wrap, and
+    split "→ 2.2448943745589922e-12" after "2.", which read as 2 (UX review)."""
+    w = window
+    run_source(qtbot, w, "import torch\n"
+                         "x = torch.tensor([2.2448943745589922e-12])\n"
+                         "v = x.sum().item()\n")
+    w.step_last()
+    w.select_node(node_by_label(w, "x.sum()").id)
+    read = w.inspector.rows()["read by Python"]
+    assert "2.2448943745589922e-12" in read
+    shown = [val.text() for key, val in w.inspector._pairs if key.text() == "read by Python"]
+    assert shown and "2.2448943745589922e-12" in shown[0] and ".\u200bitem()" in shown[0]
+
+
 def test_inspector_shows_tensor_and_gradient_at_cursor(qtbot, window):
     w = window
     run_source(qtbot, w, BASIC)

@@ -9,6 +9,7 @@ Larger tensors get statistics and a histogram (pyqtgraph).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Optional
 
 import pyqtgraph as pg
@@ -577,8 +578,9 @@ class Inspector(QWidget):
             if i < len(self._rows):
                 k, v = list(self._rows.items())[i]
                 key.setText(k)
-                # zero-width spaces let long names (torch.Tensor.__pow__) wrap
-                val.setText(v.replace(".", ".\u200b"))
+                # zero-width spaces let long names (torch.Tensor.__pow__) wrap, but
+                # not numbers: "→ 2." then "2448943745589922e-12" read as 2 (UX review)
+                val.setText(_BREAKABLE_DOT.sub(".\u200b", v))
                 if key.font() != font:
                     key.setFont(font)
                     val.setFont(font)
@@ -587,6 +589,9 @@ class Inspector(QWidget):
             else:
                 key.hide()
                 val.hide()
+
+
+_BREAKABLE_DOT = re.compile(r"(?<![0-9])\.|\.(?![0-9])")   # a dot not inside a number
 
 
 def _cell_ticks(n: int) -> list:
