@@ -351,6 +351,35 @@ def test_a_banner_too_tall_for_its_column_leaves_the_message_to_the_problems_tab
     qtbot.waitUntil(lambda: not b.compact)
 
 
+def test_a_banner_squeezed_below_its_words_scrolls_them_whole(qtbot, window):
+    """NOTE [a banner that scrolls]: at 1280x720 in presentation mode even the
+    explanation alone needed 270 px and got 164; the layout squeezed its labels
+    and cut "What to change" through the middle of a line (UX review). Now the
+    labels keep their height and the banner's words scroll."""
+    w = window
+    end = run_source(qtbot, w, INPLACE_SAVED)
+    assert end.status == "error"
+    b = w.banner
+    w.resize(1280, 720)
+    w.set_text_scale(1.5)
+    qtbot.waitUntil(lambda: b.compact)
+    qtbot.wait(50)
+    col = b.text_column
+    assert b.heightForWidth(b.width()) > b.height()       # it has not the room
+    for label in (b.title_label, b.text_label, b.fix_label, b.line_label):
+        if label.isVisible():
+            assert label.height() >= label.heightForWidth(label.width()), label.text()
+    bar = col.verticalScrollBar()
+    assert bar.maximum() > 0
+    bar.setValue(bar.maximum())                            # the end of the fix reachable
+    assert b.fix_label.mapTo(col.viewport(), b.fix_label.rect().bottomLeft()).y() \
+        <= col.viewport().height()
+    w.set_text_scale(1.0)
+    w.resize(1600, 1000)
+    qtbot.waitUntil(lambda: not b.compact)
+    qtbot.waitUntil(lambda: col.verticalScrollBar().maximum() == 0)   # room: no scrolling
+
+
 @pytest.mark.parametrize("raise_line", [
     # an assert that prints two tensors: a message of 44 lines
     "w = torch.randn(20, 8)\nassert torch.allclose(w, w * 2), f'mismatch:\\n{w}\\nexpected:\\n{w * 2}'",

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QTextOption
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy,
-                               QToolButton, QVBoxLayout)
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QScrollArea,
+                               QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from graphscope.model.summary import counted
 from graphscope.ui.editor import monospace_font
@@ -51,7 +51,8 @@ class ErrorBanner(QFrame):
         self._outer = outer
         outer.setContentsMargins(12, 8, 8, 8)
         outer.setSpacing(16)
-        left = QVBoxLayout()
+        self.text_column = _TextColumn(self)
+        left = self.text_column.column
         left.setSpacing(4)
         self.title_label = QLabel(self)
         self.title_label.setWordWrap(True)
@@ -73,7 +74,7 @@ class ErrorBanner(QFrame):
                                       | Qt.TextInteractionFlag.LinksAccessibleByMouse)
             left.addWidget(w)
         left.addStretch(1)
-        outer.addLayout(left, 3)
+        outer.addWidget(self.text_column, 3)
         right = QVBoxLayout()
         right.setSpacing(2)
         self.source_caption = QLabel("PyTorch says:", self)
@@ -101,6 +102,8 @@ class ErrorBanner(QFrame):
             f"#ErrorBanner {{ background: {background}; border: none; "
             f"border-left: 6px solid {accent}; border-radius: 4px; }}"
             f"#ErrorBanner QLabel {{ background: transparent; color: {text}; }}"
+            f"#ErrorBanner QScrollArea, #ErrorBannerText {{ background: transparent; "
+            f"border: none; }}"
             f"#ErrorBanner QToolButton {{ background: transparent; color: {text}; border: none; }}"
             f"#ErrorBanner QPlainTextEdit {{ background: transparent; color: {text}; "
             f"border: none; }}")
@@ -254,6 +257,47 @@ def clipped(message: str) -> str:
         rest = len(lines) - MESSAGE_LINES
         out.append(f"\u2026 {counted(rest, 'more line')} (the Problems tab has all of it)")
     return "\n".join(out)
+
+
+class _TextColumn(QScrollArea):
+    """The banner's own words: title, explanation, fix, links. NOTE [a banner
+    that scrolls]: as high as they are when the column has the room; when it
+    has not (1280x720 in presentation mode: the explanation alone needed 270
+    px and the banner was given 164), the layout squeezed the labels and cut
+    the text through the middle of a line (UX review). Squeezed, they scroll
+    now, whole lines with a scroll bar, and the layout still asks for their
+    full height first (``heightForWidth``)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        inner = QWidget(self)
+        inner.setObjectName("ErrorBannerText")
+        self.column = QVBoxLayout(inner)
+        self.column.setContentsMargins(0, 0, 0, 0)
+        self.setWidget(inner)
+        self.viewport().setAutoFillBackground(False)
+        inner.setAutoFillBackground(False)
+        sp = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        sp.setHeightForWidth(True)
+        self.setSizePolicy(sp)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        h = self.widget().heightForWidth(width)
+        return h if h > 0 else self.widget().sizeHint().height()
+
+    def sizeHint(self) -> QSize:
+        hint = self.widget().sizeHint()
+        return QSize(hint.width(), self.heightForWidth(max(self.width(), hint.width())))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(80, self.fontMetrics().lineSpacing() * 2)
 
 
 class _MessageView(QPlainTextEdit):
