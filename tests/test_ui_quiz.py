@@ -238,3 +238,31 @@ def test_hint_and_reveal_go_one_above_the_other_in_a_narrow_column(panel, tmp_pa
     panel.resize(600, 700)
     qtbot.wait(50)
     assert panel.buttons_row.direction() == QBoxLayout.LeftToRight
+
+
+def test_reveal_and_hint_scroll_a_short_column_to_what_they_show(panel, tmp_path, qtbot):
+    """In presentation mode at 1280x720 the verdict sat below the fold (612 px
+    of a 467 px column) and the keys that would scroll step the timeline there
+    (UX review): Reveal and Hint bring what they show to the column's top."""
+    from PySide6.QtCore import QPoint
+    panel.set_scenario(make(tmp_path))
+    panel.set_text_scale(1.6)
+    panel.resize(300, 260)
+    panel.show()
+    qtbot.waitExposed(panel)
+    view = panel.scroll.viewport()
+
+    def top(label):
+        return label.mapTo(view, QPoint(0, 0)).y()
+
+    def in_view(label):       # its start, and as much of it as the view can hold
+        return 0 <= top(label) and top(label) + min(label.height(), view.height() - 8) \
+            <= view.height()
+    assert not in_view(panel.result_label) or panel.result_label.isHidden()
+    panel.show_hint()
+    qtbot.waitUntil(lambda: in_view(panel.hint_label))
+    panel.scroll.verticalScrollBar().setValue(0)
+    panel.choose("B")
+    panel.reveal()
+    qtbot.waitUntil(lambda: in_view(panel.result_label))
+    assert top(panel.explanation_label) < view.height()        # the Why starts on screen

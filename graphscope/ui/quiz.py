@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import (QBoxLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
                                QSizePolicy, QVBoxLayout, QWidget)
@@ -337,6 +337,7 @@ class QuizPanel(QWidget):
         self.hint_shown = True
         self.hint_label.setText(f"<b>Hint</b><br>{rich(self.scenario.hint)}")
         self.hint_label.show()
+        self._bring_to_top(self.hint_label)
 
     def reveal(self):
         """Mark the right option (and a wrong pick), show explanation, note and
@@ -378,7 +379,26 @@ class QuizPanel(QWidget):
         self._update_score()
         self._set_output_hidden(False)
         self._apply_style()
+        self._bring_to_top(self.result_label)
         self.reveal_requested.emit(self.scenario)
+
+    def _bring_to_top(self, label) -> None:
+        """Scroll the column so that ``label`` (the verdict, the hint) starts at
+        its top once laid out: in presentation mode at 1280x720 the verdict sat at
+        612 px of a 467 px column, and the keys that would scroll step the
+        timeline there (UX review). A column with room does not move."""
+        def scroll():
+            body = self.scroll.widget()
+            if body is None or label.isHidden():
+                return
+            body.layout().activate()
+            top = label.mapTo(body, QPoint(0, 0)).y()
+            view = self.scroll.viewport().height()
+            bar = self.scroll.verticalScrollBar()
+            if top + min(label.height(), view) > bar.value() + view or top < bar.value():
+                bar.setValue(min(bar.maximum(), max(0, top - 8)))
+        scroll()
+        QTimer.singleShot(0, self, scroll)   # (again once the labels' heights are final)
 
     # NOTE [keys that pick]: a digit picks by place (1 the first option, up to 8);
     # a letter A-G picks the option keyed that letter, or, when no option is keyed
