@@ -1657,3 +1657,33 @@ def test_a_step_that_draws_nothing_says_what_it_did(qtbot, window):
     assert note.startswith("Line 4 ran ") and "drawn where the graph uses it" in note
     w.step_last()
     assert w.inspector.title_label.text() != "Nothing drawn"
+
+
+def test_tab_goes_round_the_window_and_ctrl_tab_leaves_the_code(qtbot, window):
+    """With one side tab (no quiz) its bar is hidden, and Tab stopped on the
+    Console/Problems bar for ever: the tab widget handed its focus to the
+    hidden bar (UX review). In the code Tab indents, so Ctrl+Tab leaves it."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+    w = window
+    w.load_snippet("x = 1\n", "snippet.py")
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w)
+    assert w.side_tabs.count() == 1
+    w.console.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is not None)
+    seen = []
+    for _ in range(30):
+        QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        seen.append(QApplication.focusWidget())
+        if seen[-1] is w.editor:
+            break
+    assert w.editor in seen, [type(f).__name__ for f in seen]
+    QTest.keyClick(w.editor, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
+    assert QApplication.focusWidget() is not w.editor
+    assert w.editor.toPlainText() == "x = 1\n"           # nothing typed on the way out
+    w.editor.setFocus()
+    QTest.keyClick(w.editor, Qt.Key.Key_Backtab,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert QApplication.focusWidget() is not w.editor
+    assert w.editor.toPlainText() == "x = 1\n"

@@ -519,6 +519,17 @@ class CodeEditor(QPlainTextEdit):
 
     # -- typing: NOTE [editor indentation] in editor_indent.py ------------------------
     def keyPressEvent(self, event) -> None:
+        key = event.key()
+        if key in (Qt.Key.Key_Tab, Qt.Key.Key_Backtab) and \
+                event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            # Tab indents here, so Ctrl+Tab (Ctrl+Shift+Tab back) leaves the code for
+            # the next pane, as in Qt's own text fields with tabChangesFocus: without
+            # a mouse the editor was a room with no door (UX review)
+            back = key == Qt.Key.Key_Backtab or bool(
+                event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            QWidget.focusNextPrevChild(self, not back)
+            event.accept()
+            return
         edit = None if self.isReadOnly() else self._indent_edit(event)
         if edit is None:
             super().keyPressEvent(event)

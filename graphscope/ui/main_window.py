@@ -195,6 +195,10 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.side_tabs = QTabWidget(self)
         self.side_tabs.setObjectName("SideTabs")
         self.side_tabs.setTabBarAutoHide(True)
+        # Tab passes to its bar when that is shown: the tab widget's own focus goes
+        # to its bar, and a hidden one (one tab) took none and held Tab where it was,
+        # the Console/Problems bar, for ever (UX review: a keyboard trap)
+        self.side_tabs.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.side_tabs.setDocumentMode(True)
         self.side_tabs.addTab(self.inspector, "Inspector")
 
@@ -299,7 +303,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         body = "".join(f"<tr><td>{html.escape(t)}</td><td><b>{html.escape(k)}</b></td></tr>"
                        for t, k in rows)
         return ("<p>Keys work where the keyboard is: in the code they type, on the graph "
-                "they step and pick answers. Click the graph or the code to choose.</p>"
+                "they step and pick answers. Click the graph or the code to choose, or "
+                "move with Tab (in the code, where Tab indents: Ctrl+Tab, "
+                "Ctrl+Shift+Tab).</p>"
                 f"<table cellspacing='4'>{body}</table>")
 
     def show_shortcuts(self) -> None:
