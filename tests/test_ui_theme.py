@@ -205,3 +205,23 @@ def test_a_disabled_text_button_looks_disabled(qtbot, name):
     b.setEnabled(False)
     off = strongest_ink()
     assert off < on * 0.85, (on, off)
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_the_pause_icon_shows_on_the_pressed_play_button(qtbot, tmp_path, name):
+    """In high contrast the pressed Play button is white and its pause icon was
+    white too: a blank square while playing (UX review)."""
+    from PySide6.QtCore import QSettings
+    from graphscope.ui.main_window import MainWindow
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
+                   theme=name)
+    qtbot.addWidget(w)
+    bar = w.timeline_bar
+    bar.set_playing(True)
+    t = get_theme(name)
+    img = bar.play_button.icon().pixmap(64, 64).toImage()
+    ink = img.pixelColor(int(64 * 0.35), 32)          # the middle of the pause's left bar
+    assert ink.alpha() > 200
+    assert contrast(ink.name(), t.selection_bg) >= 3.0, (ink.name(), t.selection_bg)
+    bar.set_playing(False)
+    w.controller.shutdown()

@@ -481,7 +481,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.console.set_colors(t.text, t.error, t.text_muted)
         self.problems.colors = {"error": t.error, "warning": t.warning, "info": t.accent}
         # forward in the "tracked" blue, backward in the colour of the current-node ring
-        self.timeline_bar.set_colors(t.tracked_border, t.current, t.border, t.text)
+        self.timeline_bar.set_colors(t.tracked_border, t.current, t.border, t.text,
+                                     t.selection_text)
         self.banner.set_colors(_blend(t.panel_bg, t.error, 0.12), t.text, t.error, t.text)
         self.inspector.set_colors(t.panel_bg, t.text, t.accent)
         self.inspector.set_legend(t)

@@ -415,6 +415,7 @@ class TimelineBar(QWidget):
             lambda i: self.speed_changed.emit(SPEEDS[i][1]))
         lay.addWidget(self.speed_box)
         self._icon_color = "#1f2937"
+        self._checked_icon_color = "#0B1F33"
         self.set_text_scale(1.0)
         # nothing to step through yet: greyed as the toolbar's are (they looked usable
         # under "0 / 0" before the first run)
@@ -431,7 +432,11 @@ class TimelineBar(QWidget):
     def set_playing(self, playing: bool) -> None:
         self.play_button.blockSignals(True)
         self.play_button.setChecked(playing)
-        self.play_button.setIcon(control_icon("pause" if playing else "play", self._icon_color))
+        # pressed while playing: drawn in the colour of text on a pressed button (in
+        # high contrast a white pause on the white pressed background was a blank
+        # square: UX review)
+        self.play_button.setIcon(control_icon("pause", self._checked_icon_color) if playing
+                                 else control_icon("play", self._icon_color))
         self.play_button.blockSignals(False)
 
     def is_playing(self) -> bool:
@@ -474,11 +479,15 @@ class TimelineBar(QWidget):
         for b in (self.forward_button, self.last_button):
             b.setEnabled(value < total)
 
-    def set_colors(self, forward: str, backward: str, track: str, handle: str) -> None:
+    def set_colors(self, forward: str, backward: str, track: str, handle: str,
+                   pressed_text: str | None = None) -> None:
+        """The strip's colours; ``handle`` is the icons' too, ``pressed_text`` the
+        pause icon's on the pressed Play button (the theme's selection text)."""
         self.strip.colors.update(op=QColor(forward), backward=QColor(backward),
                                  track=QColor(track), handle=QColor(handle), text=QColor(handle))
         self.strip.update()
         self._icon_color = handle
+        self._checked_icon_color = pressed_text or handle
         for b, kind in ((self.first_button, "first"), (self.back_button, "back"),
                         (self.forward_button, "forward"), (self.last_button, "last")):
             b.setIcon(control_icon(kind, handle))
