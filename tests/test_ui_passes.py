@@ -254,6 +254,38 @@ def test_a_scenario_focus_fills_the_static_request(qtbot):
     assert panel.request()["target"] == "f" and panel.request()["inputs"] == [DEFAULT_INPUT]
 
 
+def test_a_plain_files_own_call_fills_the_example_input(qtbot):
+    """A plain file (no scenario focus) left Example input empty though the
+    snippet calls ``net(torch.randn(3, 4))``, and its grey placeholder looked
+    like a value given; each capture then said "PyTorch says: _NeedsInputs",
+    GraphScope's own exception (UX review)."""
+    from graphscope import protocol as P
+    from graphscope.capture.static import _NeedsInputs, _failure
+    src = ("import torch\nimport torch.nn as nn\n"
+           "class Net(nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n"
+           "    def forward(self, x):\n        return self.fc(x)\n"
+           "net = Net()\nout = net(torch.randn(3, 4))\nnet(torch.zeros(1, 4))\n")
+    panel = StaticPanel()
+    qtbot.addWidget(panel)
+    assert panel.inputs.placeholderText().startswith("e.g.")
+    panel.set_source(src)
+    assert panel.request()["target"] == "net"
+    assert panel.request()["inputs"] == ["torch.randn(3, 4)"]
+    assert panel.request()["second_inputs"] == ["torch.zeros(1, 4)"]
+    panel.inputs.setText("torch.ones(5, 4)")              # the learner's own stays
+    panel.set_source(src + "\n")
+    assert panel.request()["inputs"] == ["torch.ones(5, 4)"]
+    # nothing given and nothing to read: GraphScope says so in its own words
+    r = _failure("jit", "net", _NeedsInputs("torch.jit.trace runs the code once with a real "
+                                            "input; none was given."), "snippet.py")
+    view = panel.views["jit"]
+    view.set_result(P.to_dict(r))
+    text = view.verdict.toPlainText()
+    assert "PyTorch says" not in text and "_NeedsInputs" not in text
+    assert "Example input" in text
+
+
 def test_a_static_capture_of_a_snippet_no_longer_open_is_not_shown(qtbot, tmp_path):
     """A capture requested, then another scenario opened before it came back: its
     results read as the new snippet's (robustness review)."""

@@ -308,10 +308,16 @@ def _failure(kind, target_name, e, filename) -> P.StaticResult:
     where = f" (line {line})" if line else ""
     tool = {"fx": "torch.fx.symbolic_trace", "jit": "torch.jit.trace",
             "export": "torch.export.export", "explain": "torch._dynamo.explain"}[kind]
+    error = {"type": typ, "message": msg[:4000], "explanation": expl, "line": line}
+    if isinstance(e, _NeedsInputs):
+        # GraphScope's own word, not PyTorch's ("PyTorch says: _NeedsInputs: ...":
+        # UX review), and what to do about it
+        error = {"type": "", "message": "", "explanation": expl, "line": None, "ours": True}
+        expl += " Type one in Example input above, as Python (torch.randn(3, 4)), and capture again."
+        where = ""
     return P.StaticResult(kind=kind, target=target_name, ok=False,
                           summary=f"{tool} could not capture {target_name}{where}: {expl}",
-                          error={"type": typ, "message": msg[:4000], "explanation": expl,
-                                 "line": line})
+                          error=error)
 
 
 def explain_error(kind: str, typ: str, msg: str) -> str:

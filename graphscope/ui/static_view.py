@@ -220,8 +220,9 @@ class StaticResultView(QWidget):
             why = err.get("explanation") or ""
             if why and why not in (r.get("summary") or ""):    # said once is enough
                 parts.append(f"<p><b>Why{line}:</b> {html.escape(why)}</p>")
-            parts.append(f"<p><i>PyTorch says:</i> <code>{html.escape(err.get('type', ''))}: "
-                         f"{html.escape(_first_line(err.get('message', '')))}</code></p>")
+            if not err.get("ours"):   # (GraphScope's own "no input": no PyTorch message)
+                parts.append(f"<p><i>PyTorch says:</i> <code>{html.escape(err.get('type', ''))}: "
+                             f"{html.escape(_first_line(err.get('message', '')))}</code></p>")
         for w in r.get("warnings") or []:
             line = f" (line {w['line']})" if w.get("line") else ""
             parts.append(f"<p><b>{html.escape(w['category'])}{line}:</b> "
@@ -294,9 +295,13 @@ class StaticPanel(QWidget):
         self.target = QComboBox(self)
         self.target.setEditable(True)
         self.inputs = QLineEdit(self)
-        self.inputs.setPlaceholderText("torch.tensor([1.0, 2.0])   (one expression per argument, ; between)")
+        # "e.g.": the grey example read as an input already given (UX review)
+        self.inputs.setPlaceholderText("e.g. torch.randn(3, 4)   (one expression per argument, ; between)")
         self.second = QLineEdit(self)
-        self.second.setPlaceholderText("torch.tensor([-1.0, -3.0])   (should take the other branch)")
+        self.second.setPlaceholderText("e.g. torch.tensor([-1.0, -3.0])   (should take the other branch)")
+        self._source = ""
+        self._offered = ("", "")     # the inputs last filled in from the snippet
+        self.target.currentTextChanged.connect(self._offer_inputs)
         self.with_timing = QCheckBox("also time eager vs traced", self)
         self.button = QPushButton("Capture statically", self)
         self.button.clicked.connect(self.request_capture)
@@ -332,12 +337,30 @@ class StaticPanel(QWidget):
         col.addWidget(self.tabs, 1)
 
     def set_source(self, source: str) -> None:
-        """Offer the snippet's functions and modules as targets."""
+        """Offer the snippet's functions and modules as targets, and for the one
+        chosen the inputs the snippet itself passes it (``infer_request``) while
+        the learner has typed none: a plain file's ``net(torch.randn(3, 4))``
+        left the box empty, and each capture failed for want of an input (UX
+        review)."""
         current = self.target.currentText()
+        self._source = source
+        self.target.blockSignals(True)
         self.target.clear()
         self.target.addItems(candidate_targets(source))
         if current:
             self.target.setCurrentText(current)
+        self.target.blockSignals(False)
+        self._offer_inputs()
+
+    def _offer_inputs(self, *_args) -> None:
+        typed = self.inputs.text().strip(), self.second.text().strip()
+        if any(typed) and typed != self._offered:
+            return       # the learner's own
+        target = self.target.currentText().strip()
+        _t, inputs, second = infer_request(target, self._source) if target else ("", [], [])
+        self.inputs.setText("; ".join(inputs))
+        self.second.setText("; ".join(second))
+        self._offered = ("; ".join(inputs), "; ".join(second))
 
     def set_focus(self, focus: str, source: str) -> None:
         """Fill the request for a scenario's ``focus`` (see ``infer_request``);
@@ -349,9 +372,12 @@ class StaticPanel(QWidget):
                                 "input and press \u201cCapture statically\u201d.")
 
     def set_request(self, target: str, inputs=(), second_inputs=()) -> None:
+        self.target.blockSignals(True)
         self.target.setCurrentText(target)
+        self.target.blockSignals(False)
         self.inputs.setText("; ".join(inputs))
         self.second.setText("; ".join(second_inputs))
+        self._offered = ("; ".join(inputs), "; ".join(second_inputs))
 
     def request(self) -> dict:
         split = lambda s: [x.strip() for x in s.split(";") if x.strip()]
