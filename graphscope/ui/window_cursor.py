@@ -10,6 +10,7 @@ import bisect
 import dataclasses
 from typing import Optional
 
+from graphscope.model.summary import counted
 from graphscope.model.timeline import nothing_drawn_text
 from graphscope.ui.end_status import end_status
 
@@ -125,7 +126,8 @@ class CursorViews:
             self._fit_if_auto()
         self.editor.set_marker_line(None if self._edited else frame.line)
         cur = frame.current
-        self.console.show_outputs(live.trace.outputs, frame.outputs_upto, self._console_note())
+        self.console.show_outputs(live.trace.outputs, frame.outputs_upto,
+                                  self._console_note(frame.outputs_upto))
         phase = ""
         if cur is not None:
             phase = "backward" if cur.kind.startswith("backward") else "forward"
@@ -191,18 +193,39 @@ class CursorViews:
                                         retained_grads={}, error=None, values_hidden=True)
         return frame
 
-    def _console_note(self) -> Optional[str]:
+    def _console_note(self, upto: Optional[int] = None) -> Optional[str]:
         """What the console says after the output at the last step: that output was
         cut at the limit (a print over it showed an empty console and no word of
         why: GUI review), and how the run ended when it did not end well."""
         live = self.live
         end = live.trace.end if live else None
-        if end is None or live.timeline.cursor < len(live.timeline) - 1:
+        if end is None:
             return None
+        if live.timeline.cursor < len(live.timeline) - 1:
+            return self._later_note(live, upto)
         cut = live.trace.output_cut
         cut = f"[{cut.message}]\n" if cut is not None else ""
         said = self._end_note(end)
         return (cut + (said or "")) or None
+
+    def _later_note(self, live, upto: Optional[int]) -> Optional[str]:
+        """Before the last step of a finished run: how much it printed after this
+        step (the console shows what was printed up to the step). An empty console
+        under "Finished", the cursor at step 18 of 12,510, read as a run that
+        printed nothing (UX review)."""
+        outputs = live.trace.outputs
+        if upto is None or upto >= len(outputs):
+            return None
+        # (a print is several chunks: "0", " ", "1.25", "\n"; lines are counted by
+        # their ends, and a last line without one)
+        known = getattr(self, "_output_lines", None)    # (outputs, line ends before each chunk)
+        if known is None or known[0] is not outputs or len(known[1]) != len(outputs) + 1:
+            before = [0]
+            for o in outputs:
+                before.append(before[-1] + o.text.count("\n"))
+            known = self._output_lines = (outputs, before)
+        lines = known[1][-1] - known[1][upto] + (not outputs[-1].text.endswith("\n"))
+        return f"[{counted(lines, 'more line')} printed after this step]\n" if lines else None
 
     def _end_note(self, end) -> Optional[str]:
         if end.status == "error" and end.error:
