@@ -654,10 +654,18 @@ def test_help_lists_the_keys_and_export_is_under_file_too(window, folder, qtbot)
     for words in ("Run", "F5", "Step back", "Hint", "Reveal", "Fit the graph",
                   "Presentation mode", "Pick a quiz answer"):
         assert words in html_text, words
+    assert "A-G" in html_text and "PageDown" not in html_text
     window.shortcuts_action.trigger()
     assert window.shortcuts_dialog.isVisible()
     assert "Ctrl+Shift+P" in window.shortcuts_dialog.browser.toPlainText()
     window.shortcuts_dialog.close()
+    # in presentation mode B blanks the screen: the digits pick, and the keys
+    # that step there are listed (UX review: "A-G" and no word of Space)
+    c.presentation.set_active(True)
+    html_text = window.shortcuts_html()
+    assert "A-G" not in html_text and "B blanks the screen" in html_text
+    assert "PageDown" in html_text and "Space" in html_text
+    c.presentation.set_active(False)
 
 
 def test_the_scenario_browser_opened_from_the_menu_gets_its_share(window, folder, qtbot):

@@ -298,7 +298,12 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
                 rows.append((text, ", ".join(keys)))
         rows.sort(key=lambda r: r[0].lower())
         if answers:
-            rows.append(("Pick a quiz answer", "A-G (its key), 1-8 (its place)"))
+            # (in presentation mode B blanks the screen: the digits pick there, UX review)
+            rows.append(("Pick a quiz answer", "1-8 (its place); B blanks the screen"
+                         if self.presenting else "A-G (its key), 1-8 (its place)"))
+        if self.presenting:
+            rows += [("Step forward / back (a clicker's keys)", "PageDown / PageUp"),
+                     ("Step forward / back (on the graph)", "Space, Right, Down / Left, Up")]
         rows += [(f"{t} (on the graph)", k) for t, k in self.CANVAS_KEYS]
         body = "".join(f"<tr><td>{html.escape(t)}</td><td><b>{html.escape(k)}</b></td></tr>"
                        for t, k in rows)
