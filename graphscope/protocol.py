@@ -261,6 +261,11 @@ class Ready:
 # (``os.closerange(3, ...)``): the worker, the runner and the window agree on it.
 EXIT_PIPE_CLOSED = 72
 
+# The message of the EOFError ``input()`` raises in the worker, which has no
+# keyboard (capture/output.py); the window explains it (model/diagnostics.py)
+INPUT_EOF = ("input() is not available: GraphScope runs the snippet without a keyboard, "
+             "so stdin is at end of file. Put the value in the code instead.")
+
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
 class Run:
     """Window -> worker: run this snippet (sent once; a worker runs one snippet)."""

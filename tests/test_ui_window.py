@@ -1715,3 +1715,18 @@ def test_a_long_run_playing_from_the_start_says_how_to_see_its_end(qtbot, window
     assert "more line" not in w.console.text()
     run_source(qtbot, w, "print('hi')\n", speed=5)          # short: nothing to add
     assert "Playing it at" not in w.status_text()
+
+
+def test_input_is_explained_in_graphscopes_own_words(qtbot, window):
+    """input() raised GraphScope's own EOFError, and the banner said "GraphScope
+    has no explanation of its own for this one" beside it, under "Python
+    says:" (UX review)."""
+    w = window
+    end = run_source(qtbot, w, "name = input('Your name? ')\nprint('hi', name)\n")
+    assert end.status == "error" and end.error.type == "EOFError"
+    b = w.banner
+    assert b.title_label.text() == "input() at line 1 has no keyboard here"
+    shown = b.shown_text()
+    assert "no explanation of its own" not in shown
+    assert "(name = input('Your name? '))" in shown and 'name = "Ada"' in shown
+    assert b.source_caption.text().startswith("GraphScope says")

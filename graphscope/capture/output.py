@@ -346,8 +346,7 @@ class ClosedStdin(io.TextIOBase):
         return False
 
 
-INPUT_EOF = ("input() is not available: GraphScope runs the snippet without a keyboard, "
-             "so stdin is at end of file. Put the value in the code instead.")
+INPUT_EOF = P.INPUT_EOF
 
 
 _python_input = builtins.input

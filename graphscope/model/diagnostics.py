@@ -425,6 +425,22 @@ def _stopped(ctx: _Context) -> Diagnosis:
                      ctx.error.line, [], "stopped")
 
 
+def _no_keyboard(ctx: _Context) -> Diagnosis:
+    """input() in the worker: GraphScope's own EOFError (capture/output.py). The
+    generic words said "GraphScope has no explanation of its own for this one"
+    beside GraphScope's own explanation (UX review)."""
+    e = ctx.error
+    where = f" at line {e.line}" if e.line else ""
+    asked = ctx.line_text(e.line)
+    text = ("GraphScope runs the snippet in a process of its own, with no keyboard: "
+            f"input(){where} found the end of its input at once and raised EOFError, as "
+            "python does when nothing is typed or piped in"
+            + (f" ({asked})." if asked else "."))
+    fix = ("Write the value into the code instead of asking for it: name = \"Ada\" "
+           "for name = input(), n = 3 for n = int(input()).")
+    return Diagnosis(f"input(){where} has no keyboard here", text, fix, e.line, [], "input")
+
+
 def _generic(ctx: _Context) -> Diagnosis:
     e = ctx.error
     where = f" at line {e.line}" if e.line else ""
@@ -450,6 +466,7 @@ _HANDLERS = [
     (lambda t, m: t == "Timeout", _timeout),
     (lambda t, m: t == "Crash", _crash),
     (lambda t, m: t == "Stopped", _stopped),
+    (lambda t, m: t == "EOFError" and m == P.INPUT_EOF, _no_keyboard),
     (_has("does not require grad and does not have a grad_fn"), _no_grad_fn),
     (_has("grad can be implicitly created only for scalar outputs"), _non_scalar),
     (_has("backward through the graph a second time",

@@ -967,6 +967,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             end.status, "Message:")
         if end.status == "error" and python_says(err, live.trace):
             caption = "Python says:"
+        if diag.kind == "input":
+            caption = "GraphScope says:"     # (its own EOFError: P.INPUT_EOF)
         self.banner.show_diagnosis(diag, err, caption)
         self.editor.set_error_line(None if self._edited else err.line)
         self._banner_ready = True
