@@ -28,6 +28,12 @@ def no_leaked_workers():
     """After each test: no worker left but the shared runner's warm one."""
     before = children()
     yield
+    # a test that failed while its run went on (an interrupt that did nothing and
+    # a runaway loop) left the shared runner busy: the next test's start was
+    # refused with "a run is already in progress" and failed too
+    if shared_runner().running:
+        shared_runner().stop()
+        shared_runner().wait(5)
     leaked = children() - before - shared_runner().worker_pids()
     assert not leaked, f"worker processes left behind: {leaked}"
 
