@@ -1730,3 +1730,12 @@ def test_input_is_explained_in_graphscopes_own_words(qtbot, window):
     assert "no explanation of its own" not in shown
     assert "(name = input('Your name? '))" in shown and 'name = "Ada"' in shown
     assert b.source_caption.text().startswith("GraphScope says")
+
+
+def test_the_banner_keeps_pythons_did_you_mean(qtbot, window):
+    """Python adds "Did you mean: 'total'?" when it prints a NameError; the
+    banner showed the message without it (UX review)."""
+    w = window
+    end = run_source(qtbot, w, "total = 1\nprint(totl)\n")
+    assert end.status == "error" and end.error.type == "NameError"
+    assert "Did you mean: 'total'?" in w.banner.message_label.text()

@@ -212,6 +212,12 @@ class ErrorBanner(QFrame):
         message = f"{error.type}: {error.message}" if error else ""
         if error is not None and error.type in ("Crash", "Timeout", "Stopped"):
             message = error.message
+        elif error is not None and error.traceback:
+            # as python prints it: its hint ("Did you mean: 'y'?") is added when the
+            # traceback is printed, not part of the message (UX review)
+            last = error.traceback.rstrip("\n").rsplit("\n", 1)[-1]
+            if last.startswith(message) and len(last) > len(message):
+                message = last
         line = (getattr(diagnosis, "line", None) if diagnosis else None) or (
             error.line if error else None)
         if diagnosis is None:
