@@ -442,6 +442,13 @@ def load_lesson(path) -> Lesson:
     """A lesson file: ``title``, optional ``description``, ``scenarios = [ids]``."""
     path = Path(path)
     data, lines = _read_toml(path)
+    if "snippet" in data and "scenarios" not in data:
+        # the mirror of load_file's: one line, not "missing field 'scenarios' (and
+        # 13 more problems)" (UX review)
+        raise ScenarioError([f"{path}:1: a scenario file, not a lesson: open it with "
+                             f"--scenario {data.get('id') or path.stem} (with --scenarios "
+                             f"{path.parent} if it is not a bundled one), or list its id in "
+                             "a lesson's scenarios"])
     problems = []
 
     def bad(key, message):

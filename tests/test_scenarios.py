@@ -403,6 +403,18 @@ def test_a_lesson_among_scenarios_is_one_line_saying_what_it_is(tmp_path):
         f"Open lesson\u2026), and {tmp_path}, the folder above lessons/, with --scenarios"])
 
 
+def test_a_scenario_opened_as_a_lesson_is_one_line_saying_what_it_is(tmp_path):
+    """`--lesson scenarios/detach.toml` said "missing field 'scenarios' (and 13
+    more problems)" (UX review)."""
+    one = write(tmp_path, "one.toml", GOOD.format(id="one"))
+    with pytest.raises(S.ScenarioError) as e:
+        S.load_lesson(one)
+    assert e.value.problems == [
+        f"{one}:1: a scenario file, not a lesson: open it with --scenario one (with "
+        f"--scenarios {tmp_path} if it is not a bundled one), or list its id in a "
+        "lesson's scenarios"]
+
+
 def test_an_empty_file_is_called_empty(tmp_path):
     """Eleven missing-field lines for a scenario, two for a lesson."""
     (tmp_path / "lessons").mkdir()
