@@ -391,12 +391,13 @@ class Classroom(QObject):
         self._lesson_actions()
 
     def _lesson_actions(self) -> None:
-        """Next / Previous scenario work while a lesson is open: at its ends they say
-        so (disabled there, N on the last scenario did nothing: teacher review);
-        the lesson bar's buttons grey out where the lesson cannot move."""
-        has = bool(self.walker.scenarios)
-        self.next_action.setEnabled(has)
-        self.prev_action.setEnabled(has)
+        """Next / Previous scenario always answer: at a lesson's ends they say so
+        (disabled there, N on the last scenario did nothing: teacher review), and
+        without a lesson that none is open (disabled, N fell to the graph, whose
+        "the graph has the keyboard" answered nothing: UX review); the lesson
+        bar's buttons grey out where the lesson cannot move."""
+        self.next_action.setEnabled(True)
+        self.prev_action.setEnabled(True)
 
     def _on_snippet_loaded(self):
         """A snippet that is not the scenario's (a file, New): the quiz is left.
