@@ -1739,3 +1739,19 @@ def test_the_banner_keeps_pythons_did_you_mean(qtbot, window):
     end = run_source(qtbot, w, "total = 1\nprint(totl)\n")
     assert end.status == "error" and end.error.type == "NameError"
     assert "Did you mean: 'total'?" in w.banner.message_label.text()
+
+
+def test_the_inspector_fits_its_column_at_1024_by_768(qtbot, window):
+    """The legend's longest word (requires_grad=True) made the inspector's body
+    201 px wide in a 178 px view at 1024x768: every line was cut at the right
+    edge, with no way to scroll sideways (UX review)."""
+    from PySide6.QtWidgets import QScrollArea
+    w = window
+    w.resize(1024, 768)
+    run_source(qtbot, w, BASIC)
+    w.step_last()
+    w.select_node(node_by_label(w, "x").id)
+    qtbot.wait(50)
+    area = w.inspector.findChild(QScrollArea)
+    assert area.widget().width() <= area.viewport().width()
+    assert area.widget().minimumSizeHint().width() <= area.viewport().width()

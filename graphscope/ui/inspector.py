@@ -181,8 +181,13 @@ class Inspector(QWidget):
         for i, (spec, text) in enumerate(rows):
             icon = QLabel(self.legend)
             icon.setPixmap(swatch(spec, h * 2.6, h * 1.15, body, dpr))
-            label = QLabel(text, self.legend)
+            # narrow columns (1024x768): the legend's longest word, requires_grad=True,
+            # made the body 201 px wide in a 178 px view, and every line of the
+            # inspector was cut at the right (UX review); it breaks after "=" now
+            # and the label shrinks as the grid's values do
+            label = QLabel(text.replace("=", "=\u200b"), self.legend)
             label.setWordWrap(True)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
             label.setFont(body)
             grid.addWidget(icon, i, 0, Qt.AlignmentFlag.AlignTop)
             grid.addWidget(label, i, 1)
