@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
@@ -46,6 +46,9 @@ def matches(scenario, text: str) -> bool:
         getattr(scenario, "difficulty", ""), " ".join(getattr(scenario, "tags", ()) or ()),
         getattr(scenario, "snippet", ""))).lower()
     return all(w in hay for w in words)
+
+
+NARROW_TREE = 240   # px: below, the tree shows titles alone (ScenarioBrowser._rewrap)
 
 
 class _Tree(QTreeWidget):
@@ -107,7 +110,7 @@ class ScenarioBrowser(QWidget):
             # they set the browser's, and so the window's, smallest width
             box.setSizeAdjustPolicy(
                 QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            box.setMinimumContentsLength(8)
+            box.setMinimumContentsLength(4)
         row.addWidget(self.category_box, 1)
         row.addWidget(self.difficulty_box, 1)
         lay.addLayout(row)
@@ -270,7 +273,16 @@ class ScenarioBrowser(QWidget):
             self.tree.setCurrentItem(first.child(0))
 
     def _rewrap(self):
-        """Titles wrapped to the title column's width (see ``wrap_text``)."""
+        """Titles wrapped to the title column's width (see ``wrap_text``). In a
+        narrow browser (beside the editor, the graph and a quiz at 1024 px) the
+        difficulty column goes, and the titles take its room: they were cut to
+        four letters ("Conce", "mode") beside a whole "intermediate" (UX review);
+        the difficulty filter and the quiz's heading still say it."""
+        narrow = self.tree.viewport().width() < NARROW_TREE
+        if self.tree.isColumnHidden(1) != narrow:
+            self.tree.setColumnHidden(1, narrow)
+            # (the title column takes the room once the header is laid out again)
+            QTimer.singleShot(0, self, self._rewrap)
         width = self.tree.header().sectionSize(0) - 2 * self.tree.indentation() - 12
         if width < 60:
             return
