@@ -354,3 +354,25 @@ def test_a_pass_is_shown_whole_in_a_short_panel_and_after_a_resize(qtbot, depth_
     assert panel.split.orientation() == Qt.Orientation.Vertical
     for canvas in (panel.canvas_a, panel.canvas_b):
         assert canvas.view_aspect() > 1.0
+
+
+def test_the_timing_plot_takes_the_windows_theme_and_text_size(qtbot, tmp_path):
+    """In high-contrast presentation mode the rebuild-cost plot stayed a white
+    panel with 9-10 px grey axis text (UX review)."""
+    from PySide6.QtCore import QSettings
+    from graphscope.ui.main_window import MainWindow
+    from graphscope.ui.theme import get_theme
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    timing = w._passes_views["timing"]
+    w.set_theme("high-contrast")
+    t = get_theme("high-contrast")
+    assert timing.plot.backgroundBrush().color().name().lower() == t.panel_bg.lower()
+    axis = timing.plot.getAxis("bottom")
+    assert axis.textPen().color().name().lower() == t.text.lower()
+    small = axis.style["tickFont"].pointSizeF() if axis.style.get("tickFont") else 0
+    w.set_text_scale(1.8)
+    big = axis.style["tickFont"].pointSizeF()
+    assert big >= 1.8 * 9 and big > small
+    assert not timing.plot.getAxis("left").autoSIPrefix     # no "(x0.001)" on the label
+    w.controller.shutdown()

@@ -491,6 +491,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.banner.set_colors(_blend(t.panel_bg, t.error, 0.12), t.text, t.error, t.text)
         self.inspector.set_colors(t.panel_bg, t.text, t.accent)
         self.inspector.set_legend(t)
+        for plot in self._panel_plots():
+            plot.set_colors(t.panel_bg, t.text)
         for a, kind in ((self.first_action, "first"), (self.back_action, "back"),
                         (self.forward_action, "forward"), (self.last_action, "last"),
                         (self.play_action, "play")):
@@ -509,6 +511,8 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             w.set_text_scale(f)
         for c in (self.canvas, *self._panel_canvases()):
             c.set_text_scale(f, reading)
+        for plot in self._panel_plots():
+            plot.set_text_scale(f)
         self.toolbar.setIconSize(QSize(int(24 * f), int(24 * f)))
         self._fit_editor_width()
 
@@ -520,6 +524,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             return []
         return [views["passes"].canvas_a, views["passes"].canvas_b,
                 *(v.canvas for v in views["static"].views.values())]
+
+    def _panel_plots(self) -> list:
+        """The timing panel's plot (themed and scaled with the window)."""
+        views = getattr(self, "_passes_views", None)
+        return [views["timing"]] if views and "timing" in views else []
 
     def _fit_editor_width(self) -> None:
         self.arrange()

@@ -13,6 +13,7 @@ from typing import Optional
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from graphscope.ui.theme import OI_BLUE, OI_ORANGE
@@ -29,6 +30,8 @@ class TimingPanel(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.plot.setLabel("bottom", "iteration")
         self.plot.setLabel("left", "time per iteration (ms)")  # no units=: no SI rescaling
+        # nor a "(x0.001)" after the label for times under a millisecond (UX review)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.addLegend(offset=(10, 10))
         self.verdict = QLabel(self)
         self.verdict.setWordWrap(True)
@@ -42,7 +45,42 @@ class TimingPanel(QWidget):
         col.addWidget(self.caveat)
         self.result: Optional[dict] = None
         self.outliers = 0
+        self._colors = ("#FFFFFF", "#1F2937")
+        self._scale = 1.0
         self.set_result(None)
+
+    # the window's theme and text size (the plot kept a white panel and 9-10 px
+    # grey axis text in high-contrast presentation mode: UX review)
+    def set_colors(self, background: str, foreground: str) -> None:
+        self._colors = (background, foreground)
+        self.plot.setBackground(background)
+        for name in ("left", "bottom"):
+            ax = self.plot.getAxis(name)
+            ax.setPen(foreground)
+            ax.setTextPen(foreground)
+        self._style_legend()
+
+    def set_text_scale(self, f: float) -> None:
+        self._scale = max(0.5, float(f))
+        font = QFont(self.font())
+        font.setPointSizeF(10.0 * self._scale)
+        for name in ("left", "bottom"):
+            ax = self.plot.getAxis(name)
+            ax.setStyle(tickFont=font)
+            ax.label.setFont(font)
+        self._style_legend()
+
+    def _style_legend(self) -> None:
+        legend = self.plot.getPlotItem().legend
+        if legend is None:
+            return
+        legend.setLabelTextColor(self._colors[1])
+        legend.setLabelTextSize(f"{10.0 * self._scale:.0f}pt")
+        bg = QColor(self._colors[0])
+        bg.setAlpha(210)       # over the first points, which it covered: see through
+        legend.setBrush(pg.mkBrush(bg))
+        for _sample, label in legend.items:
+            label.setText(label.text, color=self._colors[1], size=f"{10.0 * self._scale:.0f}pt")
 
     def set_result(self, result: Optional[dict]) -> None:
         """``result``: the ``timing`` entry of ``Trace.static`` (a StaticResult row)."""
@@ -66,6 +104,7 @@ class TimingPanel(QWidget):
                        symbol="o", symbolSize=5, symbolBrush=EAGER, name="eager (graph rebuilt)")
         self.plot.plot(list(range(1, len(traced) + 1)), traced, pen=pg.mkPen(TRACED, width=2),
                        symbol="t", symbolSize=5, symbolBrush=TRACED, name="jit.trace (graph replayed)")
+        self._style_legend()
         for value, colour in ((d.get("eager_median_ms"), EAGER), (d.get("traced_median_ms"), TRACED)):
             if value:
                 self.plot.addItem(pg.InfiniteLine(pos=value, angle=0,
