@@ -10,7 +10,13 @@ NOTE [no small print]: in presentation mode the smallest text is
 ``PRESENTATION_MIN_PX`` (18 px) at scale 1. Parts are scaled by one factor
 relative to their normal size, so the factor is chosen to bring the window's
 body text (``theme.base_font_pt``) to 18 px; the classroom widgets, whose body
-text is ``NORMAL_PX``, are also given the minimum explicitly.
+text is ``NORMAL_PX``, are also given the minimum explicitly. The graph is
+zoomable, so its minimum is kept by the view instead: the auto view keeps node
+labels at least ``canvas_view.PRESENT_PX`` (18 px) on screen. Its second lines
+(shape, the autograd node's name) are 70% of that and its tags ("no grad",
+"freed") smaller still, so that a fitted graph keeps its shape; Bigger text
+raises them with the rest (a UX review measured 12.7 px and 9-10 px: that is
+not yet the hall's 18).
 """
 from __future__ import annotations
 
