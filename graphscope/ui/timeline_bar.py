@@ -472,8 +472,8 @@ class TimelineBar(QWidget):
         self.strip.set_value(value)
         extra = f"  \u2014  {phase}" if phase else ""
         if pass_index is not None:
-            extra += f", pass {pass_index + 1} of {len(self.strip.passes())}"
-        self.position_label.setText(f"Step {value} of {total}{extra}")
+            extra += f", pass {pass_index + 1:,} of {len(self.strip.passes()):,}"
+        self.position_label.setText(f"Step {value:,} of {total:,}{extra}")
         for b in (self.first_button, self.back_button):
             b.setEnabled(value > 0)
         for b in (self.forward_button, self.last_button):
