@@ -717,3 +717,24 @@ def test_export_to_a_name_without_extension_takes_the_format_chosen(window, qtbo
     c.export_dialog("graph", "png")
     assert QImage(str(tmp_path / "noext.png")).width() > 100
     assert "Saved" in window.status_text()
+
+
+def test_tab_reaches_the_inspector_quiz_tab_bar(window, folder, qtbot):
+    """With a quiz beside the inspector the tab bar shows and Tab reaches it:
+    the window's NoFocus on the tab widget (a hidden bar had trapped Tab) was
+    passed on to the bar and took it out of the round (code review)."""
+    from PySide6.QtWidgets import QApplication
+    install_classroom(window, args(scenario="one", scenarios=str(folder)))
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    bar = window.side_tabs.tabBar()
+    assert window.side_tabs.count() == 2 and bar.isVisible()
+    window.canvas.setFocus()
+    seen = []
+    for _ in range(60):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Tab)
+        seen.append(QApplication.focusWidget())
+        if seen[-1] is bar:
+            break
+    assert bar in seen

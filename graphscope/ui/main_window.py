@@ -197,7 +197,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.side_tabs.setTabBarAutoHide(True)
         # Tab passes to its bar when that is shown: the tab widget's own focus goes
         # to its bar, and a hidden one (one tab) took none and held Tab where it was,
-        # the Console/Problems bar, for ever (UX review: a keyboard trap)
+        # the Console/Problems bar, for ever (UX review: a keyboard trap). (Setting
+        # it passes NoFocus on to the bar too: add_side_tab gives a shown bar Tab
+        # focus back, code review)
         self.side_tabs.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.side_tabs.setDocumentMode(True)
         self.side_tabs.addTab(self.inspector, "Inspector")
@@ -637,6 +639,9 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     def add_side_tab(self, widget: QWidget, title: str) -> None:
         """Put a panel (the quiz) in the right column, as a tab beside the inspector."""
         self.side_tabs.addTab(widget, title)
+        # two tabs: the bar shows, and Tab reaches it (NoFocus while it is hidden)
+        self.side_tabs.tabBar().setFocusPolicy(
+            Qt.FocusPolicy.TabFocus if self.side_tabs.count() > 1 else Qt.FocusPolicy.NoFocus)
         self.arrange()
 
     def show_side_tab(self, widget: QWidget) -> None:
