@@ -276,6 +276,17 @@ def test_a_plain_files_own_call_fills_the_example_input(qtbot):
     panel.inputs.setText("torch.ones(5, 4)")              # the learner's own stays
     panel.set_source(src + "\n")
     assert panel.request()["inputs"] == ["torch.ones(5, 4)"]
+    # a scenario's (its focus) stays too when its snippet is run again, also where
+    # the snippet has nothing to read for the target (a run emptied them: code review)
+    panel.set_source("import torch\ndef f(x):\n    return x * 2\n", new_snippet=True)
+    assert panel.request()["target"] == "f" and panel.request()["inputs"] == []
+    panel.set_focus("f", "import torch\ndef f(x):\n    return x * 2\n")
+    assert panel.request()["inputs"] == ["torch.randn(3)"]
+    panel.set_source("import torch\ndef f(x):\n    return x * 2\n")
+    assert panel.request()["inputs"] == ["torch.randn(3)"]
+    panel.set_source(src, new_snippet=True)               # another snippet: its own
+    assert panel.request()["target"] == "net"
+    assert panel.request()["inputs"] == ["torch.randn(3, 4)"]
     # nothing given and nothing to read: GraphScope says so in its own words
     r = _failure("jit", "net", _NeedsInputs("torch.jit.trace runs the code once with a real "
                                             "input; none was given."), "snippet.py")

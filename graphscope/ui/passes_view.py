@@ -424,7 +424,7 @@ def install_passes_views(window) -> dict:
         # static capture is kept across runs of the same snippet, not past it
         on_run_started()
         static.clear_results()
-        static.set_source(window.editor.toPlainText())
+        static.set_source(window.editor.toPlainText(), new_snippet=True)
         timing.set_result(None)
 
     def on_visibility(visible: bool, dock):

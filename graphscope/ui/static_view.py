@@ -336,28 +336,39 @@ class StaticPanel(QWidget):
         col.addLayout(row)
         col.addWidget(self.tabs, 1)
 
-    def set_source(self, source: str) -> None:
+    def set_source(self, source: str, new_snippet: bool = False) -> None:
         """Offer the snippet's functions and modules as targets, and for the one
-        chosen the inputs the snippet itself passes it (``infer_request``) while
-        the learner has typed none: a plain file's ``net(torch.randn(3, 4))``
-        left the box empty, and each capture failed for want of an input (UX
-        review)."""
+        chosen the inputs the snippet itself passes it (``infer_request``): a
+        plain file's ``net(torch.randn(3, 4))`` left the box empty, and each
+        capture failed for want of an input (UX review). ``new_snippet``:
+        another snippet was loaded, whose inputs replace what the boxes held;
+        else (the same snippet, run again) what they hold stays, the learner's
+        and a scenario's alike (a run emptied a scenario's: code review), and
+        only empty boxes are filled."""
         current = self.target.currentText()
         self._source = source
         self.target.blockSignals(True)
         self.target.clear()
         self.target.addItems(candidate_targets(source))
-        if current:
+        if current and not new_snippet:      # (another snippet's target is not this one's)
             self.target.setCurrentText(current)
         self.target.blockSignals(False)
-        self._offer_inputs()
+        empty = not (self.inputs.text().strip() or self.second.text().strip())
+        if new_snippet or empty:
+            self._offer_inputs(force=True)
 
-    def _offer_inputs(self, *_args) -> None:
+    def _offer_inputs(self, *_args, force: bool = False) -> None:
+        """The inputs read from the snippet for the chosen target, over what the
+        boxes hold only when that was read from the snippet too (``force``: over
+        anything); a target without any leaves the boxes as they are unless
+        forced."""
         typed = self.inputs.text().strip(), self.second.text().strip()
-        if any(typed) and typed != self._offered:
-            return       # the learner's own
+        if not force and typed != self._offered:
+            return       # the learner's own, or a scenario's (set_request)
         target = self.target.currentText().strip()
         _t, inputs, second = infer_request(target, self._source) if target else ("", [], [])
+        if not force and not inputs:
+            return
         self.inputs.setText("; ".join(inputs))
         self.second.setText("; ".join(second))
         self._offered = ("; ".join(inputs), "; ".join(second))
@@ -377,7 +388,7 @@ class StaticPanel(QWidget):
         self.target.blockSignals(False)
         self.inputs.setText("; ".join(inputs))
         self.second.setText("; ".join(second_inputs))
-        self._offered = ("; ".join(inputs), "; ".join(second_inputs))
+        self._offered = None     # not read from the snippet: a target change keeps them
 
     def request(self) -> dict:
         split = lambda s: [x.strip() for x in s.split(";") if x.strip()]
