@@ -1886,3 +1886,39 @@ def test_the_current_nodes_glow_leaves_its_neighbours_tags_readable(canvas, qtbo
     x_node = next(ng for ng in geom.nodes.values() if ng.node.label == "x")
     assert abs(w_node.x - x_node.x) < 1 and abs(w_node.y - x_node.y) < 2.5 * w_node.h  # stacked
     assert "x" in decor and decor[-1] == "w"
+
+
+def test_a_cut_label_is_cut_again_from_its_whole_text(canvas, monkeypatch):
+    """The canvas cut the model's cut label again, and "(predictions - …) ** 2"
+    became "(predic……) ** 2" (code review): it goes back to the snippet's whole
+    text of the expression."""
+    import graphscope
+    from PySide6.QtGui import QFontMetricsF
+    from graphscope.ui.canvas_paint import _recut
+    from graphscope.ui.canvas_primitives import font
+    tr = graphscope.trace("import torch\n"
+                          "predictions = torch.ones(3, requires_grad=True)\n"
+                          "targets = torch.zeros(3)\n"
+                          "e = ((predictions - targets) ** 2).mean()\n")
+    graph, layout, tl = shown(canvas, tr)
+    node = next(n for n in graph.nodes.values() if n.label == "(predictions - \u2026) ** 2")
+    assert canvas._full_text(node) == "(predictions - targets) ** 2"
+    named = next(n for n in graph.nodes.values() if n.label == "predictions")
+    assert canvas._full_text(named) is None
+    fm = QFontMetricsF(font(14, True))
+    for letters in (18, 16, 14):
+        width = fm.horizontalAdvance("(predictions - targets) ** 2") * letters / 28
+        cut = _recut(canvas._full_text(node), fm, width)
+        assert cut.count("\u2026") == 1 and fm.horizontalAdvance(cut) <= width, cut
+    # and the canvas does so when big text does not fit the box
+    from graphscope.ui import canvas_paint
+    asked = []
+    real = canvas_paint._recut
+    monkeypatch.setattr(canvas_paint, "_recut", lambda text, *a: (asked.append(text),
+                                                                   real(text, *a))[1])
+    canvas.set_text_scale(2.5)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    canvas.fit()
+    canvas.grab()
+    assert "(predictions - targets) ** 2" in asked
+    assert not any("\u2026" in a for a in asked)

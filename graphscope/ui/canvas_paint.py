@@ -756,7 +756,12 @@ class ScenePainter(RegionPainter, OverlayPainter):
         p.setFont(f)
         p.setPen(qcolor(t.node_text))
         if wide > inner.width() and not _PATH.match(label):
-            label = _recut(label, fm, inner.width())
+            # cut again from the whole expression, not from the model's cut of it
+            # ("(predic……) ** 2": code review); a cut label with no whole text
+            # to go back to is left to Qt's cut below
+            full = self.full_text(node) if "\u2026" in label and self.full_text else None
+            if full or "\u2026" not in label:
+                label = _recut(full or label, fm, inner.width())
         # a parameter's path differs at its end ("enc.cell.weight_ih" and "..._hh"):
         # cut in the middle, where the shared part is
         label = fm.elidedText(label, Qt.ElideMiddle if "." in label and _PATH.match(label)
@@ -836,6 +841,9 @@ class ScenePainter(RegionPainter, OverlayPainter):
     # scene units between a node's box and the tags hung below it: clear of its border
     # (5 px when it marks an error)
     TAG_GAP = 4.0
+    # node -> the whole text its label was cut from, or None (GraphCanvas gives it:
+    # the painter has no trace)
+    full_text = None
 
     def _tag_boxes(self, r, tags) -> list:
         """(tag, box) for each tag: a row hung just below the box, so it covers neither

@@ -24,6 +24,7 @@ from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from graphscope.model.node_text import expr_label
 from graphscope.ui.canvas_paint import ScenePainter
 from graphscope.ui.canvas_primitives import lod_for, qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
@@ -131,6 +132,7 @@ class GraphCanvas(CanvasView, QWidget):
         self._geom.row_pitch = float(getattr(layout, "row_pitch", self._geom.row_pitch))
         self._painter = ScenePainter(self._geom, self._theme, self._text_scale, graph.regions)
         self._painter.sprites = True
+        self._painter.full_text = self._full_text
         self._painter.fade_passes = self._fade_passes   # (a new painter per geometry)
         self._painter.take_frame(self._frame)
         self._selected = self._selected if self._selected in self._geom.nodes else None
@@ -247,6 +249,21 @@ class GraphCanvas(CanvasView, QWidget):
         if self._auto_fit:
             self.fit(keep_auto=True)
         self.update()
+
+    def _full_text(self, node):
+        """The snippet's whole text of the expression a tensor node's label was
+        cut from (``ScenePainter.full_text``), or None."""
+        tr = self._trace
+        if tr is None or node.kind != "tensor" or node.tensor is None:
+            return None
+        op_id = node.op
+        if op_id is None:
+            info = tr.tensors.get(node.tensor)
+            op_id = info.created_by if info is not None else None
+        op = tr.op_by_id(op_id) if op_id is not None else None
+        expr = getattr(op, "expr", None) if op is not None and op.outputs[:1] == [node.tensor] \
+            else None
+        return expr if expr and expr_label(expr) == node.label else None
 
     def text_scale(self) -> float:
         return self._text_scale
