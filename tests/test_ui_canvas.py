@@ -1922,3 +1922,26 @@ def test_a_cut_label_is_cut_again_from_its_whole_text(canvas, monkeypatch):
     canvas.grab()
     assert "(predictions - targets) ** 2" in asked
     assert not any("\u2026" in a for a in asked)
+
+
+def test_a_tick_exactly_the_gap_away_is_drawn(qtbot):
+    """The bisection for the next tick rounded past a call exactly TICK_GAP px
+    on: n=58, width 100, calls 26 and 29 drew one tick, not two (code review)."""
+    from PySide6.QtCore import QRectF
+    from graphscope.ui.timeline_bar import TICK_GAP, ScrubStrip
+    strip = ScrubStrip()
+    qtbot.addWidget(strip)
+    for n in range(50, 66):
+        for width, left in ((100.0, 10.0), (100.0, 10.5), (333.0, 10.0)):
+            scale = width / n
+            for c0 in range(n):
+                x = int(left + c0 * scale)
+                c = next((c for c in range(c0 + 1, n)
+                          if int(left + c * scale) - x >= TICK_GAP), None)
+                if c is None:
+                    continue
+                kinds = ["op"] * n
+                kinds[c0] = kinds[c] = "backward_call"
+                strip.set_kinds(kinds)
+                _runs, ticks = strip._strip(QRectF(left, 0, width, 10))
+                assert ticks == [x, int(left + c * scale)], (n, width, left, c0, c)

@@ -238,7 +238,8 @@ class ScrubStrip(QWidget):
                 hi = ops_upto(s1)
                 ops, bws = hi - lo, (s1 - s0) - (hi - lo)
                 lo = hi
-                k = "op" if ops >= bws else "backward"
+                # (a tie is forward's, whatever the rounding of the two counts)
+                k = "op" if ops >= bws - 1e-9 else "backward"
                 x0 = left + c
                 x1 = min(x0 + 1, right)
                 if runs and runs[-1][2] == k and abs(runs[-1][1] - x0) < 1e-6:
@@ -256,7 +257,9 @@ class ScrubStrip(QWidget):
             ticks.append(x)
             # the next call at least TICK_GAP px on, found, not walked to (a
             # loop's 10,000 calls)
-            j = max(j + 1, bisect_left(calls, (x + TICK_GAP - left) / scale))
+            # (a step short of the place: the division may round past a call
+            # exactly TICK_GAP px on, which the walk below takes: code review)
+            j = max(j + 1, bisect_left(calls, (x + TICK_GAP - left) / scale - 1))
             while j < len(calls) and int(left + calls[j] * scale) - x < TICK_GAP:
                 j += 1
         self._strip_key, self._strip_val = key, (runs, ticks)
