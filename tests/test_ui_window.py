@@ -1710,6 +1710,8 @@ def test_a_long_run_playing_from_the_start_says_how_to_see_its_end(qtbot, window
     assert "step 0" not in console
     assert "[4 more lines printed after this step]" in console
     w.set_playing(False)
+    assert "Playing it at" not in w.status_text()           # said while it plays only
+    assert w.status_text().startswith("Finished")
     w.step_last()
     assert w.console.text().startswith("step 0\nstep 40\nstep 80\ndone")
     assert "more line" not in w.console.text()

@@ -94,6 +94,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.output_hidden = False            # NOTE [hidden output]
         self.presenting = False               # presentation layout (set_presentation)
         self._end_text: Optional[tuple[str, bool, str]] = None   # (status, error, run label)
+        self._playback_said = False    # the status line says how long playing on takes
         self.setWindowTitle("GraphScope")
         self.setAcceptDrops(True)
         self.resize(1600, 1000)
@@ -891,8 +892,6 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             # was cut short: Recording stopped after ..." read twice)
             text += (f" {cut.message}" if cut.reason in ("unrecorded", "ops")
                      else f" Recording was cut short: {cut.message}")
-        if self._play_timer.isActive() and self.speed > 0:
-            text += _playback_note(len(live.timeline) - 1 - live.timeline.cursor, self.speed)
         label = {"ok": "\u2714 finished",
                  "exit": f"\u2714 exited ({end.exit_code})" if end.exit_code else "\u2714 exited",
                  "error": "\u2716 exception",
@@ -922,6 +921,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         text, error, label = self._end_text
         # a crash or timeout is never the answer a quiz hides: it is said as it is
         ours = end.error is not None and end.error.type in _OUR_FAILURES
+        self._playback_said = False
         if self.output_hidden and end.status not in ("stopped", "crash", "timeout") \
                 and not ours:
             self.set_status(f"The run is over: {counted(len(self.live.trace.ops), 'op')} recorded. "
@@ -932,7 +932,13 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             return False
         if self._edited:   # NOTE [edited after a run]: its line numbers are the old text's
             text += " The snippet was edited since this run: press F5 to run it again."
-        self.set_status(text, error=error)
+        # while it plays on, how long that takes; said no more once it stops
+        # (_stop_playing: frozen into the end's text, it outlived a pause, code review)
+        tl = self.live.timeline
+        note = _playback_note(len(tl) - 1 - tl.cursor, self.speed) \
+            if self._play_timer.isActive() and self.speed > 0 else ""
+        self._playback_said = bool(note)
+        self.set_status(text + note, error=error)
         self.run_label.setText(label)
         return True
 

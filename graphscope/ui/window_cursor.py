@@ -94,6 +94,9 @@ class CursorViews:
         self._following = False
         self._play_timer.stop()
         self.timeline_bar.set_playing(False)
+        if getattr(self, "_playback_said", False) and self.live is not None \
+                and self.live.trace.end is not None:
+            self._end_status_line(self.live.trace.end)    # without how long playing takes
 
     def is_playing(self) -> bool:
         return self._play_timer.isActive()
