@@ -435,6 +435,12 @@ def test_a_long_expression_label_keeps_both_ends():
     # whole bracket pairs, and no end that starts by calling what was cut out
     assert expr_label("torch.stack([a, b, c]).sum(dim=0).mean()") == "torch.stack(\u2026)\u2026mean()"
     assert expr_label("model.encoder.layers[0].self_attn(x, x, x)") == "model\u2026self_attn(\u2026)"
+    # a short name is an end (code review: "x.float()…res_grad_()"), and failing
+    # both ends the last call alone
+    assert expr_label("x.float().requires_grad_()") == "x\u2026requires_grad_()"
+    assert expr_label("ya.grad_fn.next_functions") == "ya\u2026next_functions"
+    assert expr_label("torch.set_grad_enabled(True)") == "\u2026set_grad_enabled(\u2026)"
+    assert expr_label("x[:, None, :] * w[None, :, :]") == "x[:\u2026] * w[None, :, :]"
     # names too long for any of it are cut inside, both ends kept
     assert expr_label("hidden_layer_output * dropout_mask") == "hidden_lay\u2026ropout_mask"
 

@@ -30,8 +30,9 @@ from typing import Iterable, Optional
 from graphscope import protocol as P
 from graphscope.model.branch_nodes import BranchDecisions
 from graphscope.model.graph_types import Edge, Graph, GraphDelta, Node, RegionBox
-from graphscope.model.node_text import (EXPR_CHARS, dtype_text, expr_label, made_by_text,
-                                        shape_text, tensor_detail, tensor_label)
+from graphscope.model.label_cut import EXPR_CHARS, expr_label
+from graphscope.model.node_text import (dtype_text, made_by_text, shape_text, tensor_detail,
+                                        tensor_label)
 from graphscope.model.trace import ModuleTexts, note_module_text
 
 # A tensor used by more consumers than this (an RNN's weights over 500 steps,

@@ -30,8 +30,8 @@ from graphscope.ui.canvas_primitives import (FADED, DETAIL_PX, LABEL_PX, MIN_TEX
                                              lod_for, qcolor)
 from graphscope.ui.canvas_regions import RegionPainter
 from graphscope.model.timeline import QUIZ_ANSWERS, shown_flags
+from graphscope.model.label_cut import expr_label
 from graphscope.model.layout import BRANCH_TIPS, TEXT_MARGIN
-from graphscope.model.node_text import expr_label
 from graphscope.ui.canvas_scene import (NEVER, NodeGeom, SceneGeometry, edge_ends, edge_route,
                                         node_style)
 
@@ -891,7 +891,7 @@ _RECUT: dict = {}   # (label, letters that fit) -> the label cut to them
 def _recut(label: str, fm, width: float) -> str:
     """An expression label too wide for its box even in the smallest font (big
     text), cut again as the model cuts one (NOTE [labels cut whole] in
-    model/node_text.py) to the letters that fit, not by Qt at the last letter
+    model/label_cut.py) to the letters that fit, not by Qt at the last letter
     that fits: "predictions…targets", not "predictions - targ…" (visual review
     at 150%)."""
     n = int(len(label) * width / max(fm.horizontalAdvance(label), 1.0))

@@ -24,7 +24,7 @@ from PySide6.QtCore import (QElapsedTimer, QEasingCurve, QEvent, QPointF, QRectF
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from graphscope.model.node_text import expr_label
+from graphscope.model.label_cut import expr_label
 from graphscope.ui.canvas_paint import ScenePainter
 from graphscope.ui.canvas_primitives import lod_for, qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
