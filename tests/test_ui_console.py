@@ -86,3 +86,29 @@ def test_a_carriage_return_replaces_the_line_only_when_something_follows(console
     assert console.text() == "50%\n"                  # a newline keeps the line
     console.show_outputs(outs, 4)
     assert console.text() == "50%\na\nc"              # \r\n is a newline; b replaced
+
+
+def test_a_changing_note_is_replaced_in_place_and_the_place_is_kept(console, monkeypatch):
+    """Before a finished run's end the note ("[N more lines printed after this
+    step]") changes at every printing step; rebuilt each time, a 20,000-line
+    console took 32 ms a step and jumped to its end (code review)."""
+    outs = out(*[("stdout", f"line {i}\n") for i in range(400)])
+    console.show_outputs(outs, 200, "[200 more lines printed after this step]")
+    rebuilt = []
+    real = console._rebuild
+    monkeypatch.setattr(console, "_rebuild", lambda: (rebuilt.append(1), real())[1])
+    bar = console.verticalScrollBar()
+    bar.setValue(bar.maximum() // 3)
+    place = bar.value()
+    for k in range(201, 260):
+        console.show_outputs(outs, k, f"[{400 - k} more lines printed after this step]")
+        assert console.text().endswith(f"line {k - 1}\n[{400 - k} more lines printed after this step]")
+    assert rebuilt == [] and bar.value() == place
+    console.show_outputs(outs, 260, None)                    # no note: gone
+    assert console.text().endswith("line 259\n")
+    console.show_outputs(outs, 100, "[300 more lines printed after this step]")   # back
+    assert rebuilt == [1] and console.text().endswith("line 99\n[300 more lines printed after this step]")
+    partial = out(("stdout", "a"), ("stdout", "b"))          # a note after a line not ended
+    console.show_outputs(partial, 1, "[1 more line printed after this step]")
+    console.show_outputs(partial, 2, "[done]")
+    assert console.text() == "ab\n[done]"

@@ -42,6 +42,7 @@ class Console(QPlainTextEdit):
         self._col = 0                # characters of the last line shown, cut ones too
         self._cr = False             # a carriage return came last: the line is replaced
         self._hidden_note: Optional[str] = None   # shown instead of the output (a quiz)
+        self._note_at: Optional[int] = None      # where the note starts in the text
         self._stdout_fmt = QTextCharFormat()
         self._stderr_fmt = QTextCharFormat()
         self._note_fmt = QTextCharFormat()
@@ -64,13 +65,48 @@ class Console(QPlainTextEdit):
         timeline's ``FrameState.outputs_upto``), then ``note`` (how the run
         ended) in grey."""
         n = len(outputs) if count is None else max(0, min(count, len(outputs)))
-        same_prefix = outputs is self._outputs and n >= self._shown and note == self._note
-        if same_prefix and self._hidden_note is None:
-            self._insert(self._end_cursor(), outputs[self._shown:n])
-            self._shown = n
+        if outputs is self._outputs and n >= self._shown and self._hidden_note is None:
+            # forward: the new chunks after those shown, and the note after them, in
+            # place. (The note changes at every printing step before a finished
+            # run's end, "[N more lines printed after this step]": rebuilt each time,
+            # a 20,000-line console took 32 ms a step and jumped to its end: code
+            # review.) The reader's place is kept, as the append always kept it.
+            if n == self._shown and note == self._note:
+                return
+            bar = self.verticalScrollBar()
+            at, kept = bar.value(), bar.value() < bar.maximum()
+            cur = self._end_cursor()
+            cur.beginEditBlock()
+            try:
+                self._drop_note(cur)
+                self._insert(cur, outputs[self._shown:n])
+                self._shown, self._note = n, note
+                self._put_note(cur)
+            finally:
+                cur.endEditBlock()
+            if kept:
+                bar.setValue(at)
             return
         self._outputs, self._shown, self._note = outputs, n, note
         self._rebuild()
+
+    def _put_note(self, cur: QTextCursor) -> None:
+        """The note (in grey) at ``cur``, the end, on a line of its own."""
+        self._note_at = None
+        if not self._note:
+            return
+        self._note_at = cur.position()
+        if self._shown and not self._outputs[self._shown - 1].text.endswith("\n"):
+            cur.insertText("\n")
+        cur.insertText(self._note, self._note_fmt)
+
+    def _drop_note(self, cur: QTextCursor) -> None:
+        """Take the note away: ``cur`` is left at the end of the output."""
+        if self._note_at is not None:
+            cur.setPosition(self._note_at)
+            cur.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cur.removeSelectedText()
+            self._note_at = None
 
     def set_hidden_note(self, note: Optional[str]) -> None:
         """Show ``note`` instead of the output (None shows the output again): a quiz
@@ -158,6 +194,7 @@ class Console(QPlainTextEdit):
 
     def _rebuild(self) -> None:
         self.clear()
+        self._note_at = None
         self._col = 0
         self._cr = False
         cur = self._end_cursor()
@@ -165,9 +202,6 @@ class Console(QPlainTextEdit):
             cur.insertText(self._hidden_note, self._note_fmt)
             return
         self._insert(cur, self._outputs[:self._shown])
-        if self._note:
-            if self._shown and not self._outputs[self._shown - 1].text.endswith("\n"):
-                cur.insertText("\n")
-            cur.insertText(self._note, self._note_fmt)
+        self._put_note(cur)
         self.moveCursor(QTextCursor.MoveOperation.End)
 
