@@ -13,6 +13,9 @@ from graphscope.ui.canvas_primitives import (FADED, OVERLAY_PX, _curve, _lane_pa
 from graphscope.ui.canvas_scene import edge_ends, edge_route
 
 
+GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose neighbours' tags are drawn again over the glow
+
+
 class OverlayPainter:
     """Mixin of ``ScenePainter``: uses its ``geom``, ``theme``, ``text_scale`` and
     the node marks it knows (``shown_flags``, ``marks_rect``)."""
@@ -97,8 +100,13 @@ class OverlayPainter:
             # again on top, the ringed nodes' last
             inv, _ok = to_device.inverted()
             again: dict = {}
-            for ng in ringed:
+            # (the neighbours of a few rings in view: a backward() of 400 roots lit
+            # 400 nodes, and asking each one's neighbours made a paint 60% slower,
+            # code review)
+            for ng in (ringed if len(ringed) <= GLOW_NEIGHBOURS_MAX else ()):
                 reach = to_device.mapRect(self.marks_rect(ng)).adjusted(-18, -18, 18, 18)
+                if device_rect is not None and not reach.intersects(device_rect):
+                    continue
                 # (a tag hangs outside its node's box: boxes a row's gap away are
                 # asked, and their marks tested)
                 near = inv.mapRect(reach)
