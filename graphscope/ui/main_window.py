@@ -37,7 +37,7 @@ from graphscope.model.diagnostics import line_text, python_says
 from graphscope.model.summary import counted
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
-from graphscope.ui.end_status import END_STATUS, end_status
+from graphscope.ui.end_status import END_STATUS, end_status, playback_note
 from graphscope.ui.editor import WRAP_MAX_CHARS, CodeEditor
 from graphscope.ui.error_banner import ErrorBanner
 from graphscope.ui.graph_canvas import GraphCanvas
@@ -935,7 +935,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # while it plays on, how long that takes; said no more once it stops
         # (_stop_playing: frozen into the end's text, it outlived a pause, code review)
         tl = self.live.timeline
-        note = _playback_note(len(tl) - 1 - tl.cursor, self.speed) \
+        note = playback_note(len(tl) - 1 - tl.cursor, self.speed) \
             if self._play_timer.isActive() and self.speed > 0 else ""
         self._playback_said = bool(note)
         self.set_status(text + note, error=error)
@@ -1045,19 +1045,3 @@ def _blend(a: str, b: str, t: float) -> str:
     return QColor(round(ca.red() + (cb.red() - ca.red()) * t),
                   round(ca.green() + (cb.green() - ca.green()) * t),
                   round(ca.blue() + (cb.blue() - ca.blue()) * t)).name()
-
-
-def _playback_note(left: int, speed: float) -> str:
-    """What the status line adds when a run is over and playback has a long way
-    to go: a 500-iteration loop finished in 1.4 s and then played on at 5 steps
-    a second from step 18 of 12,510, 42 minutes, with an empty console and no
-    word of End (UX review)."""
-    seconds = left / speed
-    if seconds < 60:
-        return ""
-    if seconds < 5400:
-        took = counted(max(1, round(seconds / 60)), "minute")
-    else:
-        took = counted(round(seconds / 3600), "hour")
-    return (f" Playing it at {speed:g} steps a second takes {took}: Step \u203a Last step "
-            "(End) goes there, and the speed box sets a quicker pace.")

@@ -197,9 +197,11 @@ class CursorViews:
         return frame
 
     def _console_note(self, upto: Optional[int] = None) -> Optional[str]:
-        """What the console says after the output at the last step: that output was
-        cut at the limit (a print over it showed an empty console and no word of
-        why: GUI review), and how the run ended when it did not end well."""
+        """What the console says after the output: at the last step, that output
+        was cut at the limit (a print over it showed an empty console and no word
+        of why: GUI review) and how the run ended when it did not end well; before
+        it, in a finished run, what was printed later (``_later_note``). ``upto``:
+        the chunks shown at this step."""
         live = self.live
         end = live.trace.end if live else None
         if end is None:
