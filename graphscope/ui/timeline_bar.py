@@ -408,7 +408,7 @@ class TimelineBar(QWidget):
         # column's smallest width (the full text shows in the open list)
         self.speed_box.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.speed_box.setMinimumContentsLength(5)
+        self.speed_box.setMinimumContentsLength(7)
         self.speed_box.setToolTip("Playback speed: slow for explaining in a lecture, or instant")
         self.speed_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         for label, _ in SPEEDS:
