@@ -441,8 +441,21 @@ def test_a_long_expression_label_keeps_both_ends():
     assert expr_label("ya.grad_fn.next_functions") == "ya\u2026next_functions"
     assert expr_label("torch.set_grad_enabled(True)") == "\u2026set_grad_enabled(\u2026)"
     assert expr_label("x[:, None, :] * w[None, :, :]") == "x[:\u2026] * w[None, :, :]"
-    # names too long for any of it are cut inside, both ends kept
-    assert expr_label("hidden_layer_output * dropout_mask") == "hidden_lay\u2026ropout_mask"
+    # NOTE [a cut that reads true]: a cut never makes another formula of it
+    # ("left_part…* 3.0 - 1.0", "inputs…weight_hidden", "probs…- probs" before:
+    # visual review); it leaves out whole operands with tighter operators, or
+    # keeps the start alone
+    assert expr_label("left_part + right_part * 3.0 - 1.0") == "left_part +\u2026- 1.0"
+    assert expr_label("a * b - c * d + e * f", 18) == "a * b -\u2026+ e * f"
+    assert expr_label("a * b - c * d + e * f", 14) == "a * b - c * d\u2026"
+    assert expr_label("hidden_layer.detach() - hidden_layer") == "hidden_layer.detach()\u2026"
+    assert expr_label("probs.detach() - probs", 14) == "probs.detach(\u2026"
+    assert expr_label("inputs @ weight_hidden", 14) == "inputs @ weig\u2026"
+    assert expr_label("predictions - targets", 19) == "predictions - targ\u2026"
+    assert expr_label("hidden_layer_output * dropout_mask") == "hidden_layer_output\u2026"
+    # names too long for any of it, and no operator between: cut inside, both ends kept
+    assert expr_label("torch.nn.functional.scaled_dot_product_attention(q, k, v)") \
+        == "torch.nn\u2026ttention(\u2026)"
 
 
 def test_expression_labels_always_fit():

@@ -35,7 +35,18 @@ def expr_label(expr: Optional[str], chars: int = EXPR_CHARS) -> Optional[str]:
     ends = _between_tokens(toks, chars)
     if ends is not None:
         return ends
-    return _between_chars(expr, chars)
+    if _operator_at_top(toks):
+        # whole operands will not fit: the start alone, which says nothing false
+        # (both ends around a cut in the letters made "probs…- probs" of
+        # ``probs.detach() - probs``: NOTE [a cut that reads true]); at an
+        # operand's end when that loses little, else as Qt cuts ("predictions -
+        # targ…": the operator and most of the name kept)
+        start = _head_only(toks, chars)
+        if start is not None and len(start) >= chars - 6:
+            return start
+        return _start_only(toks, expr, chars)
+    # (what the brackets held is left out already: "…ttention(…)", not "…k, v)")
+    return _between_chars("".join(toks), chars)
 
 
 _OPENS, _CLOSES = "([{", ")]}"
@@ -172,17 +183,29 @@ def _between_tokens(toks: list, chars: int) -> Optional[str]:
         head = "".join(toks[:i]).rstrip(". ,")
         if i and ((len(head) < 3 and not head.isidentifier()) or head.endswith(_CUT)):
             continue     # (a short name is an end: "x…requires_grad_()", code review)
-        # the least depth from the cut on, so that a tail's start can be checked
-        # for "nothing closed that the middle did not open"
-        low, lows = depth[i], {}
+        # from the cut on: the least depth, so that a tail's start can be checked
+        # for "nothing closed that the middle did not open"; the loosest operator
+        # at the cut's own depth; whether a name or number was passed
+        level = depth[i]
+        low, loose, named = level, None, False
+        lows, looses, nameds = {}, {}, {}
+        first = ends[-1] if ends else n      # (kept only where a tail may start)
         for k in range(i, n + 1):
             low = min(low, depth[k])
-            lows[k] = low
+            if k >= first:
+                lows[k], looses[k], nameds[k] = low, loose, named
+            if k < n:
+                t = toks[k]
+                if depth[k] == level and t in _BINDS:
+                    loose = _BINDS[t] if loose is None else min(loose, _BINDS[t])
+                named = named or _word(t[0]) or t[0] in "'\""
         for j in ends:
             if j <= i:
                 continue
-            if depth[j] != depth[i] or lows[j] < depth[i]:
+            if depth[j] != level or lows[j] < level:
                 continue     # the middle, toks[i:j], is not whole bracket pairs
+            if not nameds[j] or not _faithful(toks, i, j, looses[j]):
+                continue     # NOTE [a cut that reads true]
             tail = "".join(toks[j:]).lstrip(". ,")
             if (len(tail) < 3 and not tail.isidentifier()) or tail.startswith(_CUT):
                 continue
@@ -196,6 +219,72 @@ def _between_tokens(toks: list, chars: int) -> Optional[str]:
                 if score is None or s > score:
                     best, score = head + _CUT + tail, s
     return best
+
+
+# NOTE [a cut that reads true]: "left_part…* 3.0 - 1.0" for
+# ``left_part + right_part * 3.0 - 1.0`` read as left_part times three,
+# "inputs…weight_hidden" hid the ``@``, "probs…- probs" the ``.detach()`` of
+# ``probs.detach() - probs`` (visual review). A cut between tokens leaves out
+# either the rest of one operand (a chain: ``.float().``), with no operator
+# after it, or whole operands together with operators that bind tighter than
+# the ones it keeps on both sides (``left_part + … - 1.0``); and it always
+# leaves out a name or number, never an operator alone.
+_BINDS = {op: rank for rank, ops in enumerate((
+    ("or",), ("and",), ("not",), ("in", "is", "<", ">", "<=", ">=", "==", "!="),
+    ("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "@", "/", "//", "%"),
+    ("**",))) for op in ops}
+
+
+def _faithful(toks: list, i: int, j: int, loose) -> bool:
+    """Whether leaving out ``toks[i:j]`` keeps what the rest says true (NOTE [a
+    cut that reads true]); ``loose``: the loosest operator left out at the
+    cut's depth (its rank in _BINDS), None when there is none."""
+    before = next((t for t in reversed(toks[:i]) if not t.isspace()), None)
+    after = next((t for t in toks[j:] if not t.isspace()), None)
+    if loose is None:
+        # the rest of an operand: what follows must not be an operator applied
+        # to what was cut short ("probs…- probs")
+        return after is None or after not in _BINDS
+    # whole operands: kept operators on both sides (or an edge of the text or
+    # of a bracket) that bind no tighter than those left out
+    for t in (before, after):
+        if t is None or t in _OPENS or t in _CLOSES or t == ",":
+            continue
+        if t not in _BINDS or _BINDS[t] >= loose:
+            return False
+    return True
+
+
+def _head_only(toks: list, chars: int) -> Optional[str]:
+    """The label's start up to a token's end, then a cut, when what it leaves out
+    begins with an operator at the top level (whole operands: "hidden_layer.detach()…"
+    for ``hidden_layer.detach() - hidden_layer``, where both ends around one
+    cut in the letters hid the ``.detach()``: visual review)."""
+    used, best = 0, None
+    level = 0
+    for k, t in enumerate(toks):
+        if used + len(t) + 1 > chars:
+            break
+        used += len(t)
+        level += 1 if t in _OPENS else -1 if t in _CLOSES else 0
+        nxt = next((u for u in toks[k + 1:] if not u.isspace()), None)
+        if level == 0 and nxt in _BINDS:
+            best = "".join(toks[:k + 1]).rstrip()
+    return best + _CUT if best and len(best) >= 3 else None
+
+
+def _operator_at_top(toks: list) -> bool:
+    level = 0
+    for t in toks:
+        level += 1 if t in _OPENS else -1 if t in _CLOSES else 0
+        if level == 0 and t in _BINDS:
+            return True
+    return False
+
+
+def _start_only(toks: list, expr: str, chars: int) -> str:
+    """The start of ``expr`` and a cut, as Qt cuts a text that does not fit."""
+    return expr[:chars - 1].rstrip(". ,") + _CUT
 
 
 def _between_chars(expr: str, chars: int) -> str:
