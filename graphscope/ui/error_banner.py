@@ -160,10 +160,18 @@ class ErrorBanner(QFrame):
         self._fitting = True
         try:
             self._set_compact(False)
-            if not self._message_wanted and self.heightForWidth(self.width()) > self.room():
+            if not self._message_wanted and self._needed_height() > self.room():
                 self._set_compact(True)
         finally:
             self._fitting = False
+
+    def _needed_height(self) -> int:
+        """The height the banner's parts would take at its width (its words
+        report none as height-for-width: _TextColumn)."""
+        h = self.heightForWidth(self.width())
+        if h > 0:
+            return max(h, self.sizeHint().height())
+        return self.sizeHint().height()
 
     def _set_compact(self, on: bool) -> None:
         self.compact = on
@@ -271,8 +279,8 @@ class _TextColumn(QScrollArea):
     has not (1280x720 in presentation mode: the explanation alone needed 270
     px and the banner was given 164), the layout squeezed the labels and cut
     the text through the middle of a line (UX review). Squeezed, they scroll
-    now, whole lines with a scroll bar, and the layout still asks for their
-    full height first (``heightForWidth``)."""
+    now, with a scroll bar, and the layout still asks for their full height
+    first (its size hint)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -287,23 +295,28 @@ class _TextColumn(QScrollArea):
         self.setWidget(inner)
         self.viewport().setAutoFillBackground(False)
         inner.setAutoFillBackground(False)
-        sp = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        sp.setHeightForWidth(True)
-        self.setSizePolicy(sp)
+        # no height-for-width of its own: a layout takes an item's height for its
+        # width as its least height too, and the window grew past a 720 px screen
+        # to give the words all of theirs (visual review). Its wish is its size
+        # hint, made again when its width changes.
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
 
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
+    def words_height(self, width: int) -> int:
+        """The height its words take at ``width``."""
         h = self.widget().heightForWidth(width)
         return h if h > 0 else self.widget().sizeHint().height()
 
     def sizeHint(self) -> QSize:
         hint = self.widget().sizeHint()
-        return QSize(hint.width(), self.heightForWidth(max(self.width(), hint.width())))
+        return QSize(hint.width(), self.words_height(max(self.width(), hint.width())))
 
     def minimumSizeHint(self) -> QSize:
         return QSize(80, self.fontMetrics().lineSpacing() * 2)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.updateGeometry()
 
 
 class _MessageView(QPlainTextEdit):

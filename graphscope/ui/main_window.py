@@ -65,6 +65,9 @@ HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
 __all__ = ["MainWindow", "END_STATUS", "end_status"]
 
 
+MIN_WINDOW = (640, 420)   # NOTE [a window that keeps its size]
+
+
 class MainWindow(SnippetFiles, CursorViews, QMainWindow):
     """GraphScope's window. ``settings``: a QSettings (tests pass one in a temp dir)."""
 
@@ -97,6 +100,13 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self._playback_said = False    # the status line says how long playing on takes
         self.setWindowTitle("GraphScope")
         self.setAcceptDrops(True)
+        # NOTE [a window that keeps its size]: a smallest size of its own, so that
+        # Qt never takes its layout's for it: at 150% text the layout's, measured
+        # while parts re-wrapped in narrow places, reached 785 px, and a 720 px
+        # window grew past the screen, status line and console off it (visual
+        # review; also the scenario browser beside a lesson at 1024 px and 110%
+        # text). Parts that do not fit are squeezed, and scroll or cut, instead.
+        self.setMinimumSize(*MIN_WINDOW)
         self.resize(1600, 1000)
 
         if timeout is None:     # the user's choice (Run › Time limit), else a minute

@@ -496,6 +496,10 @@ class TimelineBar(QWidget):
             b.setIcon(control_icon(kind, handle))
         self.set_playing(self.is_playing())
 
+    def position_text(self) -> str:
+        """What the position label says, its no-break spaces as spaces."""
+        return self.position_label.text().replace("\u00a0", " ")
+
     def set_text_scale(self, f: float) -> None:
         font = QFont(self.font())
         font.setPointSizeF(12.0 * f)
