@@ -1742,6 +1742,14 @@ def test_the_banner_keeps_pythons_did_you_mean(qtbot, window):
     end = run_source(qtbot, w, "total = 1\nprint(totl)\n")
     assert end.status == "error" and end.error.type == "NameError"
     assert "Did you mean: 'total'?" in w.banner.message_label.text()
+    # short of room, the message stays and the words that only point at it go
+    # (the compact banner hid it behind "read the message itself": visual review)
+    w.resize(1280, 720)
+    w.set_text_scale(1.5)
+    qtbot.waitUntil(lambda: w.banner.compact)
+    assert w.banner.message_view.isVisible() and not w.banner.text_label.isVisible()
+    assert "Did you mean: 'total'?" in w.banner.shown_text()
+    w.set_text_scale(1.0)
 
 
 def test_the_inspector_fits_its_column_at_1024_by_768(qtbot, window):

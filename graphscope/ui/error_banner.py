@@ -44,6 +44,7 @@ class ErrorBanner(QFrame):
         self._scale = 1.0
         self._message = ""
         self.compact = False          # PyTorch's message left to the Problems tab
+        self._message_first = False   # (show_error)
         self._message_wanted = False  # ... until the user asks for it here
         self._fitting = False
         self._watched = None          # the column whose height the room is a share of
@@ -124,8 +125,14 @@ class ErrorBanner(QFrame):
         self.fit_room()
 
     def show_error(self, title: str, text: str = "", fix: str = "", message: str = "",
-                   line: Optional[int] = None, caption: str = "PyTorch says:") -> None:
+                   line: Optional[int] = None, caption: str = "PyTorch says:",
+                   message_first: bool = False) -> None:
+        """``message_first``: the words only say to read the message (GraphScope has
+        no explanation of its own), so when room is short the message stays and
+        those words go (the compact banner hid "Did you mean: 'weights'?" behind
+        "read the message itself": visual review)."""
         self._line = line
+        self._message_first = message_first
         self.title_label.setText(title)
         self.text_label.setText(text)
         self.text_label.setVisible(bool(text))
@@ -175,14 +182,16 @@ class ErrorBanner(QFrame):
 
     def _set_compact(self, on: bool) -> None:
         self.compact = on
-        shown = bool(self._message) and not on
+        keep = on and self._message_first     # the message instead of the words
+        shown = bool(self._message) and (not on or keep)
         for w in (self.source_caption, self.message_view):
             w.setVisible(shown)
-        self._outer.setStretch(1, 0 if on else 2)
+        self.text_label.setVisible(bool(self.text_label.text()) and not keep)
+        self._outer.setStretch(1, 0 if on and not keep else 2)
         links = []
         if self._line:
             links.append(f'<a href="#line" style="color:{self._link_color}">Go to line {self._line}</a>')
-        if on:
+        if on and not keep:
             # (the Problems tab has it whole for every ending; the console only shows
             # an exception's: after a crash it shows one line, code review)
             links.append('The full message is in the Problems tab below: '
@@ -232,12 +241,15 @@ class ErrorBanner(QFrame):
             self.show_error(error.type if error else "Error", "", "", message, line, caption)
             return
         self.show_error(diagnosis.title or (error.type if error else "Error"),
-                        diagnosis.text or "", diagnosis.fix or "", message, line, caption)
+                        diagnosis.text or "", diagnosis.fix or "", message, line, caption,
+                        message_first=getattr(diagnosis, "kind", "") == "generic")
 
     def shown_text(self) -> str:
         """Everything the banner says (tests read this)."""
-        parts = [self.title_label.text(), self.text_label.text(), self.fix_label.text(),
-                 "" if self.compact else self.message_label.text()]
+        keep = self.compact and self._message_first
+        parts = [self.title_label.text(), "" if keep else self.text_label.text(),
+                 self.fix_label.text(),
+                 self.message_label.text() if not self.compact or keep else ""]
         return "\n".join(p for p in parts if p)
 
     def _on_close(self) -> None:
