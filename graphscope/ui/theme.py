@@ -231,6 +231,12 @@ QLabel[role="error"] {{ color: {error}; font-weight: bold; }}
 QLabel[role="muted"] {{ color: {text_muted}; }}
 QMenu {{ background: {panel_bg}; color: {text}; border: 1px solid {border}; }}
 QMenu::item:selected {{ background: {selection_bg}; color: {selection_text}; }}
+QScrollBar:vertical {{ background: {window_bg}; width: {bar}px; margin: 0; border: none; }}
+QScrollBar:horizontal {{ background: {window_bg}; height: {bar}px; margin: 0; border: none; }}
+QScrollBar::handle:vertical {{ background: {bar_handle}; min-height: {bar_min}px; border-radius: {bar_r}px; margin: 2px; }}
+QScrollBar::handle:horizontal {{ background: {bar_handle}; min-width: {bar_min}px; border-radius: {bar_r}px; margin: 2px; }}
+QScrollBar::add-line, QScrollBar::sub-line {{ width: 0; height: 0; border: none; background: none; }}
+QScrollBar::add-page, QScrollBar::sub-page {{ background: none; }}
 """
 
 
@@ -247,5 +253,9 @@ def stylesheet(theme: Theme, scale: float = 1.0) -> str:
         # a disabled button's text: muted, and in high contrast (whose muted text
         # is nearly white) a plain grey, still 8:1 on black
         disabled_text="#A0A0A0" if hc else values["text_muted"],
+        # scroll bars drawn by the theme: the style's own were black on black in
+        # high contrast (the banner's, visual review)
+        bar=round(12 * s), bar_min=round(24 * s), bar_r=round(4 * s),
+        bar_handle="#A0A0A0" if hc else values["border"],
     )
     return _STYLESHEET.format(**values)
