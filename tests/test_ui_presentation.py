@@ -744,3 +744,27 @@ def test_tab_reaches_the_inspector_quiz_tab_bar(window, folder, qtbot):
         if seen[-1] is bar:
             break
     assert bar in seen
+
+
+def test_the_browser_marks_the_scenario_that_is_open(window, folder, qtbot):
+    """The browser kept its first entry marked while a lesson showed another
+    (visual review); a search keeps the open one marked while it is shown."""
+    c = install_classroom(window, args(scenarios=str(folder)))
+    window.show()
+    c.browser_dock.show()
+    c.open_lesson(folder / "lessons" / "l.toml")
+    qtbot.waitUntil(lambda: c.scenario is not None)
+
+    from graphscope.ui.scenario_browser import _ROLE
+
+    def marked():
+        item = c.browser.tree.currentItem()
+        s = item.data(0, _ROLE) if item is not None else None
+        return s.id if s is not None else None
+    assert c.scenario.id == "two" and marked() == "two"
+    c.next_scenario()
+    assert c.scenario.id == "one" and marked() == "one"
+    c.browser.search.setText("Scenario")           # a search that still shows it
+    assert marked() == "one"
+    window.load_snippet("x = 1\n", "mine.py")       # the learner's own snippet: none
+    assert c.scenario is None and c.browser.tree.currentItem() is None

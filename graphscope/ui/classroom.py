@@ -254,6 +254,7 @@ class Classroom(QObject):
         finally:
             self._opening = False
         self.quiz.set_scenario(scenario)
+        self.browser.show_current(scenario.id)
         w = self.window
         if w.side_tabs.indexOf(self.quiz_dock) < 0:
             w.add_side_tab(self.quiz_dock, "Quiz")
@@ -407,6 +408,7 @@ class Classroom(QObject):
         if self._opening or self.scenario is None:
             return
         self.scenario = None
+        self.browser.show_current(None)
         self.window.canvas.empty_hint = ""
         self.quiz.set_scenario(None)      # output shown again (output_hidden_changed)
         self._update_quiz_actions()

@@ -140,6 +140,7 @@ class ScenarioBrowser(QWidget):
         self.category_box.currentIndexChanged.connect(self.refilter)
         self.difficulty_box.currentIndexChanged.connect(self.refilter)
         self.tree.itemActivated.connect(self._on_item_activated)
+        self._current_id = None      # the scenario the window has open (show_current)
         self.set_scenarios(scenarios, problems)
         self.set_text_scale(1.0)
 
@@ -268,9 +269,12 @@ class ScenarioBrowser(QWidget):
         self._rewrap()
         n, total = len(shown), len(self.scenarios)
         self.count_label.setText(f"{n} of {total} scenarios" if n != total else f"{total} scenarios")
-        first = self.tree.topLevelItem(0)
-        if first is not None and first.childCount():
-            self.tree.setCurrentItem(first.child(0))
+        # the scenario open, when it is shown; else the first (Enter after a search
+        # opens the first match)
+        if not self._mark(self._current_id):
+            first = self.tree.topLevelItem(0)
+            if first is not None and first.childCount():
+                self.tree.setCurrentItem(first.child(0))
 
     def _rewrap(self):
         """Titles wrapped to the title column's width (see ``wrap_text``). In a
@@ -301,6 +305,30 @@ class ScenarioBrowser(QWidget):
         s = item.data(0, _ROLE) if item is not None else None
         if s is not None:
             self.scenario_activated.emit(s)
+
+    def show_current(self, scenario_id) -> None:
+        """Mark the scenario the window has open (None: none), without opening it:
+        the tree's first entry stayed marked while a lesson showed another
+        (visual review)."""
+        self._current_id = scenario_id
+        if not self._mark(scenario_id):
+            self.tree.clearSelection()
+            self.tree.setCurrentItem(None)
+
+    def _mark(self, scenario_id) -> bool:
+        tree = self.tree
+        if scenario_id is None:
+            return False
+        for i in range(tree.topLevelItemCount()):
+            top = tree.topLevelItem(i)
+            for j in range(top.childCount()):
+                item = top.child(j)
+                s = item.data(0, _ROLE)
+                if s is not None and s.id == scenario_id:
+                    tree.setCurrentItem(item)
+                    tree.scrollToItem(item)
+                    return True
+        return False
 
     def activate(self, scenario_id: str) -> bool:
         s = self.find(scenario_id)
