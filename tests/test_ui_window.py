@@ -1766,3 +1766,29 @@ def test_the_inspector_fits_its_column_at_1024_by_768(qtbot, window):
     area = w.inspector.findChild(QScrollArea)
     assert area.widget().width() <= area.viewport().width()
     assert area.widget().minimumSizeHint().width() <= area.viewport().width()
+
+
+def test_a_narrow_inspector_puts_each_key_in_its_values_line(qtbot, window):
+    """At 1024x768 and 125-150% text the values beside the keys were cut under
+    the scroll bar ("float3", "fl") and a long name widened the column past its
+    view (visual review): when a value would get less than about nine
+    characters beside the longest key, each key goes into its value's line."""
+    from PySide6.QtWidgets import QScrollArea
+    w = window
+    w.resize(1024, 768)
+    w.set_text_scale(1.5)
+    run_source(qtbot, w, "import torch\nweight_hidden = torch.randn(3, 2)\n")
+    w.step_last()
+    w.select_node(node_by_label(w, "weight_hidden").id)
+    qtbot.wait(50)
+    ins = w.inspector
+    area = ins.findChild(QScrollArea)
+    assert ins._stacked
+    shown = {val.text() for key, val in ins._pairs if val.isVisible()}
+    assert "dtype: float32" in shown and not any(key.isVisible() for key, _ in ins._pairs)
+    assert area.widget().minimumSizeHint().width() <= area.viewport().width()
+    assert ins.rows()["dtype"] == "float32"                  # the rows as they are
+    w.set_text_scale(1.0)
+    w.resize(1600, 1000)
+    qtbot.waitUntil(lambda: not ins._stacked)
+    assert any(key.isVisible() and key.text() == "dtype" for key, _ in ins._pairs)

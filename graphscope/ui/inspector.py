@@ -87,6 +87,10 @@ class Inspector(QWidget):
         lay.addWidget(self.caption_label)
         self.title_label = QLabel("Nothing selected", body)
         self.title_label.setWordWrap(True)
+        # a long name may be cut, but never widens the column past its view (at
+        # 150% in a 1024 px window "weight_hidden" did, and every line beside it
+        # was cut at the right: visual review); it breaks after "_" and "."
+        self.title_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.subtitle_label = QLabel("Click a node in the graph or a line in the editor.", body)
         self.subtitle_label.setWordWrap(True)
         self.subtitle_label.setProperty("role", "muted")
@@ -99,6 +103,8 @@ class Inspector(QWidget):
         self._grid.setVerticalSpacing(4)
         self._grid.setColumnStretch(1, 1)
         self._pairs: list = []
+        self._stacked = False        # keys in their values' lines: a narrow column
+        self._grid_host.installEventFilter(self)   # (its width decides _stacked)
         lay.addWidget(self._grid_host)
         self.value_caption = QLabel("Value", body)
         self.value_text = QPlainTextEdit(body)
@@ -209,7 +215,21 @@ class Inspector(QWidget):
     def eventFilter(self, obj, event) -> bool:
         if obj is self.value_text or obj is self.grad_text:
             _refit_on_resize(obj, event)
+        elif obj is self._grid_host and event.type() == QEvent.Type.Resize \
+                and event.size().width() != event.oldSize().width() \
+                and self._wants_stacked() != self._stacked:
+            self._refill_grid()
         return super().eventFilter(obj, event)
+
+    def _wants_stacked(self) -> bool:
+        """Whether the keys go into their values' lines: when beside the longest
+        key a value would get less than about nine characters (at 1024x768 and
+        150% text "float32" showed as "fl" under the scroll bar: visual review)."""
+        if not self._rows:
+            return False
+        fm = QFontMetricsF(getattr(self, "_body_font", self.font()))
+        keys = max(fm.horizontalAdvance(k) for k in self._rows)
+        return self._grid_host.width() < keys + 10 + fm.horizontalAdvance("0" * 9)
 
     def clear_node(self, note: str = "") -> None:
         """No node shown; ``note``: what the current step did instead (it drew none)."""
@@ -248,7 +268,7 @@ class Inspector(QWidget):
         elif tensor is not None:
             self._show_tensor(node, tensor, trace, frame)
         else:
-            self.title_label.setText(getattr(node, "label", "?"))
+            self.title_label.setText(_breakable(getattr(node, "label", "?")))
             self.subtitle_label.setText(" ".join(getattr(node, "detail", "") or []) if
                                         isinstance(getattr(node, "detail", ""), list)
                                         else str(getattr(node, "detail", "") or ""))
@@ -259,7 +279,7 @@ class Inspector(QWidget):
 
     def _show_decision(self, node, op, trace, frame=None) -> None:
         """A branch point (graph.py NOTE [branch nodes]): the condition and the way it went."""
-        self.title_label.setText(node.label)
+        self.title_label.setText(_breakable(node.label))
         self.subtitle_label.setText("Python control flow decided by a tensor's value")
         rows = {"line": str(node.line) if node.line else "-"}
         if op is not None and op.inputs:
@@ -275,7 +295,7 @@ class Inspector(QWidget):
             w.hide()
 
     def _show_op(self, node, op, trace, frame) -> None:
-        self.title_label.setText(op.name)
+        self.title_label.setText(_breakable(op.name))
         self.subtitle_label.setText(op.grad_fn or ("no autograd node (not tracked)"
                                                     if not op.grad_enabled else "no autograd node"))
         rows = {"op": op.qualname, "line": str(op.line) if op.line else "-"}
@@ -322,7 +342,7 @@ class Inspector(QWidget):
 
     def _show_tensor(self, node, t, trace, frame) -> None:
         name = _tensor_name(trace, t.id)
-        self.title_label.setText(name)
+        self.title_label.setText(_breakable(name))
         shape = shape_text(t.shape, "\u00d7")
         self.subtitle_label.setText(f"tensor {shape} {t.dtype}")
         rows = {"shape": "(" + ", ".join("?" if d is None else str(d) for d in t.shape or ())
@@ -579,21 +599,29 @@ class Inspector(QWidget):
             self._grid.addWidget(key, r, 0)
             self._grid.addWidget(val, r, 1)
             pairs.append((key, val))
+        self._stacked = stacked = self._wants_stacked()
+        items = list(self._rows.items())
         for i, (key, val) in enumerate(pairs):
-            if i < len(self._rows):
-                k, v = list(self._rows.items())[i]
+            if i < len(items):
+                k, v = items[i]
                 key.setText(k)
                 # zero-width spaces let long names (torch.Tensor.__pow__) wrap, but
                 # not numbers: "→ 2." then "2448943745589922e-12" read as 2 (UX review)
-                val.setText(_BREAKABLE_DOT.sub(".\u200b", v))
+                text = _BREAKABLE_DOT.sub(".\u200b", v)
+                val.setText(f"{k}: {text}" if stacked else text)
                 if key.font() != font:
                     key.setFont(font)
                     val.setFont(font)
-                key.show()
+                key.setVisible(not stacked)
                 val.show()
             else:
                 key.hide()
                 val.hide()
+
+
+def _breakable(name) -> str:
+    """A name with places to break after its "_" and "." (not in numbers)."""
+    return _BREAKABLE_DOT.sub(".\u200b", str(name)).replace("_", "_\u200b")
 
 
 _BREAKABLE_DOT = re.compile(r"(?<![0-9])\.|\.(?![0-9])")   # a dot not inside a number
