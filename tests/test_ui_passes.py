@@ -387,3 +387,24 @@ def test_the_timing_plot_takes_the_windows_theme_and_text_size(qtbot, tmp_path):
     assert big >= 1.8 * 9 and big > small
     assert not timing.plot.getAxis("left").autoSIPrefix     # no "(x0.001)" on the label
     w.controller.shutdown()
+
+
+def test_the_timing_plot_keeps_its_height_in_a_low_dock(qtbot):
+    """Above and below the plot, the verdict and the caveat left it 25 px of a
+    232 px dock at 1280x720 in presentation mode (visual review): in a wide,
+    low panel they go beside it."""
+    from PySide6.QtWidgets import QBoxLayout
+    from graphscope.ui.timing_view import TimingPanel
+    panel = TimingPanel()
+    qtbot.addWidget(panel)
+    panel.set_result({"ok": True, "target": "f", "details": {
+        "eager_ms": [0.01] * 60, "traced_ms": [0.005] * 60, "eager_median_ms": 0.01,
+        "traced_median_ms": 0.005, "verdict": "eager is 2x slower here",
+        "caveat": "Measured on this machine, one thread. " * 8}})
+    panel.resize(1280, 232)
+    panel.show()
+    qtbot.waitExposed(panel)
+    qtbot.waitUntil(lambda: panel._box.direction() == QBoxLayout.Direction.LeftToRight)
+    qtbot.waitUntil(lambda: panel.plot.height() >= 0.7 * panel.height())
+    panel.resize(600, 700)                       # tall: the words below it again
+    qtbot.waitUntil(lambda: panel._box.direction() == QBoxLayout.Direction.TopToBottom)
