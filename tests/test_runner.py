@@ -43,6 +43,15 @@ class Collector:
                 self.changed.wait(left)
 
 
+def running(r, src, filename="<snippet>") -> "Collector":
+    """Start ``src`` on ``r`` and wait for its first output: the snippet is then
+    past its print, in the loop or sleep a test stops or interrupts."""
+    col = Collector()
+    r.start(src, filename, col, timeout=60)
+    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    return col
+
+
 def test_normal_run_streams_ready_then_events_then_end():
     src = ("import torch\n"
            "x = torch.ones(2, requires_grad=True)\n"
@@ -117,10 +126,8 @@ def test_stop_returns_within_a_second_and_keeps_the_trace():
            "print('before the loop', flush=True)\n"
            "while True:\n"
            "    pass\n")
-    col = Collector()
     r = shared_runner()
-    r.start(src, "<snippet>", col, timeout=60)
-    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    col = running(r, src)
     t0 = time.monotonic()
     end = r.stop()
     elapsed = time.monotonic() - t0
@@ -134,10 +141,8 @@ def test_stop_returns_within_a_second_and_keeps_the_trace():
 
 def test_interrupt_raises_keyboard_interrupt_in_the_snippet():
     src = "print('go', flush=True)\nwhile True:\n    pass\n"
-    col = Collector()
     r = shared_runner()
-    r.start(src, "<snippet>", col, timeout=60)
-    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    running(r, src)
     r.interrupt()
     # (30 s, not 10: it failed once at 10 s, in the first suite run of a new .venv;
     # the likely cause: pytest started as a background job, SIGINT ignored, and the
@@ -193,10 +198,8 @@ def test_a_stop_says_which_line_was_running_inside_a_function():
            "    print('waiting', flush=True)\n"
            "    time.sleep(60)\n"
            "wait()\n")
-    col = Collector()
     r = shared_runner()
-    r.start(src, "snip.py", col, timeout=60)
-    col.wait_for(lambda ms: any(isinstance(m, P.Output) for m in ms))
+    col = running(r, src, "snip.py")
     time.sleep(0.3)                    # (in the sleep, past the print)
     end = r.stop()
     assert end.status == "stopped" and end.error.line == 4

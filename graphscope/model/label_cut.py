@@ -44,7 +44,7 @@ def expr_label(expr: Optional[str], chars: int = EXPR_CHARS) -> Optional[str]:
         start = _head_only(toks, chars)
         if start is not None and len(start) >= chars - 6:
             return start
-        return _start_only(toks, expr, chars)
+        return _start_only(expr, chars)
     # (what the brackets held is left out already: "…ttention(…)", not "…k, v)")
     return _between_chars("".join(toks), chars)
 
@@ -282,7 +282,7 @@ def _operator_at_top(toks: list) -> bool:
     return False
 
 
-def _start_only(toks: list, expr: str, chars: int) -> str:
+def _start_only(expr: str, chars: int) -> str:
     """The start of ``expr`` and a cut, as Qt cuts a text that does not fit."""
     return expr[:chars - 1].rstrip(". ,") + _CUT
 

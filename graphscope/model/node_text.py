@@ -17,6 +17,15 @@ def dtype_text(dtype) -> str:
 _DETAIL_CACHE: dict = {}
 
 
+def made_by_expr(op, tid: int) -> Optional[str]:
+    """The snippet's whole text of the call by which ``op`` made tensor ``tid``
+    (None when it did not, or there is none); ``made_by_text`` cuts it for a box,
+    the canvas again for big text from the whole (ScenePainter.full_text)."""
+    if op is None or op.outputs[:1] != [tid]:
+        return None
+    return getattr(op, "expr", None) or None
+
+
 def made_by_text(op, tid: int, name_of=None) -> Optional[str]:
     """The label of tensor ``tid`` from ``op``, when ``op`` made it: the snippet's
     text of the call, cut for a box (None when there is none); for a ``.grad`` read
@@ -25,7 +34,7 @@ def made_by_text(op, tid: int, name_of=None) -> Optional[str]:
     "t11" stood beside model.weight and model.bias in every training loop)."""
     if op is None or op.outputs[:1] != [tid]:
         return None
-    text = expr_label(getattr(op, "expr", None))
+    text = expr_label(made_by_expr(op, tid))
     if text is None and op.kind == "grad_read" and op.inputs and name_of is not None:
         owner = name_of(op.inputs[0])
         if owner:

@@ -370,7 +370,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 p.setOpacity(FADED)
             p.setPen(pen)
             p.setBrush(Qt.NoBrush)
-            if kind == "nograd" and getattr(self, "_scale_now", 1.0) < 0.75:
+            if kind == "nograd" and self._scale_now < 0.75:
                 # zoomed out, the dashes are a few pixels each: drawn without
                 # antialiasing (a picture of a 60-step training loop, 1.3 million
                 # units of dashed lanes, spent 4.5 s stroking them: fuzz review)
@@ -844,6 +844,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
     # node -> the whole text its label was cut from, or None (GraphCanvas gives it:
     # the painter has no trace)
     full_text = None
+    _scale_now = 1.0     # the zoom of the picture being drawn (set by paint)
 
     def _tag_boxes(self, r, tags) -> list:
         """(tag, box) for each tag: a row hung just below the box, so it covers neither
@@ -891,9 +892,9 @@ _RECUT: dict = {}   # (label, letters that fit) -> the label cut to them
 def _recut(label: str, fm, width: float) -> str:
     """An expression label too wide for its box even in the smallest font (big
     text), cut again as the model cuts one (NOTE [labels cut whole] in
-    model/label_cut.py) to the letters that fit, not by Qt at the last letter
-    that fits: "predictions…targets", not "predictions - targ…" (visual review
-    at 150%)."""
+    model/label_cut.py) to the letters that fit, between tokens where that
+    reads true (NOTE [a cut that reads true]), not by Qt wherever the last
+    letter falls (visual review at 150%)."""
     n = int(len(label) * width / max(fm.horizontalAdvance(label), 1.0))
     for _ in range(4):
         if n < 5:

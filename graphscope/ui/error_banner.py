@@ -175,10 +175,7 @@ class ErrorBanner(QFrame):
     def _needed_height(self) -> int:
         """The height the banner's parts would take at its width (its words
         report none as height-for-width: _TextColumn)."""
-        h = self.heightForWidth(self.width())
-        if h > 0:
-            return max(h, self.sizeHint().height())
-        return self.sizeHint().height()
+        return max(self.heightForWidth(self.width()), self.sizeHint().height())
 
     def _set_compact(self, on: bool) -> None:
         self.compact = on

@@ -25,6 +25,7 @@ from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen, QPixmap, QPol
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from graphscope.model.label_cut import expr_label
+from graphscope.model.node_text import made_by_expr
 from graphscope.ui.canvas_paint import ScenePainter
 from graphscope.ui.canvas_primitives import lod_for, qcolor
 from graphscope.ui.canvas_scene import NEVER, SceneGeometry
@@ -260,9 +261,7 @@ class GraphCanvas(CanvasView, QWidget):
         if op_id is None:
             info = tr.tensors.get(node.tensor)
             op_id = info.created_by if info is not None else None
-        op = tr.op_by_id(op_id) if op_id is not None else None
-        expr = getattr(op, "expr", None) if op is not None and op.outputs[:1] == [node.tensor] \
-            else None
+        expr = made_by_expr(tr.op_by_id(op_id) if op_id is not None else None, node.tensor)
         return expr if expr and expr_label(expr) == node.label else None
 
     def text_scale(self) -> float:

@@ -497,8 +497,8 @@ class TimelineBar(QWidget):
         self.set_playing(self.is_playing())
 
     def position_text(self) -> str:
-        """What the position label says, its no-break spaces as spaces."""
-        return self.position_label.text().replace("\u00a0", " ")
+        """What the position label says ("Step 8 of 8  —  backward")."""
+        return self.position_label.text()
 
     def set_text_scale(self, f: float) -> None:
         font = QFont(self.font())

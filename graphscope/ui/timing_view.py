@@ -53,7 +53,6 @@ class TimingPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(words)
-        self._words = scroll
         self._box = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)
         self._box.setContentsMargins(6, 6, 6, 6)
         self._box.addWidget(self.plot, 3)
