@@ -25,25 +25,21 @@ from __future__ import annotations
 import atexit
 import codecs
 import dataclasses
-import fcntl
 import os
 import re
 import select
 import signal
-import subprocess
-import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Callable, Optional
 
 from graphscope import protocol as P
 from graphscope import quiet_gc
 from graphscope.model.trace import Trace
+from graphscope.worker_process import Worker
 
 STARTUP_TIMEOUT = 120.0   # importing torch on a cold disk can take a while
-STOP_GRACE = 0.3          # terminate -> kill
 _DRAIN_AFTER_EOF = 0.3    # wait for the last fd 1/2 output once the event pipe closed
 _READ_SIZE = 1 << 20
 
@@ -59,150 +55,10 @@ _SIGNAL_HINTS = {
 OnMessages = Callable[[list], None]
 
 
-def _pipe() -> tuple[int, int]:
-    """``os.pipe()`` with both ends above the standard streams' numbers.
-
-    A process started with stdin, stdout or stderr closed (``graphscope export
-    x.py 2>&-``, some launchers) gets that free number back from ``os.pipe``,
-    and ``Popen`` then puts the worker's own stdio over it in the child: every
-    run "crashed" (review finding)."""
-    fds = os.pipe()
-    out = []
-    try:
-        for fd in fds:
-            if fd < 3:
-                high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-                os.close(fd)
-                fd = high
-            out.append(fd)
-    except BaseException:
-        for fd in set(fds) | set(out):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        raise
-    return out[0], out[1]
-
-
-class _Worker:
-    """One worker process and the runner's ends of its pipes."""
-
-    def __init__(self, python: Optional[str] = None):
-        cmd_r, cmd_w = _pipe()
-        ev_r, ev_w = _pipe()
-        fault_r, fault_w = _pipe()
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
-        # what ``python x.py`` would have been given (NOTE [stdout's errors] in
-        # capture/output.py): the worker's own setting above is the runner's
-        env["GRAPHSCOPE_USER_IOENCODING"] = os.environ.get("PYTHONIOENCODING", "")
-        # Importable from a plain checkout too (appended: an installed copy wins).
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)
-        try:
-            self.proc = subprocess.Popen(
-                [python or sys.executable, "-m", "graphscope.capture.worker",
-                 str(cmd_r), str(ev_w), str(fault_w)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(cmd_r, ev_w, fault_w), start_new_session=True, env=env)
-        except BaseException:
-            for fd in (cmd_r, cmd_w, ev_r, ev_w, fault_r, fault_w):
-                os.close(fd)
-            raise
-        for fd in (cmd_r, ev_w, fault_w):
-            os.close(fd)
-        self.pid = self.proc.pid
-        self.cmd_w: Optional[int] = cmd_w
-        self.ev_r, self.fault_r = ev_r, fault_r
-        self.out_r = self.proc.stdout.fileno()
-        self.err_r = self.proc.stderr.fileno()
-        self._closed = False
-        self._group_ended = False
-        # one ender at a time: Stop (the window's thread) and the reader thread both
-        # end a stopped worker, and a second SIGTERM during the first one's stack
-        # dump (NOTE [where a stop found it]) cut the dump short
-        self._ending = threading.Lock()
-
-    def send(self, msg) -> None:
-        """Write the one command and close the pipe (a worker takes one Run)."""
-        fd, self.cmd_w = self.cmd_w, None
-        if fd is None:
-            return
-        try:
-            data = memoryview(P.encode(msg))
-            while data:
-                data = data[os.write(fd, data):]
-        except OSError:
-            pass  # it died; the reader sees EOF and reports how
-        finally:
-            os.close(fd)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self, grace: float = STOP_GRACE) -> None:
-        """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group.
-        Returns at once while another thread is doing it."""
-        if self._group_ended:
-            return  # done before: the group id may belong to someone else by now
-        if not self._ending.acquire(blocking=False):
-            return  # another thread is ending it (the reader reads on meanwhile)
-        try:
-            if self._group_ended:
-                return
-            if self.proc.poll() is None:
-                self._signal_group(signal.SIGTERM)
-                try:
-                    self.proc.wait(grace)
-                except subprocess.TimeoutExpired:
-                    pass
-            self._signal_group(signal.SIGKILL)  # it, if still there, and what the snippet started
-            self._group_ended = True
-            try:
-                self.proc.wait(2.0)
-            except subprocess.TimeoutExpired:
-                pass
-        finally:
-            self._ending.release()
-
-    def _signal_group(self, sig) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            if self.proc.poll() is None:
-                try:
-                    self.proc.send_signal(sig)
-                except ProcessLookupError:
-                    pass
-
-    def interrupt(self) -> None:
-        self._signal_group(signal.SIGINT)
-
-    def discard(self) -> None:
-        """End a worker that will not run anything (a spare warm one) and close its pipes."""
-        self.kill(grace=0)
-        self.close()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self.cmd_w is not None:
-            os.close(self.cmd_w)
-            self.cmd_w = None
-        for fd in (self.ev_r, self.fault_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
-
 class _RunSession:
     """One run on one worker: the reader thread and how the run ended."""
 
-    def __init__(self, runner: "Runner", worker: Optional[_Worker], run: P.Run,
+    def __init__(self, runner: "Runner", worker: Optional[Worker], run: P.Run,
                  on_messages: Optional[OnMessages], timeout: Optional[float],
                  start_error: Optional[str] = None):
         self.runner = runner
@@ -465,7 +321,7 @@ def _exit_text(rc: Optional[int]) -> str:
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 
 
-def _end_aside(w: "_Worker") -> bool:
+def _end_aside(w: "Worker") -> bool:
     """``w.kill()`` on a thread of its own, so the reader goes on reading: the
     worker's stack dump at SIGTERM (NOTE [where a stop found it]) is written
     into the fault pipe, and a dump of many threads bigger than the pipe held
@@ -526,14 +382,17 @@ class Runner:
     when done; no worker outlives it.
     """
 
-    def __init__(self, warm: bool = True, python: Optional[str] = None):
+    def __init__(self, warm: bool = True, python: Optional[str] = None,
+                 worker: Optional[Worker] = None):
         self._python = python
         self._warm_enabled = warm
         self._lock = threading.Lock()
-        self._warm: Optional[_Worker] = None
+        # ``worker``: one started already, which the first run takes (the
+        # export's, NOTE [a worker before the imports] in cli.py)
+        self._warm: Optional[Worker] = worker
         self._session: Optional[_RunSession] = None
         self._closed = False
-        if warm:
+        if warm and worker is None:
             self._spawn_warm()
 
     # -- public API ------------------------------------------------------------
@@ -563,7 +422,7 @@ class Runner:
             error = None
             if worker is None:
                 try:
-                    worker = _Worker(self._python)
+                    worker = Worker(self._python)
                 except OSError as e:
                     error = f"{type(e).__name__}: {e}"
             session = _RunSession(self, worker, run, on_messages, timeout, start_error=error)
@@ -650,7 +509,7 @@ class Runner:
     # -- internals -------------------------------------------------------------
     def _spawn_warm(self) -> None:
         try:
-            w = _Worker(self._python)
+            w = Worker(self._python)
         except OSError:
             return  # start() will try again and report the error
         with self._lock:
@@ -674,7 +533,7 @@ class Runner:
             self._spawn_warm()
 
 
-def _sent_ready_then_died(worker: _Worker) -> bool:
+def _sent_ready_then_died(worker: Worker) -> bool:
     """A warm worker that died while idle (killed from outside) is replaced
     silently; one that died before Ready is a start failure worth reporting."""
     r, _, _ = select.select([worker.ev_r], [], [], 0)

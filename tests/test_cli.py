@@ -135,6 +135,38 @@ def test_command_that_cannot_be_carried_out_exits_2(tmp_path, capsys, argv_tail,
     assert expect in _one_line(capsys.readouterr().err)
 
 
+def test_export_starts_its_worker_before_reading_the_snippet(tmp_path, monkeypatch):
+    """NOTE [a worker before the imports]: the worker imports torch while the
+    command imports the rest of GraphScope and reads the snippet, and the run
+    takes that worker: one worker in all."""
+    from graphscope import worker_process
+    events = []
+    real_init, real_read = worker_process.Worker.__init__, cli.read_snippet
+
+    def init(self, *a, **k):
+        events.append("worker")
+        real_init(self, *a, **k)
+
+    def read(path):
+        events.append("read")
+        return real_read(path)
+    monkeypatch.setattr(worker_process.Worker, "__init__", init)
+    monkeypatch.setattr(cli, "read_snippet", read)
+    snippet = tmp_path / "ok.py"
+    snippet.write_text("import torch\nprint(torch.ones(2).sum().item())\n")
+    assert cli.main(["export", str(snippet), "-o", str(tmp_path / "ok.json")]) == 0
+    assert events == ["worker", "read"]
+    assert json.loads((tmp_path / "ok.json").read_text())["stdout"] == "2.0\n"
+
+
+def test_help_starts_no_worker(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["export", "--help"])
+    with pytest.raises(SystemExit):
+        cli.main(["trace", "x.py", "-h"])
+    assert not cli._EARLY   # and no process left (the autouse fixture)
+
+
 def test_missing_renderer_exits_2_before_running(tmp_path, capsys, monkeypatch):
     snippet = tmp_path / "ok.py"
     snippet.write_text("print(1)\n")

@@ -18,6 +18,9 @@ FORBIDDEN = {
     "protocol.py": {"torch", "PySide6", "pyqtgraph", "graphscope"},
     "snippet_source.py": {"torch", "PySide6", "pyqtgraph", "graphscope"},
     "runner.py": {"torch", "PySide6", "graphscope.ui", "graphscope.capture"},
+    # imported first by `graphscope export` (NOTE [a worker before the imports])
+    "worker_process.py": {"torch", "PySide6", "graphscope.ui", "graphscope.capture",
+                          "graphscope.model", "graphscope.runner"},
     "scenarios.py": {"torch", "PySide6", "graphscope.ui"},
     # the window is opened (and svg/png drawn) through graphscope.ui, lazily
     "cli.py": {"torch", "graphscope.capture"},

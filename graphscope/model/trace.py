@@ -159,9 +159,7 @@ class Trace:
                 if rg is not None and bool(rg) != old.requires_grad:
                     self.requires_grad_after.setdefault(msg.id, []).append(
                         [self._last_step_seq, bool(rg)])
-                known = {f.name for f in dataclasses.fields(P.TensorInfo)}
-                self.tensors[msg.id] = dataclasses.replace(
-                    old, **{k: v for k, v in msg.fields.items() if k in known and k != "id"})
+                self.tensors[msg.id] = with_update(old, msg)
         elif t == "backward":
             self.backward.append(msg)
             self._last_step_seq = msg.seq
@@ -441,6 +439,15 @@ def _checked(row: dict):
 
 # TensorUpdate fields that have a factory's plain output drawn (Trace.named_after)
 _DRAWS = ("name", "retains_grad", "requires_grad")
+_INFO_FIELDS = frozenset(f.name for f in dataclasses.fields(P.TensorInfo)) - {"id"}
+
+
+def with_update(info: P.TensorInfo, update: P.TensorUpdate) -> P.TensorInfo:
+    """``info`` with what ``update`` changed (fields a TensorInfo does not have,
+    from a newer worker, are left out): how the Trace applies an update, and
+    the export's rows (NOTE [JSON as it comes])."""
+    return dataclasses.replace(
+        info, **{k: v for k, v in update.fields.items() if k in _INFO_FIELDS})
 
 # in-place ops after which a tensor lies elsewhere in memory (NOTE [aliases] in values.py)
 _REPLACES_MEMORY = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_",

@@ -1,0 +1,162 @@
+"""One worker process and the runner's ends of its pipes (no torch, no Qt).
+
+Kept apart from :mod:`graphscope.runner`, with nothing but the standard
+library's cheapest modules, so that ``graphscope export`` can start its worker
+before it imports anything else (NOTE [a worker before the imports] in cli.py).
+The worker runs in its own process group (a terminal's Ctrl+C reaches only the
+GraphScope process, which stops the run) and the whole group is killed, so
+processes the snippet started do not outlive it either.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+STOP_GRACE = 0.3          # terminate -> kill
+
+# the directory that holds the graphscope package (a plain checkout's root)
+_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends above the standard streams' numbers.
+
+    A process started with stdin, stdout or stderr closed (``graphscope export
+    x.py 2>&-``, some launchers) gets that free number back from ``os.pipe``,
+    and ``Popen`` then puts the worker's own stdio over it in the child: every
+    run "crashed" (review finding)."""
+    fds = os.pipe()
+    out = []
+    try:
+        for fd in fds:
+            if fd < 3:
+                high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+                os.close(fd)
+                fd = high
+            out.append(fd)
+    except BaseException:
+        for fd in set(fds) | set(out):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        raise
+    return out[0], out[1]
+
+
+class Worker:
+    """One worker process and the runner's ends of its pipes."""
+
+    def __init__(self, python: Optional[str] = None):
+        cmd_r, cmd_w = pipe()
+        ev_r, ev_w = pipe()
+        fault_r, fault_w = pipe()
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
+        # what ``python x.py`` would have been given (NOTE [stdout's errors] in
+        # capture/output.py): the worker's own setting above is the runner's
+        env["GRAPHSCOPE_USER_IOENCODING"] = os.environ.get("PYTHONIOENCODING", "")
+        # Importable from a plain checkout too (appended: an installed copy wins).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), _ROOT) if p)
+        try:
+            self.proc = subprocess.Popen(
+                [python or sys.executable, "-m", "graphscope.capture.worker",
+                 str(cmd_r), str(ev_w), str(fault_w)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(cmd_r, ev_w, fault_w), start_new_session=True, env=env)
+        except BaseException:
+            for fd in (cmd_r, cmd_w, ev_r, ev_w, fault_r, fault_w):
+                os.close(fd)
+            raise
+        for fd in (cmd_r, ev_w, fault_w):
+            os.close(fd)
+        self.pid = self.proc.pid
+        self.cmd_w: Optional[int] = cmd_w
+        self.ev_r, self.fault_r = ev_r, fault_r
+        self.out_r = self.proc.stdout.fileno()
+        self.err_r = self.proc.stderr.fileno()
+        self._closed = False
+        self._group_ended = False
+        # one ender at a time: Stop (the window's thread) and the reader thread both
+        # end a stopped worker, and a second SIGTERM during the first one's stack
+        # dump (NOTE [where a stop found it]) cut the dump short
+        self._ending = threading.Lock()
+
+    def send(self, msg) -> None:
+        """Write the one command and close the pipe (a worker takes one Run)."""
+        fd, self.cmd_w = self.cmd_w, None
+        if fd is None:
+            return
+        from graphscope.protocol import encode
+        try:
+            data = memoryview(encode(msg))
+            while data:
+                data = data[os.write(fd, data):]
+        except OSError:
+            pass  # it died; the reader sees EOF and reports how
+        finally:
+            os.close(fd)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self, grace: float = STOP_GRACE) -> None:
+        """Terminate, wait up to ``grace`` seconds, then kill: the worker and its group.
+        Returns at once while another thread is doing it."""
+        if self._group_ended:
+            return  # done before: the group id may belong to someone else by now
+        if not self._ending.acquire(blocking=False):
+            return  # another thread is ending it (the reader reads on meanwhile)
+        try:
+            if self._group_ended:
+                return
+            if self.proc.poll() is None:
+                self._signal_group(signal.SIGTERM)
+                try:
+                    self.proc.wait(grace)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._signal_group(signal.SIGKILL)  # it, if still there, and what the snippet started
+            self._group_ended = True
+            try:
+                self.proc.wait(2.0)
+            except subprocess.TimeoutExpired:
+                pass
+        finally:
+            self._ending.release()
+
+    def _signal_group(self, sig) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            if self.proc.poll() is None:
+                try:
+                    self.proc.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+
+    def interrupt(self) -> None:
+        self._signal_group(signal.SIGINT)
+
+    def discard(self) -> None:
+        """End a worker that will not run anything (a spare warm one) and close its pipes."""
+        self.kill(grace=0)
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.cmd_w is not None:
+            os.close(self.cmd_w)
+            self.cmd_w = None
+        for fd in (self.ev_r, self.fault_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc.stdout.close()
+        self.proc.stderr.close()
