@@ -52,7 +52,7 @@ CLAIMS = {
 }
 
 FORK_RUNNER = r'''
-import json, os, runpy, sys, tempfile, time, traceback
+import json, os, runpy, shutil, sys, tempfile, time, traceback
 import torch  # once, in the parent; each snippet runs in a forked child
 
 results = []
@@ -86,6 +86,7 @@ for job in json.load(sys.stdin):
     results.append({"id": job["id"], "returncode": rc, "seconds": time.perf_counter() - t0,
                     "stdout": open(out, encoding="utf-8").read(),
                     "stderr": open(err, encoding="utf-8").read()})
+    shutil.rmtree(d, ignore_errors=True)   # 42 folders left in /tmp by every run of the suite
 json.dump(results, sys.__stdout__)
 '''
 
