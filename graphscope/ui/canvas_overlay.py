@@ -69,7 +69,10 @@ class OverlayPainter:
             p.setBrush(Qt.NoBrush)
             p.drawPath(path)
             labels.append((path, "∂ " + str(text)))
-            near = near.united(path.boundingRect())
+            # (with a margin: a level edge's box has no height, and Qt's
+            # intersected() of it is a null rect, which left its chips no
+            # obstacles at all: they sat on the current node)
+            near = near.united(path.boundingRect().adjusted(-1, -1, 1, 1))
             lit_order.append((src, dst))
         # an input read twice keeps its "×2" on the lit edge (NOTE [an input read
         # twice] in canvas_scene.py): the lit line was drawn through it, on the
@@ -109,9 +112,9 @@ class OverlayPainter:
                     continue
                 # (a tag hangs outside its node's box: boxes a row's gap away are
                 # asked, and their marks tested)
-                near = inv.mapRect(reach)
-                gap = near.height()
-                for other in self.geom.nodes_in(near.adjusted(0, -gap, 0, gap), limit):
+                around = inv.mapRect(reach)
+                gap = around.height()
+                for other in self.geom.nodes_in(around.adjusted(0, -gap, 0, gap), limit):
                     if to_device.mapRect(self.marks_rect(other)).intersects(reach):
                         again.setdefault(other.node.id, other)
             for ng in ringed:
