@@ -399,8 +399,7 @@ class TimelineBar(QWidget):
         self.forward_button = button("forward", "Step forward (Right / PageDown)",
                                      self.forward_requested)
         self.last_button = button("last", "Last step (End)", self.last_requested)
-        self.position_label = QLabel("0 / 0", self)
-        self.position_label.setWordWrap(True)   # a narrow window: two lines, not a wider window
+        self.position_label = _PositionLabel(self)
         lay.addSpacing(8)
         lay.addWidget(self.position_label, 1)
         self.speed_box = QComboBox(self)
@@ -473,10 +472,9 @@ class TimelineBar(QWidget):
         words: a long run's bands are too narrow to name, and its earlier passes
         fade (visual review: "Step 1700 of 3460" said nothing of it)."""
         self.strip.set_value(value)
-        extra = f"  \u2014  {phase}" if phase else ""
-        if pass_index is not None:
-            extra += f", pass {pass_index + 1:,} of {len(self.strip.passes()):,}"
-        self.position_label.setText(f"Step {value:,} of {total:,}{extra}")
+        self.position_label.set_position(value, total, phase,
+                                         None if pass_index is None else
+                                         (pass_index + 1, len(self.strip.passes())))
         for b in (self.first_button, self.back_button):
             b.setEnabled(value > 0)
         for b in (self.forward_button, self.last_button):
@@ -497,8 +495,9 @@ class TimelineBar(QWidget):
         self.set_playing(self.is_playing())
 
     def position_text(self) -> str:
-        """What the position label says ("Step 8 of 8  —  backward")."""
-        return self.position_label.text()
+        """What the position label says in full ("Step 8 of 8  —  backward"),
+        whichever of its forms it shows."""
+        return self.position_label.full_text()
 
     def set_text_scale(self, f: float) -> None:
         font = QFont(self.font())
@@ -521,6 +520,70 @@ class TimelineBar(QWidget):
         self.strip.setMinimumHeight(int(26 * f))
         self.strip.setFont(font)
         self.strip.updateGeometry()
+
+
+class _PositionLabel(QLabel):
+    """"Step 7 of 3,460  —  forward, pass 1 of 203" in the longest form that fits
+    its width: one line; the phase on a line of its own; then shorter words.
+    A word-wrapped label broke it anywhere: at 1024 px and 150% text, five
+    lines of one or two words ("Step 7", "of 3,460", "—", ...: visual review).
+    The lines fit the height of the buttons beside them."""
+
+    def __init__(self, parent=None):
+        super().__init__("0 / 0", parent)
+        self._forms: list = ["0 / 0"]
+
+    def set_position(self, value: int, total: int, phase: str = "",
+                     pass_of: tuple | None = None) -> None:
+        step = f"Step {value:,} of {total:,}"
+        where = phase
+        if pass_of is not None:
+            where += f", pass {pass_of[0]:,} of {pass_of[1]:,}" if where else \
+                f"pass {pass_of[0]:,} of {pass_of[1]:,}"
+        if not where:
+            self._forms = [step, f"{value:,} / {total:,}"]
+        else:
+            short = phase if pass_of is None else \
+                (f"{phase}, {pass_of[0]:,}/{pass_of[1]:,}" if phase else f"{pass_of[0]:,}/{pass_of[1]:,}")
+            self._forms = [f"{step}  \u2014  {where}", f"{step}\n{where}",
+                           f"{value:,} / {total:,}\n{short}", f"{value:,} / {total:,}"]
+        self._fit()
+
+    def full_text(self) -> str:
+        return self._forms[0]
+
+    def _fit(self) -> None:
+        fm = self.fontMetrics()
+        width = self.contentsRect().width()
+        lines_max = max(1, self.contentsRect().height() // max(1, fm.lineSpacing()))
+        for form in self._forms:
+            lines = form.split("\n")
+            if len(lines) <= max(2, lines_max) and \
+                    all(fm.horizontalAdvance(ln) <= width for ln in lines):
+                break
+        else:
+            form = self._forms[-1]
+        if form != self.text():
+            self.setText(form)
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        return QSize(fm.horizontalAdvance(self._forms[0]) + 4, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        lines = self._forms[-1].split("\n")
+        return QSize(max(fm.horizontalAdvance(ln) for ln in lines) + 4,
+                     fm.lineSpacing() * 2 + 2)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.FontChange:
+            self._fit()
 
 
 def _band_text(label: str, fm, width: float) -> str:
