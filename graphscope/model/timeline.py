@@ -577,6 +577,11 @@ class Timeline:
             self._mat_pos -= 1
         return grad, leaf
 
+    def first_output_after(self, index: int) -> int:
+        """The index of the first output chunk printed after step ``index``
+        (the number of chunks when none was)."""
+        return bisect.bisect_right(self._out_seqs, self._seqs[index])
+
     def state(self, cursor: Optional[int] = None) -> FrameState:
         """Everything the views show at ``cursor`` (default: the timeline's cursor)."""
         c = self._cursor if cursor is None else max(-1, min(int(cursor), len(self.steps) - 1))

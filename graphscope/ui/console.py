@@ -43,6 +43,7 @@ class Console(QPlainTextEdit):
         self._cr = False             # a carriage return came last: the line is replaced
         self._hidden_note: Optional[str] = None   # shown instead of the output (a quiz)
         self._note_at: Optional[int] = None      # where the note starts in the text
+        self._divider: Optional[tuple] = None    # (chunk index, grey line before it)
         self._stdout_fmt = QTextCharFormat()
         self._stderr_fmt = QTextCharFormat()
         self._note_fmt = QTextCharFormat()
@@ -60,11 +61,17 @@ class Console(QPlainTextEdit):
         self._rebuild()
 
     def show_outputs(self, outputs: Sequence, count: Optional[int] = None,
-                     note: Optional[str] = None) -> None:
+                     note: Optional[str] = None, divider: Optional[tuple] = None) -> None:
         """Show the first ``count`` chunks of ``outputs`` (all when None; the
         timeline's ``FrameState.outputs_upto``), then ``note`` (how the run
-        ended) in grey."""
+        ended) in grey. ``divider``: ``(index, text)``, a grey line of its own
+        before chunk ``index`` (what was printed after the backward pass the
+        last step belongs to)."""
         n = len(outputs) if count is None else max(0, min(count, len(outputs)))
+        if divider != self._divider:
+            self._outputs, self._shown, self._note, self._divider = outputs, n, note, divider
+            self._rebuild()
+            return
         if outputs is self._outputs and n >= self._shown and self._hidden_note is None:
             # forward: the new chunks after those shown, and the note after them, in
             # place. (The note changes at every printing step before a finished
@@ -79,7 +86,7 @@ class Console(QPlainTextEdit):
             cur.beginEditBlock()
             try:
                 self._drop_note(cur)
-                self._insert(cur, outputs[self._shown:n])
+                self._insert_range(cur, self._shown, n)
                 self._shown, self._note = n, note
                 self._put_note(cur)
             finally:
@@ -131,6 +138,19 @@ class Console(QPlainTextEdit):
         cur = self.textCursor()
         cur.movePosition(QTextCursor.MoveOperation.End)
         return cur
+
+    def _insert_range(self, cur: QTextCursor, lo: int, hi: int) -> None:
+        """Chunks ``lo`` to ``hi`` of the output, with the divider where it falls."""
+        d = self._divider
+        if d is None or not lo <= d[0] < hi:
+            self._insert(cur, self._outputs[lo:hi])
+            return
+        self._insert(cur, self._outputs[lo:d[0]])
+        if d[0] and not self._outputs[d[0] - 1].text.endswith(("\n", "\r")):
+            cur.insertText("\n")
+        cur.insertText(d[1] + "\n", self._note_fmt)
+        self._col, self._cr = 0, False
+        self._insert(cur, self._outputs[d[0]:hi])
 
     def _insert(self, cur: QTextCursor, chunks) -> None:
         """``chunks`` at ``cur``: one insert per run of one stream (NOTE [console lines])."""
@@ -201,7 +221,7 @@ class Console(QPlainTextEdit):
         if self._hidden_note is not None:
             cur.insertText(self._hidden_note, self._note_fmt)
             return
-        self._insert(cur, self._outputs[:self._shown])
+        self._insert_range(cur, 0, self._shown)
         self._put_note(cur)
         self.moveCursor(QTextCursor.MoveOperation.End)
 

@@ -130,7 +130,8 @@ class CursorViews:
         self.editor.set_marker_line(None if self._edited else frame.line)
         cur = frame.current
         self.console.show_outputs(live.trace.outputs, frame.outputs_upto,
-                                  self._console_note(frame.outputs_upto))
+                                  self._console_note(frame.outputs_upto),
+                                  self._after_the_pass(cur, frame.outputs_upto))
         phase = ""
         if cur is not None:
             phase = "backward" if cur.kind.startswith("backward") else "forward"
@@ -151,6 +152,25 @@ class CursorViews:
             self.banner.setVisible(at_end and not self._banner_dismissed)
         self._show_inspector(frame)
         self.cursor_changed.emit(tl.cursor)
+
+    def _after_the_pass(self, cur, upto: int):
+        """At the last step of a backward pass: the console's divider before
+        what the snippet printed after the pass, before the next step. (The
+        console shows what was printed up to the next step, and at the last
+        AccumulateGrad of the detach scenario, marked on line 2, "False None"
+        of line 7 stood as if printed during the pass: visual review.)"""
+        if cur is None or cur.kind != "backward":
+            return None
+        tl = self.live.timeline
+        steps = tl.steps
+        i = cur.index
+        if i + 1 < len(steps) and steps[i + 1].kind == "backward" and \
+                steps[i + 1].call == cur.call:
+            return None        # the pass goes on
+        first = tl.first_output_after(i)
+        if first >= upto:
+            return None
+        return first, "[printed after the backward pass, by the lines that follow it:]"
 
     def _after_backward(self, cur) -> bool:
         """An op step that records no graph and comes after a backward step: reading
