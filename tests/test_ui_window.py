@@ -856,7 +856,12 @@ def test_matrix_value_gets_a_heat_map(qtbot, window):
     plot = w.inspector.plot
     assert plot.getAxis("bottom")._tickLevels == [[(i + 0.5, str(i)) for i in range(4)]]
     assert plot.getAxis("left")._tickLevels == [[(i + 0.5, str(i)) for i in range(3)]]
-    assert "dark 0 \u2192 yellow 11" in plot.getPlotItem().titleLabel.text
+    assert "value: dark 0 \u2192 yellow 11" in plot.getPlotItem().titleLabel.text
+    # the plot is the value's: under it, above the gradient's caption (under
+    # ".grad at this step" a weight's heat map read as its gradient's: visual review)
+    lay = w.inspector.plot.parentWidget().layout()
+    order = [lay.indexOf(x) for x in (w.inspector.value_text, plot, w.inspector.grad_caption)]
+    assert order == sorted(order) and -1 not in order
     # a histogram after it has its own ticks again
     w.select_node(node_by_label(w, "v").id)
     assert w.inspector.plot_kind == "histogram" and plot.getAxis("bottom")._tickLevels is None

@@ -114,8 +114,6 @@ class Inspector(QWidget):
             c.setWordWrap(True)   # a long caption wraps instead of widening the panel
         self.grad_text = QPlainTextEdit(body)
         self.grad_text.setReadOnly(True)
-        for w in (self.value_caption, self.value_text, self.grad_caption, self.grad_text):
-            lay.addWidget(w)
         for w in (self.value_text, self.grad_text):
             w.installEventFilter(self)   # refitted when its width changes (_fit_height)
         self.plot = pg.PlotWidget(body)
@@ -125,7 +123,11 @@ class Inspector(QWidget):
         self.plot.setMouseEnabled(False, False)
         self.plot.hideButtons()
         self.plot.setTitle("")
-        lay.addWidget(self.plot)
+        # the plot is of the value: right under it, and said so in its title (under
+        # ".grad at this step" a weight's heat map read as its gradient's: visual review)
+        for w in (self.value_caption, self.value_text, self.plot, self.grad_caption,
+                  self.grad_text):
+            lay.addWidget(w)
         lay.addStretch(1)
         # what the canvas's colours and marks mean, always at hand for a class
         # (Qt rich text ignores ``border`` on a span: each swatch is a small painted pixmap)
@@ -535,7 +537,7 @@ class Inspector(QWidget):
         self.plot.getAxis("bottom").setTicks([_cell_ticks(cols)])
         self.plot.getAxis("left").setTicks([_cell_ticks(rows)])
         lo, hi = float(np.nanmin(data)), float(np.nanmax(data))
-        self.plot.setTitle(f"dark {lo:.3g} \u2192 yellow {hi:.3g}",
+        self.plot.setTitle(f"value: dark {lo:.3g} \u2192 yellow {hi:.3g}",
                            size=f"{10 * getattr(self, '_scale', 1.0):.0f}pt")
         self.plot.show()
         self.plot.autoRange()
@@ -575,7 +577,7 @@ class Inspector(QWidget):
         bars = pg.BarGraphItem(x0=x0, width=widths, height=counts, brush=self._hist_color,
                                pen=pg.mkPen(None))
         self.plot.addItem(bars)
-        self.plot.setTitle("distribution")
+        self.plot.setTitle("distribution of the value")
         self.plot.show()
         self.plot.autoRange()
         self.plot_kind = "histogram"
