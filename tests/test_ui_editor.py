@@ -103,6 +103,28 @@ def test_clicks_and_marker_land_on_the_right_line(editor, qtbot):
     assert sel.cursor.block().blockNumber() == COMMENT
 
 
+def test_the_marked_line_is_scrolled_into_view_when_lines_wrap(qtbot):
+    """The scroll bar counts screen lines: with most lines wrapped (a narrow
+    presentation editor), scrolling to a code line's number left the marked
+    line below the view for a whole lesson (visual review)."""
+    e = CodeEditor()
+    qtbot.addWidget(e)
+    e.resize(200, 240)
+    e.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    e.setPlainText("".join(f"value_{i} = torch.tensor([{i}.0, 2.0, 3.0]) * weight_{i}\n"
+                           for i in range(1, 41)))
+    e.show()
+    qtbot.waitExposed(e)
+    doc = e.document()
+    qtbot.waitUntil(lambda: doc.findBlockByNumber(0).layout().lineCount() >= 3 and
+                    doc.findBlockByNumber(39).lineCount() >= 3, timeout=2000)   # wrapped
+    for line in (12, 30, 40, 3, 25):
+        e.set_marker_line(line)
+        block = e.document().findBlockByNumber(line - 1)
+        rect = e.blockBoundingGeometry(block).translated(e.contentOffset())
+        assert rect.top() >= 0 and rect.bottom() <= e.viewport().height(), (line, rect)
+
+
 def test_resizing_rewraps_and_no_wrap_leaves_lines_alone(editor, qtbot):
     b = _block(editor, COMMENT)
     narrow_rows = b.layout().lineCount()

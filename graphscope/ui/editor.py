@@ -494,11 +494,29 @@ class CodeEditor(QPlainTextEdit):
         block = self.document().findBlockByNumber(line - 1)
         if not block.isValid():
             return
-        first = self.firstVisibleBlock().blockNumber() + 1
-        visible = max(1, int(self.viewport().height() / max(1, self.fontMetrics().height())))
-        if not (first <= line < first + visible - 1):
-            bar = self.verticalScrollBar()
-            bar.setValue(max(0, line - 1 - visible // 3))
+        # in screen lines, not code lines: the scroll bar counts the lines a wrapped
+        # line takes, and a narrow presentation editor wraps most of them (the
+        # marked line stayed below the view for a whole lesson: visual review)
+        # (Qt lays out only the blocks it shows, and counts one line for each of
+        # the others: the line put at the top is the block's first as Qt counts
+        # now, then the view goes back a line at a time until a third of it is
+        # above, laying those blocks out as they come into view)
+        height = self.viewport().height()
+        rect = self.blockBoundingGeometry(block).translated(self.contentOffset())
+        if rect.top() >= 0 and (rect.bottom() <= height or rect.height() > height):
+            return
+        bar = self.verticalScrollBar()
+        bar.setValue(block.firstLineNumber())
+        step = max(1.0, float(self.fontMetrics().lineSpacing()))
+        for _ in range(int(height / 3 / step)):
+            rect = self.blockBoundingGeometry(block).translated(self.contentOffset())
+            if bar.value() == 0 or rect.top() + step > height / 3:
+                break
+            bar.setValue(bar.value() - 1)
+            rect = self.blockBoundingGeometry(block).translated(self.contentOffset())
+            if rect.bottom() > height:      # a whole block came in above it: too far
+                bar.setValue(bar.value() + 1)
+                break
 
     def mouseReleaseEvent(self, event) -> None:
         super().mouseReleaseEvent(event)
