@@ -760,6 +760,19 @@ def test_an_op_freed_by_backward_says_so_from_that_step_on(qtbot, window):
     w.set_cursor(at)
     assert "freed" in w.inspector.rows()["saved values"]
     w.canvas.grab()        # the overlay paints the freed pill
+    # washed out from the next step on; at its own step it is the node being
+    # explained, and was the faintest name on the canvas (visual review)
+    assert at + 1 < len(tl)
+    w.select_node(None)
+
+    def fill(step):
+        w.set_cursor(step)
+        r = w.canvas.node_view_rect(mul.id)
+        img = w.canvas.grab().toImage()
+        dpr = img.devicePixelRatio()
+        return img.pixelColor(int((r.left() + 8) * dpr), int(r.center().y() * dpr)).name()
+    before, own, after = fill(at - 1), fill(at), fill(at + 1)
+    assert own == before != after
 
 
 def test_drop_of_a_py_file_opens_it_without_running(qtbot, window, tmp_path):

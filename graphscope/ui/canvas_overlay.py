@@ -32,8 +32,11 @@ class OverlayPainter:
         lod = lod_for(scale, self.geom, self.text_scale)
         freed = getattr(frame, "freed_at", None) if frame is not None else None
         if freed and device_rect is not None and lod != "tiny":
+            # (not the current op's: its Node freed what it saved as it ran, and
+            # washed out, the node being explained was the faintest name on the
+            # canvas: visual review. Its pill says it.)
             self._paint_freed(p, to_device, freed, frame.cursor, limit, device_rect, lod,
-                              pills=False)
+                              pills=False, keep={ng.id for ng in highlight})
         if spotlight and highlight and device_rect is not None:
             dim = QPainterPath()
             dim.addRect(device_rect)
@@ -330,7 +333,7 @@ class OverlayPainter:
         return out
 
     def _paint_freed(self, p, to_device, freed: dict, cursor: int, limit, device_rect,
-                     lod, wash: bool = True, pills: bool = True) -> None:
+                     lod, wash: bool = True, pills: bool = True, keep=()) -> None:
         """Ops whose saved values a backward pass has freed by this step (NOTE
         [released] in capture/backward.py): washed out (``wash``), with a "freed"
         pill under them (``pills``; drawn after the current step's glow). A second
@@ -361,7 +364,7 @@ class OverlayPainter:
             dr = to_device.mapRect(_rect(ng))
             # an earlier pass's op is faded already, its pill with it (NOTE [pass focus])
             fade = faded is not None and faded(ng.node)
-            if wash and not fade:
+            if wash and not fade and ng.id not in keep:
                 p.setPen(Qt.NoPen)
                 p.setBrush(veil)
                 p.drawRoundedRect(dr, dr.height() / 2, dr.height() / 2)
