@@ -768,3 +768,37 @@ def test_the_browser_marks_the_scenario_that_is_open(window, folder, qtbot):
     assert marked() == "one"
     window.load_snippet("x = 1\n", "mine.py")       # the learner's own snippet: none
     assert c.scenario is None and c.browser.tree.currentItem() is None
+
+
+def test_the_chips_of_the_shared_weight_s_two_paths_keep_their_order(window, qtbot):
+    """shared-weights in presentation mode at 1280x720, after Reveal: to keep off
+    the other edge, w's "∂ 5.0" (the w * x2 path, below) went three rows up, and
+    "∂ 3.0" (the w * x1 path, above) under it, so the hall read the two paths'
+    gradients the wrong way round (visual review). A spot far off now costs by
+    its leader's length: the chips of two edges from one node are in the order
+    of their edges."""
+    install_classroom(window, args(scenario="shared-weights", presentation=True))
+    window.set_speed(0)
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(window.run_finished, timeout=60000):
+        window.classroom.quiz.reveal()
+    canvas, tl = window.canvas, window.live.timeline
+    geom = canvas.geometry_model()
+    checked = 0
+    for i in range(len(tl)):
+        window.set_cursor(i)
+        frame = tl.state(i)
+        edges = list(frame.edge_grads)
+        if len(edges) != 2 or edges[0][0] != edges[1][0]:
+            continue              # (two edges from one node: w's two paths)
+        canvas.grab()
+        tf = canvas.transform()
+        chips = canvas._painter.placed_labels[-2:]
+        mids = [canvas._painter.edge_path(geom.nodes[s], geom.nodes[d], tf).pointAtPercent(0.5)
+                for s, d in edges]
+        assert (mids[0].y() < mids[1].y()) == (chips[0].center().y() < chips[1].center().y()), \
+            (i, edges, mids, chips)
+        checked += 1
+    assert checked

@@ -13,6 +13,7 @@ from graphscope.ui.canvas_primitives import (FADED, OVERLAY_PX, _curve, _lane_pa
 from graphscope.ui.canvas_scene import edge_ends, edge_route
 
 
+LEADER_COST = 1.0        # per pixel of a label's leader: a spot on another edge costs 60
 GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose neighbours' tags are drawn again over the glow
 
 
@@ -447,6 +448,10 @@ class OverlayPainter:
                         if under >= LINES_COUNTED:
                             break      # (in a thicket of nodes: as bad as it gets)
                 cost += 200.0 * under
+                # and a spot far off costs by the way: a chip three rows up, to keep
+                # off another edge, sat beside the wrong path of the shared weight,
+                # its value read as the other path's (visual review)
+                cost += LEADER_COST * leader.length()
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)
