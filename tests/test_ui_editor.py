@@ -125,6 +125,29 @@ def test_the_marked_line_is_scrolled_into_view_when_lines_wrap(qtbot):
         assert rect.top() >= 0 and rect.bottom() <= e.viewport().height(), (line, rect)
 
 
+def test_the_error_line_is_marked_with_a_cross_not_a_second_arrow(editor, qtbot):
+    """After a run that raised, the orange error arrow stayed beside the current
+    line's arrow at every step, and it was unclear which line was running
+    (visual review): an arrow says "running", a cross "failed here"."""
+    editor.set_error_line(3)
+    editor.set_marker_line(1)
+    img = editor._gutter.grab().toImage()
+    dpr = img.devicePixelRatio()
+    band = max(4, int(6 * editor._scale))
+
+    def left_of_centre(line):
+        block = editor.document().findBlockByNumber(line - 1)
+        top = editor.blockBoundingGeometry(block).translated(editor.contentOffset()).top()
+        h = block.layout().lineAt(0).height()
+        x, y = band + 3 + h * 0.32 * 0.5, top + h / 2     # inside an arrow, off a cross
+        return img.pixelColor(int(x * dpr), int(y * dpr))
+    assert left_of_centre(1) == editor.colors["marker"]
+    assert left_of_centre(3) != editor.colors["error"]
+    editor.set_marker_line(3)                  # the step at the error: its arrow, in red
+    img = editor._gutter.grab().toImage()
+    assert left_of_centre(3) == editor.colors["error"]
+
+
 def test_resizing_rewraps_and_no_wrap_leaves_lines_alone(editor, qtbot):
     b = _block(editor, COMMENT)
     narrow_rows = b.layout().lineCount()

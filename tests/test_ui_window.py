@@ -1639,6 +1639,21 @@ def test_reading_results_after_backward_is_not_called_forward(qtbot, window):
     assert phases[-1] == "forward"       # y = x * 2 records a graph: a new forward
 
 
+def test_an_op_that_raised_trying_to_record_is_forward_not_after_backward(qtbot, window):
+    """grad-modes: (b * x).sum().backward() after a first backward, b an inference
+    tensor: b * x raised before recording, and its step read "after backward"
+    as if reading results (visual review). It is the next forward's first op."""
+    w = window
+    run_source(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                         "with torch.inference_mode():\n    b = x * 2\n"
+                         "(x * 3).sum().backward()\nprint(x.grad)\n(b * x).sum()\n")
+    tl = w.live.timeline
+    w.set_cursor(len(tl) - 1)
+    last = w.live.trace.op_by_id(tl.steps[-1].op)
+    assert last.failed == "RuntimeError" and last.line == 7
+    assert w.timeline_bar.position_text().split("\u2014")[-1].split(",")[0].strip() == "forward"
+
+
 def test_in_a_loop_the_update_is_after_backward_and_the_next_input_is_forward(qtbot, window):
     """The next iteration's input, made before its forward, read "after backward"."""
     w = window

@@ -17,7 +17,7 @@ from pygments.lexers import PythonLexer
 from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter, QPolygonF,
+from PySide6.QtGui import (QColor, QFont, QFontDatabase, QFontMetricsF, QPainter, QPen, QPolygonF,
                            QSyntaxHighlighter, QTextBlock, QTextCharFormat, QTextCursor,
                            QTextDocument, QTextFormat)
 from PySide6.QtCore import QPointF
@@ -485,7 +485,7 @@ class CodeEditor(QPlainTextEdit):
                     color = self.colors["marker"]
                 tl = block.layout()
                 first_h = tl.lineAt(0).height() if tl is not None and tl.lineCount() else h
-                if line in (self._marker_line, self._error_line):
+                if line == self._marker_line:
                     # a small arrow: the projector-friendly "you are here", beside the
                     # line's first row when it wraps
                     s = first_h * 0.32
@@ -495,6 +495,17 @@ class CodeEditor(QPlainTextEdit):
                     p.setBrush(color)
                     p.drawPolygon(QPolygonF([QPointF(cx - s * 0.7, cy - s), QPointF(cx + s * 0.7, cy),
                                              QPointF(cx - s * 0.7, cy + s)]))
+                elif line == self._error_line:
+                    # where it failed, at a step elsewhere: a cross, not a second
+                    # arrow (two arrows left unclear which line was running: visual
+                    # review)
+                    s = first_h * 0.24
+                    cx, cy = band + 3 + s * 1.3, top + first_h / 2
+                    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+                    p.setPen(QPen(color, max(2.0, first_h * 0.12), Qt.PenStyle.SolidLine,
+                                  Qt.PenCapStyle.RoundCap))
+                    p.drawLine(QPointF(cx - s, cy - s), QPointF(cx + s, cy + s))
+                    p.drawLine(QPointF(cx - s, cy + s), QPointF(cx + s, cy - s))
                 p.setPen(color)
                 f = p.font()
                 f.setBold(line in (self._marker_line, self._error_line))
