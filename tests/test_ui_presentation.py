@@ -802,3 +802,24 @@ def test_the_chips_of_the_shared_weight_s_two_paths_keep_their_order(window, qtb
             (i, edges, mids, chips)
         checked += 1
     assert checked
+
+
+def test_a_lesson_s_small_graph_is_fitted_whole_in_presentation(window, qtbot):
+    """shared-weights at 1280x720 in presentation: its 9 nodes fit at 0.93 of the
+    hall's readable size, and the view followed the current node instead, leaving
+    y and add cut at the bottom from step 10 on (visual review)."""
+    from PySide6.QtCore import QRectF
+    install_classroom(window, args(scenario="shared-weights", presentation=True))
+    window.set_speed(0)
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(window.run_finished, timeout=60000):
+        window.classroom.quiz.reveal()
+    canvas, tl = window.canvas, window.live.timeline
+    view = QRectF(canvas.rect())
+    for i in range(len(tl)):
+        window.set_cursor(i)
+        assert not canvas.following(), (i, canvas.fit_scale() / canvas.readable_scale(), canvas.size())
+        for nid in canvas.geometry_model().nodes:
+            assert view.contains(canvas.node_view_rect(nid)), (i, nid)

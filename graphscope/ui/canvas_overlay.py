@@ -138,7 +138,11 @@ class OverlayPainter:
         # NOTE [label placement]: labels never sit on a node when they can help it.
         # Obstacles are the visible node boxes near the labelled edges and leaves and
         # every label already placed; each label takes the first free spot among a few
-        # candidates (greedy), .grad boxes first (they belong to one node).
+        # candidates (greedy), .grad boxes first (they belong to one node). A gradient
+        # chip keeps off a node's words but may touch its rim (``_words_of``): the
+        # edges between a shared weight and its two muls are as short as a chip is
+        # wide, and kept off whole boxes, its chips went rows away, beside the other
+        # path (visual review); a spot far off costs by its leader's length too.
         leaf_grads = (getattr(frame, "leaf_grads", None) or {}) if frame is not None else {}
         for tid in leaf_grads:
             ng = nodes.get(tid if isinstance(tid, str) else f"t{tid}")
@@ -163,13 +167,20 @@ class OverlayPainter:
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
             obstacles = [to_device.mapRect(self.ink_rect(ng))
                          for ng in self.geom.nodes_in(scene_near, limit)]
+            # a chip may touch a node's rim, not its words (NOTE [label placement])
+            chip_obstacles = [_words_of(r) for r in obstacles]
             if lod == "full" and self.regions:
                 # a region's label too: a gradient chip sat on "torch.no_grad(),
                 # lines 9-10" in the welcome scenario
-                obstacles += [to_device.mapRect(label) for box, label
-                              in self._region_boxes(limit, scene_near)
-                              if box.intersects(scene_near)]
+                region_labels = [to_device.mapRect(label) for box, label
+                                 in self._region_boxes(limit, scene_near)
+                                 if box.intersects(scene_near)]
+                obstacles += region_labels
+                chip_obstacles += region_labels
+        else:
+            chip_obstacles = []
         obstacles += times_boxes
+        chip_obstacles += times_boxes
         placed: list = []
         self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
         # .grad of leaves: the one accumulated at this step first (before -> after), then
@@ -250,7 +261,7 @@ class OverlayPainter:
                 pt = path.pointAtPercent(tpos)
                 cands += [pt] * 2
                 sides += ["above3", "below3"]
-            self._place_label(p, cands, sides, text, obstacles, placed, bounds, scale,
+            self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds, scale,
                               lines=[(b, segs) for key, b, segs in lines if key != own])
         if quiet:
             f = font(11 * self.text_scale)
@@ -563,6 +574,13 @@ def _fit_terms(fm, text: str, width: float) -> str:
         return (fm.elidedText(terms[0], Qt.ElideRight, half) + " + \u2026 + "
                 + fm.elidedText(terms[-1], Qt.ElideRight, half))
     return fm.elidedText(text, Qt.ElideMiddle, width)
+
+
+def _words_of(r: QRectF) -> QRectF:
+    """A node's box without its rim: the part a gradient chip must keep off."""
+    dx = min(14.0, r.width() * 0.15)
+    dy = min(4.0, r.height() * 0.1)
+    return r.adjusted(dx, dy, -dx, -dy)
 
 
 def _leader(anchor: QPointF, box: QRectF) -> QLineF | None:
