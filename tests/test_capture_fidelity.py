@@ -728,3 +728,46 @@ def test_an_error_raised_again_with_new_words_keeps_its_op():
     assert tr.status == "error" and tr.error.message.startswith("in layer 1:")
     matmul = [o for o in tr.ops if o.failed]
     assert len(matmul) == 1 and tr.error.op == matmul[0].id
+
+
+TRACERS = """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+@torch.compile(backend="eager", fullgraph=True)
+def f(x):
+    return torch.sin(x) * 2
+
+x = torch.ones(3, requires_grad=True)
+f(x).sum().backward()
+print(x.grad)
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) + 1
+
+ep = torch.export.export(M(), (torch.randn(3),))
+print(ep.module()(torch.tensor([-1., 0., 2.])))
+g = make_fx(lambda t: t.sin() + t.numel(), tracing_mode="symbolic")(torch.randn(3))
+print(len(list(g.graph.nodes)))
+with FakeTensorMode():
+    a = torch.empty(4, 5)
+    print(a.T.shape)
+"""
+
+
+def test_compilers_exporters_and_fake_tensors_run_as_under_python():
+    """Fuzz review: Dynamo traced the recorder's own __torch_function__, and
+    torch.compile(fullgraph=True) failed on it; torch.export and make_fx in
+    symbolic mode failed with "pending unbacked symbols" (a summary read a
+    tensor with symbolic shapes); a FakeTensor's data pointer warned on stderr,
+    naming GraphScope's file. Compiled and traced code is passed through."""
+    out, err = plain_run(TRACERS, "tracers.py")
+    assert "tensor([1.0806, 1.0806, 1.0806])" in out and "torch.Size([5, 4])" in out
+    tr = worker_trace(TRACERS, "tracers.py")
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out
+    assert tr.stderr == err
+    # the eager parts are recorded: x, its backward, the exported module's run
+    assert tr.tensor_by_name("x") is not None and tr.backward

@@ -15,10 +15,12 @@ def alias_of(src, src_id, outs, out_ids):
     when no output shares it (a ``reshape`` or an indexing with a tensor that
     had to copy); None when it cannot be told."""
     try:
-        ptr = src.untyped_storage().data_ptr()
+        # (the storage itself, not its data pointer: a FakeTensor's data pointer
+        # warns "deprecated" on the snippet's stderr, naming this file: fuzz review)
+        ptr = src.untyped_storage()._cdata
         found = {}
         for t, tid in zip(outs, out_ids):
-            if t.untyped_storage().data_ptr() == ptr:
+            if t.untyped_storage()._cdata == ptr:
                 found[str(tid)] = placement(t)
         if found:
             found.setdefault(str(src_id), placement(src))

@@ -74,6 +74,7 @@ Tensor = torch.Tensor
 _TB = torch._C.TensorBase
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
+_compiling = torch.compiler.is_compiling
 _Parameter = torch.nn.Parameter
 _FunctionType = types.FunctionType   # (``types`` is a parameter of __torch_function__)
 _dtype_name = summaries.dtype_name
@@ -209,6 +210,13 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         return sp
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if _compiling():
+            # Dynamo traces this method of the mode on the stack: what it saw here
+            # made torch.compile(fullgraph=True) fail ("does not know how to trace
+            # method startswith of class str") and warn about sys._getframe (fuzz
+            # review). Compiled code is not recorded, as module calls are not
+            # (NOTE in modules.py); the ops of an eager backend are, when it runs.
+            return func(*args, **(kwargs or {}))
         try:
             if kwargs is None:
                 kwargs = {}
