@@ -18,6 +18,18 @@ import threading
 
 STOP_GRACE = 0.3          # terminate -> kill
 
+# The worker's start: ``python -m graphscope.capture.worker`` without the folder
+# it is started in at the head of ``sys.path`` (``-m`` puts it there, ``-c`` an
+# empty entry for it). A snippet named like a module of the standard library,
+# run from its own folder, was imported by the worker in its place: a
+# resource.py ran once unrecorded, then the worker died on its missing
+# getrlimit (fuzz review). The snippet's folder is put there for its run
+# (worker.prepare_path), as ``python FILE`` does.
+_START = ("import sys\n"
+          "if sys.path[:1] == ['']: del sys.path[0]\n"
+          "import runpy\n"
+          "runpy.run_module('graphscope.capture.worker', run_name='__main__', alter_sys=True)\n")
+
 # the directory that holds the graphscope package (a plain checkout's root)
 _ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
@@ -63,8 +75,7 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), _ROOT) if p)
         try:
             self.proc = subprocess.Popen(
-                [python or sys.executable, "-m", "graphscope.capture.worker",
-                 str(cmd_r), str(ev_w), str(fault_w)],
+                [python or sys.executable, "-c", _START, str(cmd_r), str(ev_w), str(fault_w)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(cmd_r, ev_w, fault_w), start_new_session=True, env=env)
         except BaseException:

@@ -357,6 +357,22 @@ def test_export_names_the_script_as_python_does(tmp_path):
     assert d["stderr"] == plain.stderr
 
 
+def test_a_snippet_named_like_a_standard_module_runs_from_its_own_folder(tmp_path):
+    """Fuzz review: `graphscope export resource.py` in the snippet's folder: the
+    worker, started there, imported the snippet as the standard library's
+    `resource` (it ran once, unrecorded), then died on its missing getrlimit."""
+    (tmp_path / "resource.py").write_text(
+        "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n"
+        "print('ok', x.grad)\n")
+    p = subprocess.run([sys.executable, "-m", "graphscope", "trace", "resource.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parent.parent)})
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["stdout"] == "ok tensor([2., 2.])\n" and d["status"] == "ok"
+    assert len(d["backward"]) >= 2
+
+
 def test_scenarios_check_of_a_file_says_it_is_a_file(tmp_path, capsys):
     """It said "no such folder" of a file that was there."""
     (tmp_path / "lessons").mkdir()
