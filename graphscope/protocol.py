@@ -261,6 +261,11 @@ class Ready:
 # (``os.closerange(3, ...)``): the worker, the runner and the window agree on it.
 EXIT_PIPE_CLOSED = 72
 
+# The function the recorder runs a call through, compiled under the snippet's file
+# name and line (NOTE [warning attribution] in capture/call_sites.py): the worker's
+# tracebacks leave it out, and so does the runner's reading of a faulthandler dump
+TRAMPOLINE = "_graphscope_call"
+
 # The message of the EOFError ``input()`` raises in the worker, which has no
 # keyboard (capture/output.py); the window explains it (model/diagnostics.py)
 INPUT_EOF = ("input() is not available: GraphScope runs the snippet without a keyboard, "

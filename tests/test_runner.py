@@ -509,3 +509,20 @@ def test_a_timeout_names_the_run_s_line_when_many_threads_are_dumped():
            "    pass\n")
     tr = run_to_trace(src, "/tmp/s_long_name_for_frames_" + "x" * 40 + ".py", timeout=3)
     assert tr.status == "timeout" and tr.error.line in (9, 10)
+
+
+def test_a_stopped_hook_s_traceback_leaves_out_the_recorder_s_trampoline():
+    """Fuzz review: a hook stopped by the time limit showed "line 8, in
+    _graphscope_call" (the recorder's trampoline, compiled under the snippet's
+    name) between the module's line and the hook's in the traceback."""
+    from graphscope import protocol as P
+    from graphscope.runner import _fault_frames
+    dump = ("Thread 0x00007f (most recent call first):\n"
+            '  File "/tmp/s.py", line 4 in h\n'
+            '  File "/usr/lib/torch/autograd/graph.py", line 829 in _engine_run_backward\n'
+            f'  File "/tmp/s.py", line 8 in {P.TRAMPOLINE}\n'
+            '  File "/tmp/s.py", line 8 in <module>\n')
+    line, tb = _fault_frames(dump, "/tmp/s.py")
+    assert line == 4
+    assert tb == ('  File "/tmp/s.py", line 8, in <module>\n'
+                  '  File "/tmp/s.py", line 4, in h')

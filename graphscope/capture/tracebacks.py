@@ -18,10 +18,9 @@ from __future__ import annotations
 import os
 import types
 
+from graphscope.protocol import TRAMPOLINE   # (the trampoline's name: shared with the runner)
+
 OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-# the function the recorder runs a call through, compiled under the snippet's
-# file name and line (NOTE [warning attribution] in call_sites.py)
-TRAMPOLINE = "_graphscope_call"
 
 
 def is_ours(code) -> bool:
