@@ -121,6 +121,9 @@ def read_snippet(path: str) -> str:
 
 # -- commands --------------------------------------------------------------------
 
+STATUS_MESSAGE_CHARS = 300   # of an error's message on the status line
+
+
 def _status_line(trace) -> str:
     end = trace.end
     n_ops, n_bw = len(trace.ops), len(trace.backward)
@@ -141,6 +144,10 @@ def _status_line(trace) -> str:
         # one line: a message over several (an assert_close report) keeps its first
         message = (err.message or "").strip()
         first = message.splitlines()[0] if message else ""
+        if len(first) > STATUS_MESSAGE_CHARS:
+            # (raise ValueError("x" * 2_000_000) made a 2 MB "line": fuzz review;
+            # the trace file has the whole message)
+            first = first[:STATUS_MESSAGE_CHARS].rstrip()
         if first != message:
             first += " …"
         said = f"{err.type}: {first}" if first else err.type

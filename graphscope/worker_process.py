@@ -17,6 +17,8 @@ import sys
 import threading
 
 STOP_GRACE = 0.3          # terminate -> kill
+USER_ENV = "GRAPHSCOPE_USER_ENV"
+_CHANGED = ("PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONPATH")
 
 # The worker's start: ``python -m graphscope.capture.worker`` without the folder
 # it is started in at the head of ``sys.path`` (``-m`` puts it there, ``-c`` an
@@ -68,9 +70,13 @@ class Worker:
         ev_r, ev_w = pipe()
         fault_r, fault_w = pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
-        # what ``python x.py`` would have been given (NOTE [stdout's errors] in
-        # capture/output.py): the worker's own setting above is the runner's
-        env["GRAPHSCOPE_USER_IOENCODING"] = os.environ.get("PYTHONIOENCODING", "")
+        # the user's own values of what the worker's start changes, which the worker
+        # puts back before the snippet runs (it saw PYTHONIOENCODING=utf-8 and
+        # GraphScope's own variables in os.environ: fuzz review); PYTHONIOENCODING
+        # also decides python's stdout errors (NOTE [stdout's errors] in
+        # capture/output.py)
+        import json
+        env[USER_ENV] = json.dumps({k: os.environ.get(k) for k in _CHANGED})
         # Importable from a plain checkout too (appended: an installed copy wins).
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), _ROOT) if p)
         try:

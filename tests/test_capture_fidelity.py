@@ -771,3 +771,23 @@ def test_compilers_exporters_and_fake_tensors_run_as_under_python():
     assert tr.stderr == err
     # the eager parts are recorded: x, its backward, the exported module's run
     assert tr.tensor_by_name("x") is not None and tr.backward
+
+
+def test_the_snippet_sees_the_environment_python_gives_it(tmp_path):
+    """Fuzz review: os.environ held PYTHONIOENCODING=utf-8, PYTHONUNBUFFERED and
+    GraphScope's own variables, which the runner sets for its worker."""
+    import json
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "env.py").write_text(
+        "import os\nprint(sorted(k for k in os.environ if 'GRAPHSCOPE' in k or "
+        "k in ('PYTHONIOENCODING', 'PYTHONUNBUFFERED')), os.environ.get('PYTHONPATH'))\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": root}
+    plain = subprocess.run([sys.executable, "env.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert plain.stdout == f"[] {root}\n"
+    gs = subprocess.run([sys.executable, "-m", "graphscope", "trace", "env.py"], cwd=tmp_path,
+                        env=env, capture_output=True, text=True, timeout=120)
+    assert json.loads(gs.stdout)["stdout"] == plain.stdout, gs.stderr

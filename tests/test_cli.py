@@ -301,6 +301,9 @@ def test_the_status_line_says_each_thing_once():
     assert "(line 4)" in cli._status_line(trace("error", "ValueError", "see line 42", 4))
     many = cli._status_line(trace("error", "AssertionError", "not close!\n\nMismatch: 1", 9))
     assert "\n" not in many and "AssertionError: not close! … (line 9)" in many
+    # a 2 MB message: its start, on a line of its own size (fuzz review)
+    huge = cli._status_line(trace("error", "ValueError", "x" * 2_000_000, 1))
+    assert len(huge) < 400 and "ValueError: xxx" in huge and "x … (line 1)" in huge
 
 
 def test_odd_outputs_are_refused_in_one_line(tmp_path, capsys):

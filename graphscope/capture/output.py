@@ -108,6 +108,11 @@ def own_frames_out(text: str, snippet_file: str) -> str:
     return "\n".join(out)
 
 
+# the PYTHONIOENCODING ``python x.py`` would have had ("" when unset); set by the
+# worker from the runner's note of it, None in any other process
+USER_IOENCODING = None
+
+
 def stdout_errors() -> str:
     """NOTE [stdout's errors]: the error handler ``python x.py`` would give its
     stdout in this environment. The worker runs with PYTHONIOENCODING=utf-8 (the
@@ -116,7 +121,7 @@ def stdout_errors() -> str:
     without one uses "surrogateescape" in UTF-8 mode or under the C locale (C,
     POSIX, C.UTF-8) and "strict" otherwise (PEP 538/540). Under C.UTF-8 ``print("\\udcff")``
     printed in python and raised here (fuzz review)."""
-    user = os.environ.get("GRAPHSCOPE_USER_IOENCODING")
+    user = USER_IOENCODING
     if user is None:
         return getattr(sys.__stdout__, "errors", None) or "strict"   # (not in a worker)
     encoding, _, errors = user.partition(":")
