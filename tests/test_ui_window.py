@@ -83,12 +83,13 @@ def step_of_op(w, name):
     raise AssertionError(f"no op step {name}")
 
 
-def test_what_is_printed_after_the_backward_pass_is_said_to_come_after_it(qtbot, window):
+def test_what_is_printed_after_a_step_shows_from_the_next_step(qtbot, window):
     """At x's AccumulateGrad, the last step of the detach scenario's backward
-    pass, marked on line 2, the console showed "False None" of line 7 under it,
-    as if printed during the pass (visual review): a grey line now comes before
-    what the lines after the pass printed up to the next step (the read of
-    x.grad); a step earlier, the later lines are counted, as ever."""
+    pass, marked on line 2, the console showed "False None" of line 7, as if
+    printed during the pass (visual review); at ``c = x * 2`` (grad-modes, line
+    8) it showed the prints of lines 10 and 11. A print between two steps now
+    shows from the later one; at the run's last step, a backward one, a grey
+    line says the rest came after the pass."""
     w = window
     src = ("import torch\nprint('before')\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n"
            "(x ** 2).sum().backward()\nprint(x.requires_grad)\nprint(x.grad)\n")
@@ -97,20 +98,20 @@ def test_what_is_printed_after_the_backward_pass_is_said_to_come_after_it(qtbot,
     tl = w.live.timeline
     last = max(i for i, s in enumerate(tl.steps) if s.kind == "backward")
     assert last < len(tl) - 1                       # then x.grad is read
-    w.set_cursor(last)
-    divider = "[printed after the backward pass, by the lines that follow it:]\n"
-    assert w.console.text() == ("before\n" + divider + "True\n"
-                                "[1 more line printed after this step]\n")
-    w.set_cursor(last - 1)
+    w.set_cursor(0)                                 # torch.tensor, line 3: after 'before'
     assert w.console.text() == "before\n[2 more lines printed after this step]\n"
-    # (at the read of x.grad, a step of its own, the output is just the output)
-    w.set_cursor(len(tl) - 1)
+    w.set_cursor(last)
+    assert w.console.text() == "before\n[2 more lines printed after this step]\n"
+    w.set_cursor(len(tl) - 1)                       # the read of x.grad, line 6
     assert w.console.text() == "before\nTrue\ntensor([2., 4.])\n"
-    # a pass that is the run's end: the divider at its last step
+    # a run that ends with a backward pass: at its last step, the divider
+    divider = "[printed after the backward pass, by the lines that follow it:]\n"
     end = run_source(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
                                "(x * 3).sum().backward()\nprint('done')\n")
     assert w.live.timeline.steps[-1].kind == "backward"
     assert w.console.text() == divider + "done\n"
+    w.set_cursor(len(w.live.timeline) - 2)
+    assert w.console.text() == "[1 more line printed after this step]\n"
     # a run that ends on a forward step: nothing between the lines
     end = run_source(qtbot, w, "import torch\nx = torch.ones(2) * 2\nprint(x)\n")
     assert w.console.text() == "tensor([2., 2.])\n"

@@ -12,9 +12,13 @@ values, applied or undone as the cursor moves; output is a prefix-sum lookup.
 One step of the cursor therefore costs O(changes at that step) plus the copy of
 the dicts handed out, whatever the trace's size.
 
-Convention for output: the state at step i is the moment after step i ran and
-before step i+1, so the console shows every chunk whose ``seq`` is below the
-next step's (everything, at the last step).
+Convention for output: the console at step i shows what was printed before step
+i was recorded (what the step itself printed included: a hook's, a module's),
+and at the last step everything. A print between two steps shows from the later
+one: at step i the marked line is step i's, and output of lines after it
+(``print(loss)`` after ``c = x * 2``, or after backward() at the pass's last
+AccumulateGrad, marked on a leaf's line) read as printed at that line or during
+the pass (visual review).
 """
 from __future__ import annotations
 
@@ -593,7 +597,7 @@ class Timeline:
             # all (no tensor op: a print, or an error before any) printed everything
             k = 0 if self.steps else len(self._out_seqs)
         elif c + 1 < len(self._seqs):
-            k = bisect.bisect_left(self._out_seqs, self._seqs[c + 1])
+            k = bisect.bisect_left(self._out_seqs, self._seqs[c])
         else:
             k = len(self._out_seqs)
         highlight, edge_grads, accumulated, call = set(), {}, None, None

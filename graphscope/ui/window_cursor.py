@@ -154,20 +154,17 @@ class CursorViews:
         self.cursor_changed.emit(tl.cursor)
 
     def _after_the_pass(self, cur, upto: int):
-        """At the last step of a backward pass: the console's divider before
-        what the snippet printed after the pass, before the next step. (The
-        console shows what was printed up to the next step, and at the last
-        AccumulateGrad of the detach scenario, marked on line 2, "False None"
-        of line 7 stood as if printed during the pass: visual review.)"""
-        if cur is None or cur.kind != "backward":
+        """At the last step of a finished run, when it is a backward one: the
+        console's divider before what the lines after the pass printed (the
+        step is marked on a leaf's line, and ``print(x.grad)`` under it read as
+        printed during the pass: visual review). Before the last step such
+        output shows from the next step on (NOTE in model/timeline.py)."""
+        live = self.live
+        tl = live.timeline
+        if cur is None or cur.kind != "backward" or live.trace.end is None \
+                or tl.cursor < len(tl) - 1:
             return None
-        tl = self.live.timeline
-        steps = tl.steps
-        i = cur.index
-        if i + 1 < len(steps) and steps[i + 1].kind == "backward" and \
-                steps[i + 1].call == cur.call:
-            return None        # the pass goes on
-        first = tl.first_output_after(i)
+        first = tl.first_output_after(cur.index)
         if first >= upto:
             return None
         return first, "[printed after the backward pass, by the lines that follow it:]"
