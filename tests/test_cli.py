@@ -376,6 +376,22 @@ def test_a_snippet_named_like_a_standard_module_runs_from_its_own_folder(tmp_pat
     assert len(d["backward"]) >= 2
 
 
+def test_a_pythonpath_of_the_current_folder_stays_importable(tmp_path):
+    """Code review: with PYTHONPATH=. the worker's head of sys.path was the user's
+    entry, and the snippet's folder replaced it: `import mylib` of a project's
+    module, from scripts/train.py, failed where python ran it."""
+    (tmp_path / "mylib.py").write_text("VALUE = 3\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text("import mylib\nprint('ok', mylib.VALUE)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([".", str(Path(cli.__file__).parent.parent)])}
+    plain = subprocess.run([sys.executable, "scripts/train.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert plain.stdout == "ok 3\n", plain.stderr
+    p = subprocess.run([sys.executable, "-m", "graphscope", "trace", "scripts/train.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert json.loads(p.stdout)["stdout"] == plain.stdout, p.stderr
+
+
 def test_scenarios_check_of_a_file_says_it_is_a_file(tmp_path, capsys):
     """It said "no such folder" of a file that was there."""
     (tmp_path / "lessons").mkdir()

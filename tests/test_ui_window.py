@@ -1653,6 +1653,14 @@ def test_an_op_that_raised_trying_to_record_is_forward_not_after_backward(qtbot,
     last = w.live.trace.op_by_id(tl.steps[-1].op)
     assert last.failed == "RuntimeError" and last.line == 7
     assert w.timeline_bar.position_text().split("\u2014")[-1].split(",")[0].strip() == "forward"
+    # the update that fails outside no_grad is the update: after backward (code review)
+    run_source(qtbot, w, "import torch\nw = torch.ones(2, requires_grad=True)\n"
+                         "(w * 3).sum().backward()\nprint(w.grad)\nw -= 0.1 * w.grad\n")
+    tl = w.live.timeline
+    w.set_cursor(len(tl) - 1)
+    assert w.live.trace.op_by_id(tl.steps[-1].op).failed == "RuntimeError"
+    assert w.timeline_bar.position_text().split("\u2014")[-1].split(",")[0].strip() == \
+        "after backward"
 
 
 def test_in_a_loop_the_update_is_after_backward_and_the_next_input_is_forward(qtbot, window):

@@ -28,7 +28,8 @@ Tensor = torch.Tensor
 _MODULE_FILE = _module.Module._call_impl.__code__.co_filename
 
 
-_compiling = torch.compiler.is_compiling
+# (torch.compiler.is_compiling came in torch 2.3; pyproject allows 2.1: code review)
+_compiling = getattr(torch.compiler, "is_compiling", None) or (lambda: False)
 
 
 class ModuleHooks:

@@ -74,7 +74,8 @@ Tensor = torch.Tensor
 _TB = torch._C.TensorBase
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
-_compiling = torch.compiler.is_compiling
+# (torch.compiler.is_compiling came in torch 2.3; pyproject allows 2.1: code review)
+_compiling = getattr(torch.compiler, "is_compiling", None) or (lambda: False)
 _Parameter = torch.nn.Parameter
 _FunctionType = types.FunctionType   # (``types`` is a parameter of __torch_function__)
 _dtype_name = summaries.dtype_name

@@ -369,10 +369,10 @@ def prepare_path(run) -> None:
     filename = run.filename
     here = (os.path.dirname(os.path.abspath(filename)) if os.path.isfile(filename)
             else os.getcwd())
-    if sys.path and sys.path[0] in ("", os.getcwd()):
-        sys.path[0] = here
-    else:
-        sys.path.insert(0, here)
+    # (the worker's start took out the entry python gave it: worker_process._START;
+    # what is at the head now is the user's PYTHONPATH, kept, as under python.
+    # Replacing an entry equal to the folder dropped a user's PYTHONPATH=.: code review)
+    sys.path.insert(0, here)
     if getattr(run, "cwd", None):
         # the window runs a file in its own folder, as an IDE does, so the file's
         # open("data.txt") finds what its import of a neighbour does (student

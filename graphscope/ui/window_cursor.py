@@ -178,11 +178,12 @@ class CursorViews:
         op = trace.op_by_id(cur.op)
         if op is None or op.grad_fn:
             return False
-        if op.failed and op.grad_enabled and any(
+        if op.failed and op.kind != "inplace" and op.grad_enabled and any(
                 (t := trace.tensors.get(i)) is not None and t.requires_grad for i in op.inputs):
             # it raised before recording: the next forward's first op, not a read of
             # the results (b * x of an inference tensor b, after a first backward:
-            # visual review)
+            # visual review). An in-place one is the update that failed
+            # (w -= lr * w.grad outside no_grad): after backward (code review)
             return False
         known = getattr(self, "_backward_steps", None)    # (timeline, its length, steps)
         if known is None or known[0] is not tl or known[1] != len(tl):
