@@ -1975,3 +1975,28 @@ def test_a_tick_exactly_the_gap_away_is_drawn(qtbot):
                 strip.set_kinds(kinds)
                 _runs, ticks = strip._strip(QRectF(left, 0, width, 10))
                 assert ticks == [x, int(left + c * scale)], (n, width, left, c0, c)
+
+
+def test_a_crowded_leaf_s_box_takes_a_free_spot_further_out(qapp):
+    """Code review: once a spot's leader cost by its length, a crowded leaf's
+    optional .grad box counted a free spot further out (below2, with a leader)
+    as covered and was left out. The leader's length is the chips' cost only."""
+    from PySide6.QtGui import QImage, QPainter
+    from graphscope.ui.canvas_overlay import OverlayPainter
+    f = OverlayPainter.__new__(OverlayPainter)
+    f.theme, f.text_scale = get_theme("light"), 1.0
+    img = QImage(800, 600, QImage.Format_ARGB32)
+    p = QPainter(img)
+    dr = QRectF(340, 285, 120, 30)
+    b, a = QPointF(400, dr.bottom() + 8), QPointF(400, dr.top() - 8)
+    r, l = QPointF(dr.right() + 8, 300), QPointF(dr.left() - 8, 300)
+    inside = QPointF(400, dr.top() + dr.height() * 0.62 - 4)
+    cands = [b, a, r, l, inside, b, a, b, a]
+    sides = ("below", "above", "right", "left", "below", "below2", "above2", "below4", "above4")
+    # nodes all round it: only the rows further out are free
+    obst = [QRectF(300, 325, 90, 25), QRectF(300, 250, 90, 25), QRectF(460, 270, 250, 60),
+            QRectF(90, 270, 250, 60), QRectF(340, 285, 120, 18.6)]
+    box = f._place_label(p, cands, sides, ".grad: 0.5", obst, [], QRectF(0, 0, 800, 600), 1.0,
+                         optional=True)
+    p.end()
+    assert box is not None and not any(o.intersects(box) for o in obst)

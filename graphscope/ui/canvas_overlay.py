@@ -262,7 +262,8 @@ class OverlayPainter:
                 cands += [pt] * 2
                 sides += ["above3", "below3"]
             self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds, scale,
-                              lines=[(b, segs) for key, b, segs in lines if key != own])
+                              lines=[(b, segs) for key, b, segs in lines if key != own],
+                              leader_cost=LEADER_COST)
         if quiet:
             f = font(11 * self.text_scale)
             fm = QFontMetricsF(f)
@@ -409,14 +410,16 @@ class OverlayPainter:
             p.drawRoundedRect(r, rad, rad)
 
     def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
-                     optional: bool = False, lines=()):
+                     optional: bool = False, lines=(), leader_cost: float = 0.0):
         """Draw ``text`` in a box at the first candidate spot that covers no node and
         no label placed before (NOTE [label placement]); the least covered one when
         none is free, unless ``optional``: then nothing is drawn and None returned.
         Long texts are elided, and the font shrinks a little when the view is
         zoomed out, so a label never dwarfs the nodes it explains. ``lines``: other
         edges (``_edge_points``); a spot on one of them costs more than a later
-        candidate (NOTE [label placement])."""
+        candidate (NOTE [label placement]). ``leader_cost``: per pixel of a spot's
+        leader (the chips'); a free spot with a leader then no longer ends the
+        search, and the least costly one is taken. Free is free for ``optional``."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
@@ -424,7 +427,8 @@ class OverlayPainter:
         text = _fit_terms(fm, text, max(160.0, 400.0 * self.text_scale))
         w = fm.horizontalAdvance(text) + 16
         h = fm.height() + 8
-        best, best_cost, best_i = None, None, None
+        best, best_cost, best_free = None, None, False
+        best_i = None
         for i, (pt, side) in enumerate(zip(cands, sides)):
             if side.startswith("below"):
                 k = int(side[5:] or 1) - 1
@@ -459,10 +463,6 @@ class OverlayPainter:
                         if under >= LINES_COUNTED:
                             break      # (in a thicket of nodes: as bad as it gets)
                 cost += 200.0 * under
-                # and a spot far off costs by the way: a chip three rows up, to keep
-                # off another edge, sat beside the wrong path of the shared weight,
-                # its value read as the other path's (visual review)
-                cost += LEADER_COST * leader.length()
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)
@@ -476,12 +476,18 @@ class OverlayPainter:
                         if crossed >= LINES_COUNTED:
                             break      # (a spot on three edges is as bad as on thirty)
                 cost += 60.0 * crossed
+            free = cost <= i * 0.5
+            if leader is not None and leader_cost:
+                # a spot far off costs by the way: a chip three rows up, to keep off
+                # another edge, sat beside the wrong path of the shared weight, its
+                # value read as the other path's (visual review)
+                cost += leader_cost * leader.length()
             if best_cost is None or cost < best_cost:
-                best, best_cost, best_i = box, cost, i
-            if cost <= i * 0.5:
+                best, best_cost, best_i, best_free = box, cost, i, free
+            if free and (leader is None or not leader_cost):
                 break              # a free spot: take it
         box = best
-        if optional and best_cost > best_i * 0.5:
+        if optional and not best_free:
             return None            # it would cover a node or a label: left out
         placed.append(box.adjusted(-3, -3, 3, 3))
         anchor = cands[0] if best_i is None else cands[best_i]
