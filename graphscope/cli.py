@@ -343,8 +343,8 @@ def main(argv=None) -> int:
     """Entry point; returns the exit code (never raises, except SystemExit from --help)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _stand_in_for_closed_streams()
-    _start_worker_early(argv)
     try:
+        _start_worker_early(argv)   # (in the try: a Ctrl+C during its start is one line)
         if argv and argv[0] in SUBCOMMANDS:
             args = _sub_parser().parse_args(argv)
             handler = {"export": cmd_export, "trace": cmd_trace,

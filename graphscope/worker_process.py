@@ -65,7 +65,7 @@ def pipe() -> tuple[int, int]:
 class Worker:
     """One worker process and the runner's ends of its pipes."""
 
-    def __init__(self, python: Optional[str] = None):
+    def __init__(self, python: str | None = None):
         cmd_r, cmd_w = pipe()
         ev_r, ev_w = pipe()
         fault_r, fault_w = pipe()
@@ -91,7 +91,7 @@ class Worker:
         for fd in (cmd_r, ev_w, fault_w):
             os.close(fd)
         self.pid = self.proc.pid
-        self.cmd_w: Optional[int] = cmd_w
+        self.cmd_w: int | None = cmd_w
         self.ev_r, self.fault_r = ev_r, fault_r
         self.out_r = self.proc.stdout.fileno()
         self.err_r = self.proc.stderr.fileno()

@@ -112,3 +112,18 @@ def test_a_changing_note_is_replaced_in_place_and_the_place_is_kept(console, mon
     console.show_outputs(partial, 1, "[1 more line printed after this step]")
     console.show_outputs(partial, 2, "[done]")
     assert console.text() == "ab\n[done]"
+
+
+def test_the_divider_stands_on_a_line_of_its_own(console):
+    """Before the chunks printed after a backward pass, a grey line of its own:
+    also after a progress line ended by a carriage return, which the next text
+    would have replaced, the divider with it (code review)."""
+    outs = [P.Output(seq=1, stream="stdout", text="progress 50%\r"),
+            P.Output(seq=5, stream="stdout", text="done\n")]
+    console.show_outputs(outs, 2, None, (1, "[after]"))
+    assert console.text() == "progress 50%\n[after]\ndone\n"
+    outs2 = [P.Output(seq=1, stream="stdout", text="a"), P.Output(seq=5, stream="stdout", text="b\n")]
+    console.show_outputs(outs2, 2, None, (1, "[after]"))
+    assert console.text() == "a\n[after]\nb\n"
+    console.show_outputs(outs2, 2, None, None)          # gone with its step
+    assert console.text() == "ab\n"

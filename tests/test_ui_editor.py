@@ -148,6 +148,25 @@ def test_the_error_line_is_marked_with_a_cross_not_a_second_arrow(editor, qtbot)
     assert left_of_centre(3) == editor.colors["error"]
 
 
+def test_a_marked_line_taller_than_the_view_is_scrolled_to(qtbot):
+    """Code review: a line taller than the view, starting below it, was taken
+    for shown (its top was not above the view) and never scrolled to."""
+    e = CodeEditor()
+    qtbot.addWidget(e)
+    e.resize(260, 160)
+    e.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    long_line = "t = torch.tensor([" + ", ".join(f"{i}.0" for i in range(150)) + "])\n"
+    e.setPlainText("".join(f"x{i} = {i}\n" for i in range(1, 30)) + long_line)
+    e.show()
+    qtbot.waitExposed(e)
+    doc = e.document()
+    e.set_marker_line(30)
+    block = doc.findBlockByNumber(29)
+    rect = e.blockBoundingGeometry(block).translated(e.contentOffset())
+    assert rect.height() > e.viewport().height(), rect            # taller than the view
+    assert 0 <= rect.top() < e.viewport().height() / 3, rect
+
+
 def test_resizing_rewraps_and_no_wrap_leaves_lines_alone(editor, qtbot):
     b = _block(editor, COMMENT)
     narrow_rows = b.layout().lineCount()

@@ -228,11 +228,11 @@ def test_the_pause_icon_shows_on_the_pressed_play_button(qtbot, tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(THEMES))
-def test_the_code_reads_on_the_marked_line_and_in_regions(qtbot, tmp_path, name):
+def test_the_code_reads_on_the_marked_and_the_error_line(qtbot, tmp_path, name):
     """The styles' comment colours, where the scenarios put their teaching notes,
     read at 3.3:1 on the marked line (teal on pink in light, grey on olive in high
     contrast: visual review). Every token colour now reads at 4.5:1 on the
-    editor, the marked line and a grad-mode region's lines."""
+    editor and on the tints of the marked line and the error line, as painted."""
     from PySide6.QtCore import QSettings
     from PySide6.QtGui import QColor
     from pygments.token import STANDARD_TYPES
@@ -244,10 +244,11 @@ def test_the_code_reads_on_the_marked_line_and_in_regions(qtbot, tmp_path, name)
     t = get_theme(name)
     hl = w.editor.highlighter
     backs = [QColor(t.panel_bg)]
-    for colour, alpha in ((t.current, 55), (t.region_border, 70)):
-        a, b = QColor(t.panel_bg), QColor(colour)
-        backs.append(QColor.fromRgbF(*(x + (y - x) * alpha / 255 for x, y in (
-            (a.redF(), b.redF()), (a.greenF(), b.greenF()), (a.blueF(), b.blueF())))))
+    for tint in (w.editor.colors["marker_bg"], w.editor.colors["error_bg"]):   # as painted
+        a, al = QColor(t.panel_bg), tint.alphaF()
+        assert 0 < al < 1
+        backs.append(QColor.fromRgbF(*(x + (y - x) * al for x, y in (
+            (a.redF(), tint.redF()), (a.greenF(), tint.greenF()), (a.blueF(), tint.blueF())))))
     worst = []
     for token in STANDARD_TYPES:
         fmt = hl._format(token)

@@ -9,6 +9,7 @@ def test_the_position_says_as_much_as_fits_and_never_breaks_mid_phrase(qtbot):
     five lines of one or two words at 1024 px and 150% text (visual review).
     Each width gets whole lines: the full text, the phase on its own line, the
     short form."""
+    from PySide6.QtWidgets import QApplication
     from graphscope.ui.timeline_bar import TimelineBar
     bar = TimelineBar()
     qtbot.addWidget(bar)
@@ -22,7 +23,7 @@ def test_the_position_says_as_much_as_fits_and_never_breaks_mid_phrase(qtbot):
     for width in (1400, 900, 700, 600, 520):
         bar.resize(width, bar.sizeHint().height())
         bar.show()
-        qtbot.wait(20)
+        QApplication.processEvents()      # (the layout hands the label its width)
         assert bar.position_text() == full        # the whole, whatever is shown
         text = label.text()
         shown.append(text)

@@ -34,6 +34,7 @@ _CAPTURE, _DISPATCH, _OTHER = 0, 1, 2
 
 def _opaque_codes() -> dict:
     """id(code) -> code of the tracers' entry points (NOTE [static tracers])."""
+    import importlib
     import inspect
 
     codes = {}
@@ -48,15 +49,23 @@ def _opaque_codes() -> dict:
         fns += [fxt.Tracer.trace]
     except Exception:
         pass
-    try:
-        # torch.export and make_fx run the code on fake tensors with symbolic
-        # shapes: a summary's read of one made "pending unbacked symbols" fail
-        # the export (fuzz review). (Both are imported with torch.)
-        import torch.export as te
-        import torch.fx.experimental.proxy_tensor as pt
-        fns += [te.export, pt.dispatch_trace, pt._MakefxTracer.trace]
-    except Exception:
-        pass
+    # torch.export and make_fx run the code on fake tensors with symbolic shapes: a
+    # summary's read of one made "pending unbacked symbols" fail the export (fuzz
+    # review). (Both are imported with torch; each looked up on its own, as the
+    # private ones may go: code review.)
+    for module, names in (("torch.export", ("export",)),
+                          ("torch.fx.experimental.proxy_tensor",
+                           ("dispatch_trace", "_MakefxTracer.trace"))):
+        try:
+            mod = importlib.import_module(module)
+        except Exception:
+            continue
+        for name in names:
+            obj = mod
+            for part in name.split("."):
+                obj = getattr(obj, part, None)
+            if obj is not None:
+                fns.append(obj)
     for fn in fns:
         code = getattr(inspect.unwrap(fn), "__code__", None)
         if code is not None:

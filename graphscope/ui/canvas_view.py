@@ -144,7 +144,8 @@ class CanvasView:
         """NOTE [auto view]: follow the current node when the fitted graph would be
         unreadable. Returns False when fitting everything is the better view."""
         want = self.readable_scale()
-        if self.fit_scale() >= want * FIT_ENOUGH:
+        # (in presentation: at a desk the readable size is small already: code review)
+        if self.fit_scale() >= want * (FIT_ENOUGH if self.presentation else 0.98):
             if self._following_now:
                 self._fit_all()
             return False

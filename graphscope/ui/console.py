@@ -146,7 +146,9 @@ class Console(QPlainTextEdit):
             self._insert(cur, self._outputs[lo:hi])
             return
         self._insert(cur, self._outputs[lo:d[0]])
-        if d[0] and not self._outputs[d[0] - 1].text.endswith(("\n", "\r")):
+        # (on a line of its own: also after a progress line ended by "\r", which the
+        # next text would have replaced, the divider with it: code review)
+        if d[0] and not self._outputs[d[0] - 1].text.endswith("\n"):
             cur.insertText("\n")
         cur.insertText(d[1] + "\n", self._note_fmt)
         self._col, self._cr = 0, False

@@ -558,7 +558,10 @@ class CodeEditor(QPlainTextEdit):
         # above, laying those blocks out as they come into view)
         height = self.viewport().height()
         rect = self.blockBoundingGeometry(block).translated(self.contentOffset())
-        if rect.top() >= 0 and (rect.bottom() <= height or rect.height() > height):
+        # (a line taller than the view is in view when its start is in its top third:
+        # one starting below the view was taken for shown: code review)
+        if rect.top() >= 0 and (rect.bottom() <= height or
+                                (rect.height() > height and rect.top() < height / 3)):
             return
         bar = self.verticalScrollBar()
         bar.setValue(block.firstLineNumber())

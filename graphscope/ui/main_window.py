@@ -491,12 +491,12 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         region_bg.setAlpha(70)
         marker_bg = QColor(t.current)
         marker_bg.setAlpha(55)
-        # the code's colours read on the editor, the marked line and a region's lines
-        self.editor.highlighter.set_backgrounds([t.panel_bg,
-                                                 _blend(t.panel_bg, t.current, 55 / 255),
-                                                 _blend(t.panel_bg, t.region_border, 70 / 255)])
         error_bg = QColor(t.error)
         error_bg.setAlpha(60)
+        # the code's colours read on the editor, the marked line and the error line
+        # (a region's tint is the gutter's only)
+        self.editor.highlighter.set_backgrounds(
+            [t.panel_bg] + [_blend(t.panel_bg, c.name(), c.alphaF()) for c in (marker_bg, error_bg)])
         self.editor.set_colors(gutter_bg=t.window_bg, gutter_fg=t.text_muted, marker=t.current,
                                marker_bg=marker_bg, error=t.error, error_bg=error_bg,
                                region=region, region_bg=region_bg)
