@@ -770,13 +770,9 @@ def test_the_browser_marks_the_scenario_that_is_open(window, folder, qtbot):
     assert c.scenario is None and c.browser.tree.currentItem() is None
 
 
-def test_the_chips_of_the_shared_weight_s_two_paths_keep_their_order(window, qtbot):
-    """shared-weights in presentation mode at 1280x720, after Reveal: to keep off
-    the other edge, w's "∂ 5.0" (the w * x2 path, below) went three rows up, and
-    "∂ 3.0" (the w * x1 path, above) under it, so the hall read the two paths'
-    gradients the wrong way round (visual review). A spot far off now costs by
-    its leader's length: the chips of two edges from one node are in the order
-    of their edges."""
+def shared_weights_revealed(window, qtbot) -> None:
+    """The shared-weights quiz in presentation mode on a 1280x720 projector, run by
+    Reveal."""
     install_classroom(window, args(scenario="shared-weights", presentation=True))
     window.set_speed(0)
     window.resize(1280, 720)
@@ -784,6 +780,16 @@ def test_the_chips_of_the_shared_weight_s_two_paths_keep_their_order(window, qtb
     qtbot.waitExposed(window)
     with qtbot.waitSignal(window.run_finished, timeout=60000):
         window.classroom.quiz.reveal()
+
+
+def test_the_chips_of_the_shared_weight_s_two_paths_keep_their_order(window, qtbot):
+    """shared-weights in presentation mode at 1280x720, after Reveal: to keep off
+    the other edge, w's "∂ 5.0" (the w * x2 path, below) went three rows up, and
+    "∂ 3.0" (the w * x1 path, above) under it, so the hall read the two paths'
+    gradients the wrong way round (visual review). A chip may now touch a node's
+    rim, and a spot far off costs by its leader's length: the chips of two edges
+    from one node are in the order of their edges."""
+    shared_weights_revealed(window, qtbot)
     canvas, tl = window.canvas, window.live.timeline
     geom = canvas.geometry_model()
     checked = 0
@@ -809,17 +815,11 @@ def test_a_lesson_s_small_graph_is_fitted_whole_in_presentation(window, qtbot):
     hall's readable size, and the view followed the current node instead, leaving
     y and add cut at the bottom from step 10 on (visual review)."""
     from PySide6.QtCore import QRectF
-    install_classroom(window, args(scenario="shared-weights", presentation=True))
-    window.set_speed(0)
-    window.resize(1280, 720)
-    window.show()
-    qtbot.waitExposed(window)
-    with qtbot.waitSignal(window.run_finished, timeout=60000):
-        window.classroom.quiz.reveal()
+    shared_weights_revealed(window, qtbot)
     canvas, tl = window.canvas, window.live.timeline
     view = QRectF(canvas.rect())
     for i in range(len(tl)):
         window.set_cursor(i)
-        assert not canvas.following(), (i, canvas.fit_scale() / canvas.readable_scale(), canvas.size())
+        assert not canvas.following(), (i, canvas.fit_scale() / canvas.readable_scale())
         for nid in canvas.geometry_model().nodes:
             assert view.contains(canvas.node_view_rect(nid)), (i, nid)

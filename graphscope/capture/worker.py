@@ -347,7 +347,8 @@ def user_environment() -> None:
     values, GraphScope's own note of them gone (fuzz review: the snippet saw them)."""
     import json
     from graphscope.capture import output
-    note = os.environ.pop("GRAPHSCOPE_USER_ENV", None)
+    from graphscope.worker_process import USER_ENV   # (the runner's side names it)
+    note = os.environ.pop(USER_ENV, None)
     try:
         user = json.loads(note) if note else None
     except ValueError:

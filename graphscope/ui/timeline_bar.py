@@ -535,18 +535,17 @@ class _PositionLabel(QLabel):
 
     def set_position(self, value: int, total: int, phase: str = "",
                      pass_of: tuple | None = None) -> None:
-        step = f"Step {value:,} of {total:,}"
-        where = phase
+        step, step_short = f"Step {value:,} of {total:,}", f"{value:,} / {total:,}"
+        where, where_short = ([phase], [phase]) if phase else ([], [])
         if pass_of is not None:
-            where += f", pass {pass_of[0]:,} of {pass_of[1]:,}" if where else \
-                f"pass {pass_of[0]:,} of {pass_of[1]:,}"
+            where.append(f"pass {pass_of[0]:,} of {pass_of[1]:,}")
+            where_short.append(f"{pass_of[0]:,}/{pass_of[1]:,}")
         if not where:
-            self._forms = [step, f"{value:,} / {total:,}"]
+            self._forms = [step, step_short]
         else:
-            short = phase if pass_of is None else \
-                (f"{phase}, {pass_of[0]:,}/{pass_of[1]:,}" if phase else f"{pass_of[0]:,}/{pass_of[1]:,}")
+            where, where_short = ", ".join(where), ", ".join(where_short)
             self._forms = [f"{step}  \u2014  {where}", f"{step}\n{where}",
-                           f"{value:,} / {total:,}\n{short}", f"{value:,} / {total:,}"]
+                           f"{step_short}\n{where_short}", step_short]
         self._fit()
 
     def full_text(self) -> str:
@@ -555,11 +554,8 @@ class _PositionLabel(QLabel):
     def _fit(self) -> None:
         fm = self.fontMetrics()
         width = self.contentsRect().width()
-        lines_max = max(1, self.contentsRect().height() // max(1, fm.lineSpacing()))
         for form in self._forms:
-            lines = form.split("\n")
-            if len(lines) <= max(2, lines_max) and \
-                    all(fm.horizontalAdvance(ln) <= width for ln in lines):
+            if all(fm.horizontalAdvance(ln) <= width for ln in form.split("\n")):
                 break
         else:
             form = self._forms[-1]
