@@ -159,7 +159,7 @@ class Region:
     """A source span where grad mode was changed."""
     T: ClassVar[str] = "region"
     kind: str                    # no_grad | enable_grad | inference_mode | set_grad_enabled
-    grad_enabled: bool
+    grad_enabled: Optional[bool]  # None: decided at run time (set_grad_enabled(phase == "train"))
     start_line: int
     end_line: int
     form: str                    # with | decorator | call

@@ -898,3 +898,38 @@ def test_a_layer_called_by_its_index_is_labelled_by_the_call():
     got = {tensor_label(tr, t) for t in tr.tensors.values() if t.grad_fn}
     assert {"layers[0](h)", "layers[-1](h)", "seq[0](h)", "layers[i](h)",
             "layers[2](h)"} <= got
+
+
+def test_a_grad_mode_decided_at_run_time_boxes_the_ops_that_ran_with_grad_off():
+    """Fuzz review: the tutorial's train/val loop, `with torch.set_grad_enabled(
+    phase == "train"):`, made no region at all. It is now a region whose mode is
+    decided at run time: the val phase's ops are in its box, the train phase's
+    (recorded) are not."""
+    from graphscope.capture.regions import find_regions
+    src = """
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        for phase in ["train", "val"]:
+            with torch.set_grad_enabled(phase == "train"):
+                out = (w * 3).sum()
+                if phase == "train":
+                    out.backward()
+    """
+    tr = trace_of(src)
+    (r,) = tr.regions
+    assert r.grad_enabled is None and (r.start_line, r.end_line) == (4, 7)
+    assert r.label == 'torch.set_grad_enabled(phase == "train"), lines 4-7'
+    g = build_graph(tr)
+    (box,) = g.regions
+    muls = sorted((n for n in g.nodes.values() if n.label == "mul"), key=lambda n: n.step)
+    assert len(muls) == 2
+    assert muls[0].region is None and muls[1].id in box.node_ids     # train, then val
+    # a constant argument is as before; one in a call statement makes no region
+    import textwrap
+    found = find_regions(textwrap.dedent("""
+        import torch
+        torch.set_grad_enabled(flag)
+        with torch.set_grad_enabled(False):
+            pass
+    """))
+    assert [(f.grad_enabled, f.start_line) for f in found] == [(False, 4)]

@@ -215,3 +215,12 @@ def test_a_wrap_point_never_splits_a_number_and_stays_linear():
     cut = wrap_point(line, 0, line.index("25e") + 1)
     assert line[:cut] == "x = compute(1.5, "
     assert wrap_point('s = "' + "x" * 5000 + '"', 0, 60) is None    # a data line: Qt's breaks
+
+
+def test_a_region_decided_at_run_time_is_not_shaded_as_grad_off(editor):
+    """`with torch.set_grad_enabled(phase == "train"):` turns grad off in some
+    iterations only: its lines are not shaded as a no_grad block's are."""
+    from graphscope import protocol as P
+    editor.set_regions([P.Region("set_grad_enabled", None, 2, 3, "with", "x"),
+                        P.Region("no_grad", False, 5, 5, "with", "y")])
+    assert editor.region_lines() == {5}

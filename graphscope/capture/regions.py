@@ -8,7 +8,10 @@ as ng``):
 - ``with torch.no_grad():`` -- the ``with`` statement's lines;
 - ``@torch.no_grad()`` / ``@torch.no_grad`` on a ``def`` -- the function's lines;
 - ``torch.set_grad_enabled(False)`` as a statement -- from that line to the
-  next ``set_grad_enabled`` call in the same block, or the block's end.
+  next ``set_grad_enabled`` call in the same block, or the block's end;
+- ``with torch.set_grad_enabled(phase == "train"):`` -- an argument decided at
+  run time: a region whose ``grad_enabled`` is None (the graph boxes only the
+  ops that ran with grad off in it; the tutorial's train/val loop had no box).
 
 Kept free of torch so the model side can reuse it on a source text.
 """
@@ -24,7 +27,7 @@ KINDS = {"no_grad": False, "enable_grad": True, "inference_mode": False,
 @dataclass(frozen=True)
 class FoundRegion:
     kind: str
-    grad_enabled: bool
+    grad_enabled: bool | None      # None: decided at run time
     start_line: int
     end_line: int
     form: str
@@ -41,7 +44,7 @@ def find_regions(source: str) -> list[FoundRegion]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
-                r = _mode_of(item.context_expr, aliases)
+                r = _mode_of(item.context_expr, aliases, source=source)
                 if r:
                     found.append(_make(r, node.lineno, node.end_lineno, "with"))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -52,7 +55,7 @@ def find_regions(source: str) -> list[FoundRegion]:
         body_lists = [getattr(node, f, None) for f in ("body", "orelse", "finalbody")]
         for body in body_lists:
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                found.extend(_call_regions(body, aliases))
+                found.extend(_call_regions(body, aliases, source))
     found.sort(key=lambda r: (r.start_line, r.end_line))
     return found
 
@@ -63,12 +66,12 @@ def _make(r, start, end, form) -> FoundRegion:
     return FoundRegion(kind, enabled, start, end, form, f"{text}, {lines}")
 
 
-def _call_regions(body, aliases) -> list[FoundRegion]:
+def _call_regions(body, aliases, source: str = "") -> list[FoundRegion]:
     out = []
     open_at = None
     for stmt in body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            r = _mode_of(stmt.value, aliases)
+            r = _mode_of(stmt.value, aliases, source=source)
             if r and r[0] == "set_grad_enabled":
                 if open_at is not None:
                     out.append(_make(open_at[1], open_at[0], stmt.lineno - 1 if
@@ -110,7 +113,7 @@ def _aliases(tree) -> dict[str, str]:
     return names
 
 
-def _mode_of(expr, aliases, bare_ok=False):
+def _mode_of(expr, aliases, bare_ok=False, source: str = ""):
     """(kind, grad_enabled, label text) if expr is a grad-mode call, else None."""
     call = expr if isinstance(expr, ast.Call) else None
     target = call.func if call is not None else expr
@@ -135,10 +138,18 @@ def _mode_of(expr, aliases, bare_ok=False):
         arg = call.args[0] if call.args else next(
             (k.value for k in call.keywords if k.arg == "mode"), None)
         if kind == "set_grad_enabled":
-            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, bool)):
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+                enabled = arg.value
+                args = repr(arg.value)
+            elif arg is not None and isinstance(expr, ast.Call) and not bare_ok:
+                enabled = None             # decided at run time
+                args = (ast.get_source_segment(source, arg) if source else None) or \
+                    ast.unparse(arg)
+                args = " ".join(args.split())   # (one line, as written)
+                if len(args) > 40:
+                    args = args[:39] + "\u2026"
+            else:
                 return None
-            enabled = arg.value
-            args = repr(arg.value)
         elif kind == "inference_mode" and isinstance(arg, ast.Constant):
             if arg.value is False:
                 return None     # inference_mode(False) changes nothing about grad

@@ -329,7 +329,7 @@ class CodeEditor(QPlainTextEdit):
         self._gutter = _Gutter(self)
         self._marker_line: Optional[int] = None
         self._error_line: Optional[int] = None
-        self._regions: list[tuple[int, int, bool]] = []   # (start, end, grad_enabled)
+        self._regions: list[tuple] = []   # (start, end, grad_enabled: None = at run time)
         self._scale = 1.0
         self.colors = {
             "gutter_bg": QColor("#f3f4f6"), "gutter_fg": QColor("#6b7280"),
@@ -428,13 +428,15 @@ class CodeEditor(QPlainTextEdit):
             if isinstance(r, tuple):
                 out.append(r)
             else:
-                out.append((r.start_line, r.end_line, bool(r.grad_enabled)))
+                out.append((r.start_line, r.end_line, r.grad_enabled))
         self._regions = out
         self._gutter.update()
 
     def region_lines(self) -> set[int]:
-        """Lines shaded as grad-disabled (handy for tests)."""
-        return {ln for s, e, on in self._regions if not on for ln in range(s, e + 1)}
+        """Lines shaded as grad-disabled (handy for tests). Not those of a region
+        decided at run time (``set_grad_enabled(phase == "train")``): grad is on
+        there in some iterations."""
+        return {ln for s, e, on in self._regions if on is False for ln in range(s, e + 1)}
 
     def go_to_line(self, line: int) -> None:
         block = self.document().findBlockByNumber(max(line - 1, 0))
