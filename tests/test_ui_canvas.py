@@ -1879,9 +1879,10 @@ def test_an_expression_label_too_wide_for_big_text_is_cut_between_names(qtbot):
 
 def test_the_current_nodes_glow_leaves_its_neighbours_tags_readable(canvas, qtbot, monkeypatch):
     """The current node's glow reaches 16 px out, over the "no grad" tag of the
-    tensor just above it (x over w1 at 150% text: a visual review). The tags
-    and badges of every node the glow reaches are drawn again on top; the
-    current node's own last."""
+    tensor just above it (x over w1 at 150% text: a visual review), where the
+    tag read as the glowing node's (shared-weights: a second visual review). The
+    glow keeps off its neighbours' boxes and tags; the current node's own tags
+    and badges are drawn again on top of it."""
     import graphscope
     from graphscope.ui import canvas_overlay
     tr = graphscope.trace("import torch\n"
@@ -1895,27 +1896,36 @@ def test_the_current_nodes_glow_leaves_its_neighbours_tags_readable(canvas, qtbo
         if i in graph.nodes})
     from graphscope.ui.canvas_paint import ScenePainter
     decor = []          # what is drawn again after a glow
-    glowed = []
+    clips = []          # the clip each glow was drawn with
 
     def watch(real):
         def paint(self, p, ng, r, flags, lod, part="all"):
-            if part == "decor" and glowed:
+            if part == "decor" and clips:
                 decor.append(ng.node.label)
             return real(self, p, ng, r, flags, lod, part)
         return paint
     for name in ("_paint_tensor", "_paint_op"):
         monkeypatch.setattr(ScenePainter, name, watch(getattr(ScenePainter, name)))
     real_glow = ScenePainter._glow
-    monkeypatch.setattr(ScenePainter, "_glow",
-                        lambda self, *a: (glowed.append(1), real_glow(self, *a))[1])
+    monkeypatch.setattr(ScenePainter, "_glow", lambda self, p, *a: (
+        clips.append(p.clipPath() if p.hasClipping() else None), real_glow(self, p, *a))[1])
     canvas.set_frame(tl.state(acc))
     canvas.fit()
     canvas.grab()
-    geom = canvas._painter.geom
+    geom, painter = canvas._painter.geom, canvas._painter
     w_node = next(ng for ng in geom.nodes.values() if ng.node.label == "w")
     x_node = next(ng for ng in geom.nodes.values() if ng.node.label == "x")
     assert abs(w_node.x - x_node.x) < 1 and abs(w_node.y - x_node.y) < 2.5 * w_node.h  # stacked
-    assert "x" in decor and decor[-1] == "w"
+    assert decor and decor[-1] == "w" and "x" not in decor
+    clip = clips[-1]
+    assert clip is not None
+    tf = canvas.transform()
+    x_marks = tf.mapRect(painter.marks_rect(x_node))
+    w_marks = tf.mapRect(painter.marks_rect(w_node))
+    # x's tag row, under x's box, is out of the glow's reach; w's other side is in it
+    assert not clip.contains(QPointF(x_marks.center().x(), x_marks.bottom() - 2))
+    assert clip.contains(QPointF(w_marks.center().x(), w_marks.bottom() + 10))
+
 
 
 def test_a_cut_label_is_cut_again_from_its_whole_text(canvas, monkeypatch):
@@ -2000,3 +2010,4 @@ def test_a_crowded_leaf_s_box_takes_a_free_spot_further_out(qapp):
                          optional=True)
     p.end()
     assert box is not None and not any(o.intersects(box) for o in obst)
+

@@ -14,7 +14,7 @@ from graphscope.ui.canvas_scene import edge_ends, edge_route
 
 
 LEADER_COST = 1.0        # per pixel of a label's leader: a spot on another edge costs 60
-GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose neighbours' tags are drawn again over the glow
+GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose glow and ring keep off their neighbours
 
 
 class OverlayPainter:
@@ -91,42 +91,35 @@ class OverlayPainter:
                         p, to_device.map(tip), to_device.map(before),
                         None if centre is None else to_device.map(centre), e.mult,
                         t.current, scale=max(0.6, min(scale, 2.0))))
-        for ng in highlight:
-            self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current, ng.node.kind == "op")
         ringed = list(highlight)
-        if selected and selected in nodes and nodes[selected].step <= limit:
-            dr = to_device.mapRect(self.marks_rect(nodes[selected]))
-            p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
-            p.setBrush(Qt.NoBrush)
-            p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
-            ringed.append(nodes[selected])
+        sel = nodes[selected] if selected and selected in nodes and \
+            nodes[selected].step <= limit else None
+        if sel is not None:
+            ringed.append(sel)
+        if ringed:
+            # the glow and the selection ring keep off a neighbour's box and tags
+            # (x1's "no grad" tag, between x1 and the shared weight w, sat inside w's
+            # glow and read as w's: visual review); over the ringed node's own
+            # badges and tags they are drawn again below
+            p.save()
+            clip = self._ring_clip(ringed, to_device, limit, device_rect)
+            if clip is not None:
+                p.setClipPath(clip)
+            for ng in highlight:
+                self._glow(p, to_device.mapRect(self.marks_rect(ng)), t.current,
+                           ng.node.kind == "op")
+            if sel is not None:
+                dr = to_device.mapRect(self.marks_rect(sel))
+                p.setPen(QPen(qcolor(t.selection), 3.0, Qt.DashLine))
+                p.setBrush(Qt.NoBrush)
+                p.drawRoundedRect(dr.adjusted(-6, -6, 6, 6), 10, 10)
+            p.restore()
         if ringed and lod != "tiny":
-            # the glow and the selection ring cover the node's badges and tags (the
-            # warning triangle, "no grad"), and a neighbour's just above or below
-            # (x's "no grad" under w1's glow, a visual review at 150%): draw them
-            # again on top, the ringed nodes' last
-            inv, _ok = to_device.inverted()
-            again: dict = {}
-            # (the neighbours of a few rings in view: a backward() of 400 roots lit
-            # 400 nodes, and asking each one's neighbours made a paint 60% slower,
-            # code review)
-            for ng in (ringed if len(ringed) <= GLOW_NEIGHBOURS_MAX else ()):
-                reach = to_device.mapRect(self.marks_rect(ng)).adjusted(-18, -18, 18, 18)
-                if device_rect is not None and not reach.intersects(device_rect):
-                    continue
-                # (a tag hangs outside its node's box: boxes a row's gap away are
-                # asked, and their marks tested)
-                around = inv.mapRect(reach)
-                gap = around.height()
-                for other in self.geom.nodes_in(around.adjusted(0, -gap, 0, gap), limit):
-                    if to_device.mapRect(self.marks_rect(other)).intersects(reach):
-                        again.setdefault(other.node.id, other)
-            for ng in ringed:
-                again.pop(ng.node.id, None)
-                again[ng.node.id] = ng
+            # the glow and the ring cover the ringed node's own badges and tags (the
+            # warning triangle, "no grad"): drawn again on top
             p.save()
             p.setTransform(to_device)
-            for ng in again.values():
+            for ng in {ng.node.id: ng for ng in ringed}.values():
                 draw = self._paint_op if ng.node.kind == "op" else self._paint_tensor
                 draw(p, ng, _rect(ng), self.shown_flags(ng.node), lod, "decor")
             p.restore()
@@ -398,6 +391,35 @@ class OverlayPainter:
                 p.drawText(pill, Qt.AlignCenter, text)
                 if fade:
                     p.setOpacity(1.0)
+
+    def _ring_clip(self, ringed, to_device, limit, device_rect) -> QPainterPath | None:
+        """Where the glow and the selection ring may paint: not over a neighbour's
+        box and tags (a tag hangs outside its box: boxes a row's gap away are
+        asked). None: no neighbour that near, or more rings than
+        GLOW_NEIGHBOURS_MAX (a backward() of 400 roots lit 400 nodes, and asking
+        each one's neighbours made a paint 60% slower: code review)."""
+        if len(ringed) > GLOW_NEIGHBOURS_MAX or device_rect is None:
+            return None
+        inv, _ok = to_device.inverted()
+        lit = {ng.node.id for ng in ringed}
+        keep_out = QPainterPath()
+        for ng in ringed:
+            reach = to_device.mapRect(self.marks_rect(ng)).adjusted(-18, -18, 18, 18)
+            if not reach.intersects(device_rect):
+                continue
+            near = inv.mapRect(reach)
+            gap = near.height()
+            for other in self.geom.nodes_in(near.adjusted(0, -gap, 0, gap), limit):
+                if other.node.id in lit:
+                    continue
+                r = to_device.mapRect(self.marks_rect(other))
+                if r.intersects(reach):
+                    keep_out.addRoundedRect(r.adjusted(-3, -3, 3, 3), 6, 6)
+        if keep_out.isEmpty():
+            return None
+        whole = QPainterPath()
+        whole.addRect(device_rect.adjusted(-40, -40, 40, 40))
+        return whole.subtracted(keep_out)
 
     def _glow(self, p, dr: QRectF, colour: str, pill: bool) -> None:
         c = qcolor(colour)
