@@ -141,7 +141,7 @@ def _mode_of(expr, aliases, bare_ok=False, source: str = ""):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
                 enabled = arg.value
                 args = repr(arg.value)
-            elif arg is not None and isinstance(expr, ast.Call) and not bare_ok:
+            elif arg is not None and not bare_ok:   # (a decorator's is left out)
                 enabled = None             # decided at run time
                 args = (ast.get_source_segment(source, arg) if source else None) or \
                     ast.unparse(arg)
