@@ -160,19 +160,22 @@ def _completed(trace) -> bool:
     return end is not None and (end.status == "ok" or (end.status == "exit" and not end.exit_code))
 
 
-def _run_file(path: str, timeout: float, also=None):
+def _run_file(path: str, timeout: float, also=None, into=None):
     from graphscope.runner import Runner, run_to_trace
-    source = read_snippet(path)
+    source = read_snippet(path) if into is None else into.source
     # one run: a second warm worker would be wasted work; the first is the one
     # main() started (NOTE [a worker before the imports]), if it did
     runner = Runner(warm=False, worker=_take_early_worker())
     try:
         # absolute, as python 3.9+ makes a script's __file__ and its traceback lines
         # (sys.argv[0] stays as typed, as python leaves it)
+        # (not waiting for the worker to be gone: NOTE [a worker that has sent
+        # its End] in capture/worker.py; the command leaves at once after the
+        # write, NOTE [leaving at once])
         trace = run_to_trace(source, os.path.abspath(path), timeout=timeout, runner=runner,
-                             also=also, argv=[str(path)])
+                             also=also, argv=[str(path)], reaped=False, into=into)
     finally:
-        runner.close()
+        runner.close(wait=False)
     err = trace.error
     if err is not None and err.type == "WorkerStartError":
         raise CommandError(err.message)
@@ -195,22 +198,37 @@ def cmd_export(args) -> int:
         _check_output(out, args.snippet)   # before the run: a run is not wasted on it
     elif "stdout" in _CLOSED_AT_START:
         raise CommandError("stdout is closed: nowhere to write the trace (-o FILE)")
-    # JSON: the rows are encoded while the snippet runs (NOTE [JSON as it comes])
-    rows = export.RowText() if args.format == "json" else None
-    trace = _run_file(args.snippet, args.timeout, rows.extend if rows is not None else None)
+    # JSON: the rows are encoded while the snippet runs (NOTE [JSON as it comes]),
+    # and to a file most of it is written while the run ends (NOTE [the file
+    # before the End])
+    rows = into = None
+    if args.format == "json":
+        if out == "-":
+            rows = export.RowText()
+        else:
+            from graphscope.model.trace import Trace
+            into = Trace(source=read_snippet(args.snippet),
+                         filename=os.path.abspath(args.snippet))
+            rows = export.JsonFile(into, out)
     try:
-        export.write(trace, out, args.format, rows=rows)
-    except export.ExportError as e:
-        raise CommandError(str(e)) from None
-    except BrokenPipeError:
-        if out != "-":
-            raise CommandError(f"{out}: cannot write it (broken pipe)") from None
-        # `graphscope trace x.py | head`: the reader had enough; the run's outcome stands
-        _quiet_stdout()
-        _say(f"{args.snippet}: {_status_line(trace)}; the reader of stdout stopped early")
-        return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED
-    except OSError as e:
-        raise CommandError(f"{out}: cannot write it ({e.strerror or e})") from None
+        also = None if rows is None else rows.take if into is not None else rows.extend
+        trace = _run_file(args.snippet, args.timeout, also, into)
+        try:
+            export.write(trace, out, args.format, rows=rows)
+        except export.ExportError as e:
+            raise CommandError(str(e)) from None
+        except BrokenPipeError:
+            if out != "-":
+                raise CommandError(f"{out}: cannot write it (broken pipe)") from None
+            # `graphscope trace x.py | head`: the reader had enough; the run's outcome stands
+            _quiet_stdout()
+            _say(f"{args.snippet}: {_status_line(trace)}; the reader of stdout stopped early")
+            return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED
+        except OSError as e:
+            raise CommandError(f"{out}: cannot write it ({e.strerror or e})") from None
+    finally:
+        if into is not None:
+            rows.abandon()   # (the file written: nothing is left to drop)
     where = "stdout" if out == "-" else out
     _say(f"{args.snippet}: {_status_line(trace)}; wrote {where}")
     return EXIT_OK if _completed(trace) else EXIT_SNIPPET_FAILED

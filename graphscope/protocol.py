@@ -239,7 +239,10 @@ class Outcome:
     """Worker -> runner: how the snippet's own code ended, sent before the worker
     does what python does after the last line (NOTE [the end of a run]). The End
     says the same; if the process is stopped, times out or dies after this, the
-    runner's End keeps it (``runner._after_the_end``). Fields as End's."""
+    runner's End keeps it (``runner._after_the_end``). The runner hands it on to
+    its listener: after it come only output and the End (the Trace splits its
+    passes then; the export writes most of its file, NOTE [the file before the
+    End] in export.py). Fields as End's."""
     T: ClassVar[str] = "outcome"
     status: str
     error: Optional[ErrorInfo] = None

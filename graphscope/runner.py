@@ -68,7 +68,8 @@ class _RunSession:
         self.timeout = timeout
         self.start_error = start_error
         self.end: Optional[P.End] = None
-        self.done = threading.Event()
+        self.ended = threading.Event()   # the End is known and delivered
+        self.done = threading.Event()    # ... and the worker reaped
         self.running = False          # Run sent, End not yet seen
         self._stop_requested = False
         self._timed_out = False
@@ -98,12 +99,16 @@ class _RunSession:
                 type="InternalError", message=f"GraphScope's runner failed: {type(e).__name__}: {e}",
                 traceback=traceback.format_exc()))
         finally:
-            if self.worker is not None:
-                self.worker.kill(grace=0.5)  # normally already gone: this reaps it
-                self.worker.close()
             self.running = False
             self.end = end
             self._deliver([end])
+            # the End first: a worker that sent one is leaving on its own (NOTE [a
+            # worker that has sent its End] in capture/worker.py), and its 20 ms
+            # to be gone are no part of the run
+            self.ended.set()
+            if self.worker is not None:
+                self.worker.kill(grace=0.5)  # normally leaving already: this reaps it
+                self.worker.close()
             self.runner._run_finished(self)
             self.done.set()
 
@@ -196,6 +201,9 @@ class _RunSession:
                             end = msg
                         elif t == "outcome":
                             outcome = msg   # for an End made here (_after_the_end)
+                            # and for the listener: the snippet's own code has ended,
+                            # and what is left of the run is output and the End
+                            batch.append(msg)
                         else:
                             # one budget for all output: what python wrote counts
                             # against what is written below it (the two caps kept
@@ -443,7 +451,8 @@ class Runner:
         if s is None:
             return None
         if not s.done.is_set():
-            s.stop()
+            if not s.ended.is_set():   # (after its End, its worker is leaving anyway)
+                s.stop()
             if threading.current_thread() is not s.thread:
                 s.done.wait(0.6)
         return s.end
@@ -454,12 +463,14 @@ class Runner:
         if s is not None:
             s.interrupt()
 
-    def wait(self, timeout: Optional[float] = None) -> Optional[P.End]:
-        """Block until the current run ends; its End (None if none or still running)."""
+    def wait(self, timeout: Optional[float] = None, *, reaped: bool = True) -> Optional[P.End]:
+        """Block until the current run ends; its End (None if none or still running).
+        ``reaped=False``: until its End is known, while its worker may still be
+        leaving (the reader thread reaps it; for a caller that leaves at once)."""
         s = self._session
         if s is None:
             return None
-        s.done.wait(timeout)
+        (s.done if reaped else s.ended).wait(timeout)
         return s.end
 
     @property
@@ -490,14 +501,16 @@ class Runner:
                 pids.add(s.worker.pid)
         return pids
 
-    def close(self) -> None:
-        """Stop any run and end the warm worker; the Runner cannot be used again."""
+    def close(self, wait: bool = True) -> None:
+        """Stop any run and end the warm worker; the Runner cannot be used again.
+        ``wait=False``: a run whose End is known is not waited for while its
+        worker leaves (for a process that leaves at once, the export)."""
         with self._lock:
             self._closed = True
             warm, self._warm = self._warm, None
-        self.stop()
         s = self._session
-        if s is not None:
+        if s is not None and not (s.ended.is_set() and not wait):
+            self.stop()
             s.done.wait(3.0)
         if warm is not None:
             warm.discard()
@@ -570,18 +583,21 @@ def shared_runner() -> Runner:
 
 def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[float] = 30.0,
                  *, runner: Optional[Runner] = None, also: Optional[OnMessages] = None,
-                 **run_fields) -> Trace:
+                 reaped: bool = True, into: Optional[Trace] = None, **run_fields) -> Trace:
     """Run ``source`` in a worker and return the complete :class:`Trace` (blocking).
 
     Uses the shared warm Runner unless ``runner`` is given (or the shared one is
     busy in another thread, in which case a one-off Runner is used). ``also``
     is handed every batch of messages after the trace took it, on the runner's
-    reader thread (the export encodes rows as they come with it).
+    reader thread (the export encodes rows as they come with it). ``reaped=False``
+    returns once the End is known, while the worker may still be leaving (see
+    :meth:`Runner.wait`). ``into``: an empty Trace of the caller's to fill (and
+    return), for an ``also`` that reads the trace as it grows.
 
     Arguments that cannot describe a run raise TypeError or ValueError here, in
     the caller, with what to pass instead."""
     _check_run_arguments(source, filename, timeout, run_fields)
-    trace = Trace(source=source, filename=filename)
+    trace = into if into is not None else Trace(source=source, filename=filename)
     if also is not None:
         def take(batch, _extend=trace.extend):
             _extend(batch)
@@ -589,7 +605,7 @@ def run_to_trace(source: str, filename: str = "<snippet>", timeout: Optional[flo
     else:
         take = trace.extend
     with quiet_gc.quieted():   # the trace's rows pile up (NOTE [gc during capture])
-        return _run_into(trace, source, filename, timeout, runner, take, run_fields)
+        return _run_into(trace, source, filename, timeout, runner, take, run_fields, reaped)
 
 
 def _check_run_arguments(source, filename, timeout, run_fields) -> None:
@@ -625,7 +641,7 @@ def _check_run_arguments(source, filename, timeout, run_fields) -> None:
 MIN_MEMORY_LIMIT = 1 << 30   # torch and the worker alone map several hundred MB
 
 
-def _run_into(trace, source, filename, timeout, runner, take, run_fields) -> Trace:
+def _run_into(trace, source, filename, timeout, runner, take, run_fields, reaped) -> Trace:
     own = None
     if runner is None:
         runner = shared_runner()
@@ -637,7 +653,7 @@ def _run_into(trace, source, filename, timeout, runner, take, run_fields) -> Tra
     else:
         runner.start(source, filename, take, timeout=timeout, **run_fields)
     try:
-        runner.wait()
+        runner.wait(reaped=reaped or own is not None)
     except BaseException:  # Ctrl+C while waiting: never leave the worker behind
         runner.stop()
         raise

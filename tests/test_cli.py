@@ -256,26 +256,37 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, ca
     assert not (tmp_path / "ran").exists() and not (snippet.parent / "ran").exists()
 
 
-def test_a_write_that_fails_half_way_keeps_the_old_file(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("where", ["head", "tail", "both"])
+def test_a_write_that_fails_half_way_keeps_the_old_file(tmp_path, capsys, monkeypatch, where):
     """The trace goes to a temporary file that replaces the output once whole: a
-    full disk left a cut JSON where a good one had been."""
+    full disk left a cut JSON where a good one had been. Its head is written
+    when the snippet's code ends, the rest at the End (NOTE [the file before
+    the End]): a full disk at either, or at both, fails the export as one."""
     from graphscope import export
     snippet = tmp_path / "ok.py"
     snippet.write_text("print(1)\n")
     out = tmp_path / "t.json"
     out.write_text("the old trace")
-    real = export.json_pieces
+    real = export._key_pieces
 
-    def fails_half_way(*a, **k):
-        yield from list(real(*a, **k))[:2]
-        raise OSError(28, "No space left on device")
+    def fails_half_way(d, rows, trace, keys, *a):
+        pieces = list(real(d, rows, trace, keys, *a))
+        tail = "outputs" in keys
+        if where == "both" or tail == (where == "tail"):
+            yield from pieces[:2]
+            raise OSError(28, "No space left on device")
+        yield from pieces
 
-    monkeypatch.setattr(export, "json_pieces", fails_half_way)
-    assert cli.main(["export", str(snippet), "-o", str(out)]) == 2
-    assert "No space left" in _one_line(capsys.readouterr().err)
-    assert out.read_text() == "the old trace"
+    monkeypatch.setattr(export, "_key_pieces", fails_half_way)
+    assert cli.main(["export", str(snippet), "-o", str(out)]) == (0 if where == "head" else 2)
+    err = _one_line(capsys.readouterr().err)
+    if where == "head":   # written again whole at the End, which worked
+        assert Trace.from_json(out.read_text()).stdout == "1\n", err
+    else:
+        assert "No space left" in err
+        assert out.read_text() == "the old trace"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.py", "t.json"]   # no leftovers
-    monkeypatch.setattr(export, "json_pieces", real)
+    monkeypatch.setattr(export, "_key_pieces", real)
     assert cli.main(["export", str(snippet), "-o", str(out)]) == 0
     assert Trace.from_json(out.read_text()).stdout == "1\n"
 

@@ -193,6 +193,56 @@ def test_json_rows_made_during_the_run_give_the_same_file():
     assert export.to_json(tr, rows=partial) == expected
 
 
+def _export_while_it_ends(source, out):
+    """Run ``source`` as ``graphscope export`` does (NOTE [the file before the
+    End]); returns the trace and the size of its temporary file when the End came."""
+    tr = Trace(source=source, filename="demo.py")
+    jf = export.JsonFile(tr, out)
+    at_end = []
+
+    def take(batch):
+        if any(m.T == "end" for m in batch):
+            at_end.extend(p.stat().st_size for p in out.parent.glob(f".{out.name}.*.part"))
+        jf.take(batch)
+
+    with Runner(warm=False) as r:
+        got = run_to_trace(source, "demo.py", runner=r, also=take, into=tr)
+    assert got is tr
+    export.write(tr, out, "json", rows=jf)
+    return tr, at_end
+
+
+def test_the_file_is_written_while_the_run_ends_and_is_the_same_text(tmp_path):
+    """NOTE [the file before the End]: most of the file is written when the
+    snippet's code has ended, before the End; what follows (output of an atexit
+    function, how the run ended) is added at the End, and the file is the text
+    json.dumps gives for Trace.to_dict, byte for byte."""
+    out = tmp_path / "t.json"
+    source = SNIPPET + "import atexit\natexit.register(print, 'bye')\n"
+    tr, at_end = _export_while_it_ends(source, out)
+    assert tr.status == "ok" and tr.stdout == "done\nbye\n"
+    text = out.read_text(encoding="utf-8")
+    assert text == json.dumps(tr.to_dict(), allow_nan=True)
+    ops_text = json.dumps(tr.to_dict()["ops"])
+    assert at_end and at_end[0] > len(ops_text)   # the head was on disk before the End
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
+def test_a_run_that_ends_otherwise_than_its_code_did_is_written_again(tmp_path):
+    """The head holds the status the snippet's code ended with; an atexit
+    function that leaves with os._exit(3) ends the run as an exit: the file is
+    then written again whole, with that status."""
+    out = tmp_path / "t.json"
+    tr, at_end = _export_while_it_ends(
+        SNIPPET + "import atexit, os\natexit.register(os._exit, 3)\n", out)
+    assert tr.status == "exit" and tr.end.exit_code == 3
+    assert at_end   # a head was written, with status "ok"
+    text = out.read_text(encoding="utf-8")
+    assert text == json.dumps(tr.to_dict(), allow_nan=True)
+    assert json.loads(text)["status"] == "exit"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
 def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
     """write() streams the JSON in pieces of rows (no whole-file string): the
     file, and stdout, hold the same text as to_json, also where a row list is

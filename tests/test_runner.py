@@ -359,6 +359,28 @@ def test_a_forked_child_exits_and_prints_as_under_python():
     assert "ValueError: child failed" in tr.stderr and 'forks.py", line 11' in tr.stderr
 
 
+def test_the_end_does_not_wait_for_the_worker_to_be_gone_and_late_output_is_read():
+    """NOTE [a worker that has sent its End]: the worker lets go of its pipes
+    after its End, so the run is over without waiting 20 ms for the process to
+    be gone; what a process the snippet started writes after the snippet's end
+    still holds the pipe open and is read, as before; and a wait that does not
+    reap is followed by one that does, leaving no process behind."""
+    src = ("import subprocess\n"
+           "subprocess.Popen(['sh', '-c', 'sleep 0.1; echo late'])\n"
+           "print('early')\n")
+    tr = run_to_trace(src)
+    assert tr.status == "ok" and tr.stdout == "early\nlate\n"
+    before = children()
+    with Runner(warm=False) as r:
+        col = Collector()
+        r.start("print(1)", "<snippet>", col)
+        end = r.wait(60, reaped=False)
+        assert end is not None and end.status == "ok"
+        assert r.wait(10) is end
+        assert not (children() - before)
+    assert [m.T for m in col.messages][-2:] == ["outcome", "end"]
+
+
 def test_worker_that_cannot_start_reports_its_stderr(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
