@@ -107,7 +107,8 @@ class _RunSession:
             # to be gone are no part of the run
             self.ended.set()
             if self.worker is not None:
-                self.worker.kill(grace=0.5)  # normally leaving already: this reaps it
+                self.worker.wait_gone(0.5)   # normally leaving already ...
+                self.worker.kill(grace=0.5)  # ... this reaps it, and what the snippet left
                 self.worker.close()
             self.runner._run_finished(self)
             self.done.set()
