@@ -465,7 +465,11 @@ def test_following_a_node_near_the_graph_s_edge_leaves_no_empty_half(canvas):
     tl = Timeline(tr, graph)
     view = QRectF(canvas.rect())
     checked = 0
-    for i in range(len(tl) // 2, len(tl) // 2 + 400):
+    # (from the middle on until six are checked: 400 steps held six such nodes,
+    # and once in a full run of the suite only two, for a reason not found)
+    for i in range(len(tl) // 2, len(tl)):
+        if checked >= 6:
+            break
         frame = tl.state(i)
         canvas.set_frame(frame)
         current = [n for n in frame.highlight if n in graph.nodes]
