@@ -169,13 +169,13 @@ def _run_file(path: str, timeout: float, also=None, into=None):
     try:
         # absolute, as python 3.9+ makes a script's __file__ and its traceback lines
         # (sys.argv[0] stays as typed, as python leaves it)
-        # (not waiting for the worker to be gone: NOTE [a worker that has sent
-        # its End] in capture/worker.py; the command leaves at once after the
-        # write, NOTE [leaving at once])
+        # (a command that leaves at once after its write, NOTE [leaving at once],
+        # does not wait for the worker to be gone: NOTE [a worker that has sent
+        # its End] in capture/worker.py; main() called from Python does)
         trace = run_to_trace(source, os.path.abspath(path), timeout=timeout, runner=runner,
-                             also=also, argv=[str(path)], reaped=False, into=into)
+                             also=also, argv=[str(path)], reaped=not _LEAVING[0], into=into)
     finally:
-        runner.close(wait=False)
+        runner.close(wait=not _LEAVING[0])
     err = trace.error
     if err is not None and err.type == "WorkerStartError":
         raise CommandError(err.message)
@@ -397,14 +397,16 @@ def main(argv=None) -> int:
 # for the commands that hold a whole trace (export, trace), and only as the
 # process's own entry point: ``main()`` called from Python (the tests) returns.
 _LEAVE_AT_ONCE = {"export", "trace"}
+_LEAVING = [False]   # set by entry() for those: the process ends right after main()
 
 
 def entry() -> int:
     """The ``graphscope`` command and ``python -m graphscope``: :func:`main`,
     then leave (NOTE [leaving at once])."""
-    code = main()
     argv = sys.argv[1:]
-    if argv and argv[0] in _LEAVE_AT_ONCE:
+    _LEAVING[0] = bool(argv) and argv[0] in _LEAVE_AT_ONCE
+    code = main()
+    if _LEAVING[0]:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -178,7 +178,9 @@ class RowText:
 # passes, how the run ended) and the file takes the target's place. If the
 # head no longer holds (the End's status is not the Outcome's, as when the
 # worker was stopped or died after the last line, or a record came after the
-# Outcome), the file is written again whole from the Trace, as before.
+# Outcome), the file is written again whole from the Trace, as before. The
+# file has no name until it is whole (``O_TMPFILE``, where Linux has it), so a
+# command killed while the snippet's atexit functions run leaves nothing.
 class JsonFile:
     """A JSON trace file written while the run ends (NOTE [the file before the
     End]): ``take`` follows the runner's batches (the export's ``also``),
@@ -188,12 +190,13 @@ class JsonFile:
         self.rows = RowText()
         self._trace = trace
         self._path = path
-        self._lock = threading.Lock()   # the head (reader thread) against abandon()
-        self._tmp: Optional[str] = None
-        self._file = None
+        self._lock = threading.Lock()   # the head (reader thread) against finish()
+        self._file = None                # the file being written (no name yet, if it can)
+        self._tmp: Optional[str] = None  # its temporary name where it has one
         self._head: Optional[tuple] = None   # (status, trace extent) it was written with
         self._passes: tuple = (None, "")     # the passes encoded with the head, their text
         self._done = False
+        self._cancelled = False          # abandon(): the head's writer stops at its next piece
 
     def take(self, msgs) -> None:
         self.rows.extend(msgs)
@@ -206,21 +209,20 @@ class JsonFile:
     def _write_head(self, outcome) -> None:
         trace = self._trace
         with self._lock:
-            if self._done:
+            if self._done or self._cancelled:
                 return
             try:
                 if not self.rows.matches(trace):
                     return
-                target, tmp = _temporary_beside(self._path)
-                if tmp is None:
+                self._file, self._tmp = _unfinished_file(self._path)
+                if self._file is None:
                     return   # written in place, at the End
-                self._tmp = tmp
-                self._file = open(tmp, "w", encoding="utf-8")
                 d = _without_rows(trace)
                 d["status"] = outcome.status
                 keys = list(d)
                 keys = keys[:keys.index("outputs")]
-                self._file.writelines(_key_pieces(d, self.rows, trace, keys))
+                self._file.writelines(self._unless_cancelled(
+                    _key_pieces(d, self.rows, trace, keys)))
                 self._file.flush()
                 self._head = (outcome.status, trace.extent())
                 # (the passes are split at the Outcome too, model/trace.py: 40,000 op
@@ -228,6 +230,12 @@ class JsonFile:
                 self._passes = (trace.passes, self.rows._enc(trace.passes))
             except Exception:   # never in the way of the run: finish() writes it all
                 self._drop()
+
+    def _unless_cancelled(self, pieces):
+        for piece in pieces:
+            if self._cancelled:
+                raise _Cancelled()
+            yield piece
 
     def finish(self, trace, path) -> bool:
         """Write the rest and put the file in place; False when this wrote
@@ -251,19 +259,33 @@ class JsonFile:
                     f.seek(0)
                     f.truncate()
                     f.writelines(json_pieces(trace, self.rows))
-                f.close()
-                os.replace(self._tmp, os.path.realpath(path))
+                _put_in_place(f, self._tmp, path)
             except BaseException:
                 self._drop()
                 raise
             self._file = self._tmp = None
             return True
 
+    def written(self) -> int:
+        """Bytes of the file written so far (0 when none is being written)."""
+        f = self._file
+        try:
+            return os.fstat(f.fileno()).st_size if f is not None else 0
+        except (OSError, ValueError):
+            return 0
+
     def abandon(self) -> None:
-        """The export ends without its file (Ctrl+C, an error): no leftovers."""
-        with self._lock:
-            self._done = True
-            self._drop()
+        """The export ends without its file (Ctrl+C, an error): no leftovers.
+        Returns at once, also while the head is being written (a second Ctrl+C
+        then left a named temporary file: code review); its writer stops at its
+        next piece. An unnamed file goes with the process in any case."""
+        self._cancelled = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._done = True
+                self._drop()
+            finally:
+                self._lock.release()
 
     def _drop(self) -> None:
         f, tmp = self._file, self._tmp
@@ -276,6 +298,80 @@ class JsonFile:
                 pass
         if tmp is not None:
             _unlink(tmp)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def _unfinished_file(path) -> tuple:
+    """``(file, tmp)``: a text file for ``path``'s content, in its folder, with
+    the mode the target has (or would get). Where Linux allows, it has no name
+    until ``_put_in_place`` gives it one (``O_TMPFILE``): an export killed
+    between the snippet's last line and the End (``timeout 4 graphscope
+    export``, an atexit function that sleeps) left a 28 MB ``.part`` file behind
+    (code review). Elsewhere it is a named temporary file (``tmp``).
+    ``(None, None)`` where the target is written in place (``_replacing``)."""
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        return None, None
+    folder = os.path.dirname(target) or "."
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is not None and os.path.isdir("/proc/self/fd"):
+        try:
+            fd = os.open(folder, flag | os.O_WRONLY, 0o600)
+        except OSError:   # a file system without it: a name from the start
+            pass
+        else:
+            try:
+                try:
+                    mode = stat.S_IMODE(os.stat(target).st_mode)
+                except OSError:
+                    mode = 0o666 & ~_umask()
+                os.fchmod(fd, mode)
+                return os.fdopen(fd, "w", encoding="utf-8"), None
+            except BaseException:
+                os.close(fd)
+                raise
+    _, tmp = _temporary_beside(target)
+    if tmp is None:
+        return None, None
+    try:
+        return open(tmp, "w", encoding="utf-8"), tmp
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _put_in_place(f, tmp: Optional[str], path) -> None:
+    """Close ``f`` (from ``_unfinished_file``) and make it the file at ``path``."""
+    target = os.path.realpath(path)
+    f.flush()
+    if tmp is None:   # no name yet: one beside the target, then the target's
+        folder, name = os.path.split(target)
+        # (a directory fd makes python call linkat, which follows /proc's link to
+        # the file; its link() would try to link the symbolic link itself)
+        dfd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for _ in range(100):
+                part = f".{name}.{os.urandom(4).hex()}.part"
+                try:
+                    os.link(f"/proc/self/fd/{f.fileno()}", part, src_dir_fd=dfd,
+                            dst_dir_fd=dfd, follow_symlinks=True)
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise FileExistsError(f"no free temporary name beside {path}")
+        finally:
+            os.close(dfd)
+        tmp = os.path.join(folder, part)
+    f.close()
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        _unlink(tmp)
+        raise
 
 
 class _Pieces:

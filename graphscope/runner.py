@@ -505,14 +505,21 @@ class Runner:
     def close(self, wait: bool = True) -> None:
         """Stop any run and end the warm worker; the Runner cannot be used again.
         ``wait=False``: a run whose End is known is not waited for while its
-        worker leaves (for a process that leaves at once, the export)."""
+        worker leaves; the worker's process group is killed without a wait (for
+        a process that leaves at once, the export)."""
         with self._lock:
             self._closed = True
             warm, self._warm = self._warm, None
         s = self._session
-        if s is not None and not (s.ended.is_set() and not wait):
-            self.stop()
-            s.done.wait(3.0)
+        if s is not None:
+            if wait or not s.ended.is_set():
+                self.stop()
+                s.done.wait(3.0)
+            elif not s.done.is_set() and s.worker is not None:
+                # what the snippet left running goes with the process that leaves,
+                # as the reader thread would end it (code review: a child that
+                # handles SIGTERM outlived `graphscope export`)
+                s.worker.end_group_now()
         if warm is not None:
             warm.discard()
 

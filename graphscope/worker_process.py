@@ -143,6 +143,15 @@ class Worker:
         finally:
             self._ending.release()
 
+    def end_group_now(self) -> None:
+        """Kill the worker's process group and return, without reaping: for a
+        caller that leaves at once after the run's End (what the snippet left
+        running must not outlive it)."""
+        with self._ending:   # (the reader thread's kill: at most its grace)
+            if not self._group_ended:
+                self._signal_group(signal.SIGKILL)
+                self._group_ended = True
+
     def wait_gone(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the process to end; whether it has.
         ``Popen.wait`` with a timeout polls, sleeping up to 50 ms between looks:

@@ -2,8 +2,10 @@
 and the window / scenario commands handing over their arguments."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -45,6 +47,72 @@ def test_python_dash_m_export_completes_with_exit_0(tmp_path):
     tr = Trace.from_json(out.read_text(encoding="utf-8"))
     assert tr.status == "ok" and tr.stdout == "tensor([2., 2.])\n"
     assert tr.backward
+
+
+def test_what_the_snippet_left_running_does_not_outlive_the_command(tmp_path):
+    """NOTE [leaving at once]: the command does not wait for its worker to be
+    gone after the End, but what the snippet started goes with it, also a
+    process that ignores SIGTERM and holds none of the worker's pipes (code
+    review: it outlived the command)."""
+    snippet = tmp_path / "child.py"
+    marker = tmp_path / "pid"
+    snippet.write_text(
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'],\n"
+        "                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n")
+    p = subprocess.run([sys.executable, "-m", "graphscope", "export", str(snippet),
+                        "-o", str(tmp_path / "child.json")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _running(pid):
+        time.sleep(0.05)
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_command_killed_after_the_snippet_s_last_line_leaves_no_file(tmp_path):
+    """NOTE [the file before the End]: the file's head is written when the
+    snippet's code has ended, while its atexit functions still run; the command
+    killed then (`timeout 4 graphscope export`) left a .part file behind (code
+    review). The file has no name until it is whole."""
+    snippet = tmp_path / "slow_exit.py"
+    marker = tmp_path / "at_exit"
+    snippet.write_text(
+        "import atexit, time, torch\n"
+        "x = torch.ones(3, requires_grad=True)\n(x * 2).sum().backward()\n"
+        f"atexit.register(time.sleep, 60)\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').close())\n")
+    out = tmp_path / "slow_exit.json"
+    out.write_text("the old trace")
+    p = subprocess.Popen([sys.executable, "-m", "graphscope", "export", str(snippet),
+                          "-o", str(out), "--timeout", "120"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists()
+        time.sleep(0.5)            # the head is written meanwhile
+        p.send_signal(signal.SIGTERM)
+        p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert out.read_text() == "the old trace"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["at_exit", "slow_exit.json",
+                                                          "slow_exit.py"]
 
 
 def test_python_dash_m_leaves_with_the_exit_code_and_everything_written(tmp_path):

@@ -202,7 +202,8 @@ def _export_while_it_ends(source, out):
 
     def take(batch):
         if any(m.T == "end" for m in batch):
-            at_end.extend(p.stat().st_size for p in out.parent.glob(f".{out.name}.*.part"))
+            at_end.append(jf.written())
+            at_end.extend(p.name for p in out.parent.iterdir())   # (it has no name yet)
         jf.take(batch)
 
     with Runner(warm=False) as r:
@@ -224,7 +225,8 @@ def test_the_file_is_written_while_the_run_ends_and_is_the_same_text(tmp_path):
     text = out.read_text(encoding="utf-8")
     assert text == json.dumps(tr.to_dict(), allow_nan=True)
     ops_text = json.dumps(tr.to_dict()["ops"])
-    assert at_end and at_end[0] > len(ops_text)   # the head was on disk before the End
+    assert at_end[0] > len(ops_text)   # the head was on disk before the End
+    assert at_end[1:] == []             # ... in a file with no name yet
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
 
 
@@ -236,11 +238,40 @@ def test_a_run_that_ends_otherwise_than_its_code_did_is_written_again(tmp_path):
     tr, at_end = _export_while_it_ends(
         SNIPPET + "import atexit, os\natexit.register(os._exit, 3)\n", out)
     assert tr.status == "exit" and tr.end.exit_code == 3
-    assert at_end   # a head was written, with status "ok"
+    assert at_end[0] > 0   # a head was written, with status "ok"
     text = out.read_text(encoding="utf-8")
     assert text == json.dumps(tr.to_dict(), allow_nan=True)
     assert json.loads(text)["status"] == "exit"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
+def test_abandoning_the_file_does_not_wait_for_its_head(tmp_path, monkeypatch):
+    """Ctrl+C while the head is written (a slow disk): abandon() returned only
+    when the head was whole, and a second Ctrl+C meanwhile left a temporary file
+    (code review). It returns at once; the writer stops at its next piece."""
+    import threading
+    import time
+    from graphscope import protocol as P
+    real = export._key_pieces
+
+    def slow(*a, **k):
+        for piece in real(*a, **k):
+            time.sleep(0.1)
+            yield piece
+
+    monkeypatch.setattr(export, "_key_pieces", slow)
+    tr = Trace(source="print(1)\n", filename="demo.py")
+    jf = export.JsonFile(tr, tmp_path / "t.json")
+    writer = threading.Thread(target=jf.take, args=([P.Outcome("ok")],))
+    writer.start()
+    time.sleep(0.35)
+    t0 = time.monotonic()
+    jf.abandon()
+    assert time.monotonic() - t0 < 0.09
+    writer.join(5)
+    assert not writer.is_alive() and jf.written() == 0
+    assert list(tmp_path.iterdir()) == []
+    assert not jf.finish(tr, tmp_path / "t.json")   # nothing of it holds
 
 
 def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
