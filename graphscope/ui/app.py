@@ -66,6 +66,15 @@ def main(args=None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("GraphScope")
     app.setOrganizationName("GraphScope")
+    from graphscope.ui.gui_thread_gc import GuiThreadCollector
+    collector = GuiThreadCollector(app)   # NOTE [collections on the GUI thread]
+    try:
+        return _open_window(app, args, screenshot)
+    finally:
+        collector.stop()
+
+
+def _open_window(app, args, screenshot) -> int:
     from graphscope.ui.main_window import MainWindow
 
     theme = _arg(args, "theme") or "light"

@@ -1,0 +1,54 @@
+"""Cyclic garbage collected on the GUI thread only.
+
+NOTE [collections on the GUI thread]: Python's collector runs on whichever
+thread allocates when a generation fills up. In the window that is often the
+runner's reader thread, which decodes tens of thousands of messages while a
+run streams in. A collection there that finds a cycle holding Qt objects (a
+closed dialog, a menu, a lambda connected to a signal that refers to its
+widget) destroys them on that thread: Qt objects must die on the thread they
+live on, and a review saw the test suite hang so (the reader thread's
+collection in ``~QObject`` waiting for the GIL, the GUI thread holding it and
+waiting for a Qt mutex in ``~QAction``). So while the window runs, automatic
+collection is off and a timer on the GUI thread collects with the same
+thresholds (pyqtgraph's ``GarbageCollector`` does the same; the Python
+developers' own advice for Qt programs). Counting goes on as before; only the
+place of the collection moves.
+"""
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QObject, QTimer
+
+INTERVAL_MS = 500
+
+
+class GuiThreadCollector(QObject):
+    """Collect on the GUI thread's timer; ``stop`` puts automatic collection back."""
+
+    def __init__(self, parent=None, interval_ms: int = INTERVAL_MS) -> None:
+        super().__init__(parent)
+        self._threshold = gc.get_threshold()
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.check)
+        self._timer.start()
+
+    def check(self) -> None:
+        """Collect the generations that are due, as the automatic collector would."""
+        c0, c1, c2 = gc.get_count()
+        t0, t1, t2 = gc.get_threshold() if gc.get_threshold()[0] else self._threshold
+        if c0 > t0:
+            gen = 0
+            if c1 > t1:
+                gen = 1
+                if c2 > t2:
+                    gen = 2
+            gc.collect(gen)
+
+    def stop(self) -> None:
+        self._timer.stop()
+        if self._was_enabled:
+            gc.enable()
