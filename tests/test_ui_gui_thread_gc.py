@@ -50,3 +50,29 @@ def test_stopping_puts_automatic_collection_back_as_it_was():
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_full_collection_waits_for_a_quarter_new_long_lived_objects(monkeypatch):
+    """As python's own collector: walking a big trace's objects in every full
+    collection would make the stepping hitch."""
+    gc.collect()
+    quarter = len(gc.get_objects(generation=2)) // 4
+    old = gc.get_threshold()
+    gens = []
+    real = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda g=2: (gens.append(g), real(g))[1])
+    gc.set_threshold(100, 1, 1)
+    c = GuiThreadCollector(interval_ms=60_000)   # (checked by hand below)
+    survivors = []
+    try:
+        while len(survivors) < quarter * 0.7:
+            survivors.extend([i] for i in range(1000))
+            c.check()
+        assert 1 in gens and 2 not in gens       # young ones only, so far
+        while len(survivors) < quarter * 3 + 10_000 and 2 not in gens:
+            survivors.extend([i] for i in range(1000))
+            c.check()
+        assert 2 in gens                         # a quarter new: a full one is due
+    finally:
+        c.stop()
+        gc.set_threshold(*old)

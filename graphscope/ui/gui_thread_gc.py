@@ -12,7 +12,11 @@ waiting for a Qt mutex in ``~QAction``). So while the window runs, automatic
 collection is off and a timer on the GUI thread collects with the same
 thresholds (pyqtgraph's ``GarbageCollector`` does the same; the Python
 developers' own advice for Qt programs). Counting goes on as before; only the
-place of the collection moves.
+place of the collection moves. A full collection waits, as python's own does,
+until the objects that survived younger collections since the last one are a
+quarter of those it would walk: a 20,000-op trace holds 270,000 objects, and
+walking them takes 70-130 ms, a hitch in the middle of a lecture's stepping
+that python's rule spares it.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ class GuiThreadCollector(QObject):
         super().__init__(parent)
         self._threshold = gc.get_threshold()
         self._was_enabled = gc.isenabled()
+        self._long_lived = len(gc.get_objects(generation=2))
+        self._pending = 0   # (about) objects moved to the oldest generation since
         gc.disable()
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
@@ -40,13 +46,20 @@ class GuiThreadCollector(QObject):
         """Collect the generations that are due, as the automatic collector would."""
         c0, c1, c2 = gc.get_count()
         t0, t1, t2 = gc.get_threshold() if gc.get_threshold()[0] else self._threshold
-        if c0 > t0:
-            gen = 0
-            if c1 > t1:
-                gen = 1
-                if c2 > t2:
-                    gen = 2
-            gc.collect(gen)
+        if c0 <= t0:
+            return
+        gen = 0
+        if c1 > t1:
+            gen = 1
+            if c2 > t2 and self._pending >= self._long_lived // 4:
+                gen = 2
+        if gen == 1:   # what survives goes to the oldest generation (garbage counted too)
+            self._pending += (len(gc.get_objects(generation=0))
+                              + len(gc.get_objects(generation=1)))
+        gc.collect(gen)
+        if gen == 2:
+            self._long_lived = len(gc.get_objects(generation=2))
+            self._pending = 0
 
     def stop(self) -> None:
         self._timer.stop()
