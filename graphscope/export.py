@@ -324,11 +324,7 @@ def _unfinished_file(path) -> tuple:
             pass
         else:
             try:
-                try:
-                    mode = stat.S_IMODE(os.stat(target).st_mode)
-                except OSError:
-                    mode = 0o666 & ~_umask()
-                os.fchmod(fd, mode)
+                os.fchmod(fd, _mode_for(target))
                 return os.fdopen(fd, "w", encoding="utf-8"), None
             except BaseException:
                 os.close(fd)
@@ -605,15 +601,20 @@ def _temporary_beside(path) -> tuple:
         return target, None
     os.close(fd)
     try:
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-        except OSError:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
+        os.chmod(tmp, _mode_for(target))
     except BaseException:
         _unlink(tmp)
         raise
     return target, tmp
+
+
+def _mode_for(target) -> int:
+    """The permissions a file written in place of ``target`` gets: the target's
+    own, or what a new file would get."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def _unlink(path) -> None:
