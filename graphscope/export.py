@@ -224,6 +224,8 @@ class JsonFile:
                 self._file.writelines(self._unless_cancelled(
                     _key_pieces(d, self.rows, trace, keys)))
                 self._file.flush()
+                if self._cancelled:   # (after its last piece)
+                    raise _Cancelled()
                 self._head = (outcome.status, trace.extent())
                 # (the passes are split at the Outcome too, model/trace.py: 40,000 op
                 # ids for the chain, 5 ms to encode)
@@ -286,6 +288,10 @@ class JsonFile:
                 self._drop()
             finally:
                 self._lock.release()
+        elif self._tmp is not None:
+            # a named file (no O_TMPFILE here) goes now: the command may leave
+            # before its writer sees the flag (review)
+            _unlink(self._tmp)
 
     def _drop(self) -> None:
         f, tmp = self._file, self._tmp
@@ -362,8 +368,8 @@ def _put_in_place(f, tmp: Optional[str], path) -> None:
         finally:
             os.close(dfd)
         tmp = os.path.join(folder, part)
-    f.close()
     try:
+        f.close()
         os.replace(tmp, target)
     except BaseException:
         _unlink(tmp)

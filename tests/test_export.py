@@ -274,6 +274,34 @@ def test_abandoning_the_file_does_not_wait_for_its_head(tmp_path, monkeypatch):
     assert not jf.finish(tr, tmp_path / "t.json")   # nothing of it holds
 
 
+def test_abandoning_a_named_file_removes_it_at_once(tmp_path, monkeypatch):
+    """Where O_TMPFILE is not to be had (NFS) the file has a name from the
+    start; the command leaves right after abandon(), before the writer's next
+    piece, and left the .part file behind (review)."""
+    import threading
+    import time
+    from graphscope import protocol as P
+    real = export._key_pieces
+
+    def slow(*a, **k):
+        for piece in real(*a, **k):
+            time.sleep(0.1)
+            yield piece
+
+    monkeypatch.setattr(export, "_key_pieces", slow)
+    monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    tr = Trace(source="print(1)\n", filename="demo.py")
+    jf = export.JsonFile(tr, tmp_path / "t.json")
+    writer = threading.Thread(target=jf.take, args=([P.Outcome("ok")],))
+    writer.start()
+    time.sleep(0.35)
+    assert [p.name for p in tmp_path.iterdir()][0].endswith(".part")   # named
+    jf.abandon()
+    assert list(tmp_path.iterdir()) == []      # at once, not at the writer's next piece
+    writer.join(5)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
     """write() streams the JSON in pieces of rows (no whole-file string): the
     file, and stdout, hold the same text as to_json, also where a row list is

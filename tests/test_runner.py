@@ -207,6 +207,29 @@ def test_a_stop_says_which_line_was_running_inside_a_function():
                                                 '  File "snip.py", line 4, in wait']
 
 
+def test_a_stop_finds_the_line_also_in_a_process_with_many_files_open():
+    """The reap waited on a pidfd with select(), which cannot take a descriptor
+    numbered 1,024 or more: with that many files open the wait returned at once,
+    the worker got SIGKILL before its stack was written, and a stop lost its
+    line (review)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("this machine allows fewer than 1,200 open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        with Runner(warm=False) as r:
+            running(r, "import time\nprint('waiting', flush=True)\ntime.sleep(60)\n", "snip.py")
+            time.sleep(0.3)
+            end = r.stop()
+        assert end.status == "stopped" and end.error.line == 3, end.error
+    finally:
+        for fd in fds:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_os_exit_is_reported_with_its_code():
     tr = run_to_trace("import os\nprint('bye')\nos._exit(3)\n")
     assert tr.status == "crash"
