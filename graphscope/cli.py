@@ -160,9 +160,8 @@ def _completed(trace) -> bool:
     return end is not None and (end.status == "ok" or (end.status == "exit" and not end.exit_code))
 
 
-def _run_file(path: str, timeout: float, also=None, into=None):
+def _run_file(path: str, source: str, timeout: float, also=None, into=None):
     from graphscope.runner import Runner, run_to_trace
-    source = read_snippet(path) if into is None else into.source
     # one run: a second warm worker would be wasted work; the first is the one
     # main() started (NOTE [a worker before the imports]), if it did
     runner = Runner(warm=False, worker=_take_early_worker())
@@ -173,9 +172,9 @@ def _run_file(path: str, timeout: float, also=None, into=None):
         # does not wait for the worker to be gone: NOTE [a worker that has sent
         # its End] in capture/worker.py; main() called from Python does)
         trace = run_to_trace(source, os.path.abspath(path), timeout=timeout, runner=runner,
-                             also=also, argv=[str(path)], reaped=not _LEAVING[0], into=into)
+                             also=also, argv=[str(path)], reaped=not _leaving, into=into)
     finally:
-        runner.close(wait=not _LEAVING[0])
+        runner.close(wait=not _leaving)
     err = trace.error
     if err is not None and err.type == "WorkerStartError":
         raise CommandError(err.message)
@@ -201,18 +200,18 @@ def cmd_export(args) -> int:
     # JSON: the rows are encoded while the snippet runs (NOTE [JSON as it comes]),
     # and to a file most of it is written while the run ends (NOTE [the file
     # before the End])
+    source = read_snippet(args.snippet)
     rows = into = None
     if args.format == "json":
         if out == "-":
             rows = export.RowText()
         else:
             from graphscope.model.trace import Trace
-            into = Trace(source=read_snippet(args.snippet),
-                         filename=os.path.abspath(args.snippet))
+            into = Trace(source=source, filename=os.path.abspath(args.snippet))
             rows = export.JsonFile(into, out)
     try:
         also = None if rows is None else rows.take if into is not None else rows.extend
-        trace = _run_file(args.snippet, args.timeout, also, into)
+        trace = _run_file(args.snippet, source, args.timeout, also, into)
         try:
             export.write(trace, out, args.format, rows=rows)
         except export.ExportError as e:
@@ -397,16 +396,17 @@ def main(argv=None) -> int:
 # for the commands that hold a whole trace (export, trace), and only as the
 # process's own entry point: ``main()`` called from Python (the tests) returns.
 _LEAVE_AT_ONCE = {"export", "trace"}
-_LEAVING = [False]   # set by entry() for those: the process ends right after main()
+_leaving = False   # set by entry() for those: the process ends right after main()
 
 
 def entry() -> int:
     """The ``graphscope`` command and ``python -m graphscope``: :func:`main`,
     then leave (NOTE [leaving at once])."""
+    global _leaving
     argv = sys.argv[1:]
-    _LEAVING[0] = bool(argv) and argv[0] in _LEAVE_AT_ONCE
+    _leaving = bool(argv) and argv[0] in _LEAVE_AT_ONCE
     code = main()
-    if _LEAVING[0]:
+    if _leaving:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -219,10 +219,8 @@ class JsonFile:
                     return   # written in place, at the End
                 d = _without_rows(trace)
                 d["status"] = outcome.status
-                keys = list(d)
-                keys = keys[:keys.index("outputs")]
                 self._file.writelines(self._unless_cancelled(
-                    _key_pieces(d, self.rows, trace, keys)))
+                    _key_pieces(d, self.rows, trace, _head_and_tail(d)[0])))
                 self._file.flush()
                 if self._cancelled:   # (after its last piece)
                     raise _Cancelled()
@@ -251,12 +249,10 @@ class JsonFile:
                 return False
             try:
                 d = _without_rows(trace)
-                keys = list(d)
                 if (d["status"], trace.extent()) == head and self.rows.matches(trace):
                     passes, text = self._passes
                     known = {"passes": text} if trace.passes is passes else None
-                    f.writelines(_key_pieces(d, self.rows, trace, keys[keys.index("outputs"):],
-                                             known))
+                    f.writelines(_key_pieces(d, self.rows, trace, _head_and_tail(d)[1], known))
                 else:   # the head no longer holds: all of it again
                     f.seek(0)
                     f.truncate()
@@ -308,6 +304,14 @@ class JsonFile:
 
 class _Cancelled(Exception):
     pass
+
+
+def _head_and_tail(d: dict) -> tuple:
+    """The keys of a trace file written when the snippet's code ended, and those
+    written at the End: from ``outputs`` on (output may still come)."""
+    keys = list(d)
+    i = keys.index("outputs")
+    return keys[:i], keys[i:]
 
 
 def _unfinished_file(path) -> tuple:

@@ -162,25 +162,24 @@ class Worker:
             return True
         try:
             fd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):   # an older kernel or python: poll
+        except (AttributeError, OSError):   # an older kernel or python
+            fd = None
+        if fd is not None:
             try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
+                # (poll, not select: a window with 1,024 files open gets a pidfd
+                # select cannot take, and a stop lost the line it found: review)
+                waiter = select.poll()
+                waiter.register(fd, select.POLLIN)
+                waiter.poll(max(0.0, timeout) * 1000)
+                return self.proc.poll() is not None
+            except (OSError, ValueError):
                 pass
-            return self.proc.poll() is not None
-        try:
-            # (poll, not select: a window with 1,024 files open gets a pidfd select
-            # cannot take, and a stop lost the line it found the snippet on: review)
-            waiter = select.poll()
-            waiter.register(fd, select.POLLIN)
-            waiter.poll(max(0.0, timeout) * 1000)
-        except (OSError, ValueError):
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        finally:
-            os.close(fd)
+            finally:
+                os.close(fd)
+        try:   # Popen's own wait, which polls
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
         return self.proc.poll() is not None
 
     def _signal_group(self, sig) -> None:

@@ -50,3 +50,14 @@ def worker_trace(source: str, filename: str = "snippet.py") -> Trace:
     printed there as a learner's terminal would, not caught by pytest."""
     import graphscope
     return graphscope.trace(textwrap.dedent(source), filename, timeout=120)
+
+
+def alike_in_the_worker(source: str, filename: str = "snippet.py"):
+    """``(out, err, trace)``: the snippet under plain python and through a worker,
+    checked to end "ok" with the same stdout and stderr byte for byte."""
+    out, err = plain_run(source, filename)
+    tr = worker_trace(source, filename)
+    assert tr.status == "ok", tr.error
+    assert tr.stdout == out
+    assert tr.stderr == err
+    return out, err, tr

@@ -2,10 +2,13 @@
 import json
 import os
 import re
+import threading
+import time
 
 import pytest
 
 from graphscope import export
+from graphscope import protocol as P
 from graphscope.model.trace import Trace
 from graphscope.runner import Runner, run_to_trace
 
@@ -245,13 +248,9 @@ def test_a_run_that_ends_otherwise_than_its_code_did_is_written_again(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
 
 
-def test_abandoning_the_file_does_not_wait_for_its_head(tmp_path, monkeypatch):
-    """Ctrl+C while the head is written (a slow disk): abandon() returned only
-    when the head was whole, and a second Ctrl+C meanwhile left a temporary file
-    (code review). It returns at once; the writer stops at its next piece."""
-    import threading
-    import time
-    from graphscope import protocol as P
+def _head_written_slowly(tmp_path, monkeypatch):
+    """A JsonFile for tmp_path/t.json whose head (a piece every 0.1 s, a slow
+    disk) is being written on another thread: ``(trace, file, thread)``."""
     real = export._key_pieces
 
     def slow(*a, **k):
@@ -265,6 +264,14 @@ def test_abandoning_the_file_does_not_wait_for_its_head(tmp_path, monkeypatch):
     writer = threading.Thread(target=jf.take, args=([P.Outcome("ok")],))
     writer.start()
     time.sleep(0.35)
+    return tr, jf, writer
+
+
+def test_abandoning_the_file_does_not_wait_for_its_head(tmp_path, monkeypatch):
+    """Ctrl+C while the head is written (a slow disk): abandon() returned only
+    when the head was whole, and a second Ctrl+C meanwhile left a temporary file
+    (code review). It returns at once; the writer stops at its next piece."""
+    tr, jf, writer = _head_written_slowly(tmp_path, monkeypatch)
     t0 = time.monotonic()
     jf.abandon()
     assert time.monotonic() - t0 < 0.09
@@ -278,23 +285,8 @@ def test_abandoning_a_named_file_removes_it_at_once(tmp_path, monkeypatch):
     """Where O_TMPFILE is not to be had (NFS) the file has a name from the
     start; the command leaves right after abandon(), before the writer's next
     piece, and left the .part file behind (review)."""
-    import threading
-    import time
-    from graphscope import protocol as P
-    real = export._key_pieces
-
-    def slow(*a, **k):
-        for piece in real(*a, **k):
-            time.sleep(0.1)
-            yield piece
-
-    monkeypatch.setattr(export, "_key_pieces", slow)
     monkeypatch.delattr(os, "O_TMPFILE", raising=False)
-    tr = Trace(source="print(1)\n", filename="demo.py")
-    jf = export.JsonFile(tr, tmp_path / "t.json")
-    writer = threading.Thread(target=jf.take, args=([P.Outcome("ok")],))
-    writer.start()
-    time.sleep(0.35)
+    tr, jf, writer = _head_written_slowly(tmp_path, monkeypatch)
     assert [p.name for p in tmp_path.iterdir()][0].endswith(".part")   # named
     jf.abandon()
     assert list(tmp_path.iterdir()) == []      # at once, not at the writer's next piece

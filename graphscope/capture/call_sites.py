@@ -75,6 +75,11 @@ def _opaque_codes() -> dict:
 
 OPAQUE_CODES = _opaque_codes()
 
+# Whether Dynamo is tracing the code that runs: compiled code passes through
+# unrecorded, in the mode and in the module hooks (torch.compiler.is_compiling
+# came in torch 2.3; pyproject allows 2.1: code review)
+compiling = getattr(torch.compiler, "is_compiling", None) or (lambda: False)
+
 
 def _code_kind(code) -> int:
     if code is _HANDLE_CODE:

@@ -22,14 +22,13 @@ import torch
 from torch.nn.modules import module as _module
 
 from graphscope import protocol as P
+from graphscope.capture.call_sites import compiling as _compiling
 from graphscope.capture.fast_paths import FastPaths, has_fast_path
 
 Tensor = torch.Tensor
 _MODULE_FILE = _module.Module._call_impl.__code__.co_filename
 
 
-# (torch.compiler.is_compiling came in torch 2.3; pyproject allows 2.1: code review)
-_compiling = getattr(torch.compiler, "is_compiling", None) or (lambda: False)
 
 
 class ModuleHooks:

@@ -57,6 +57,7 @@ from graphscope.capture import summaries
 from graphscope.capture.aliases import alias_of
 from graphscope.capture.call_names import short_name
 from graphscope.capture.call_sites import (CAPTURE_DIR, OPAQUE_CODES, call_as_caller, call_from,
+                                           compiling as _compiling,
                                            dispatched_original, forget_call_sites, locate_call,
                                            patched_original, snippet_frame_of)
 from graphscope.capture.custom_functions import CustomFunctions
@@ -74,8 +75,6 @@ Tensor = torch.Tensor
 _TB = torch._C.TensorBase
 _is_grad_enabled = torch.is_grad_enabled
 _is_inference_mode_enabled = torch.is_inference_mode_enabled
-# (torch.compiler.is_compiling came in torch 2.3; pyproject allows 2.1: code review)
-_compiling = getattr(torch.compiler, "is_compiling", None) or (lambda: False)
 _Parameter = torch.nn.Parameter
 _FunctionType = types.FunctionType   # (``types`` is a parameter of __torch_function__)
 _dtype_name = summaries.dtype_name

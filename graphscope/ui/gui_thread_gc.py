@@ -32,7 +32,6 @@ class GuiThreadCollector(QObject):
 
     def __init__(self, parent=None, interval_ms: int = INTERVAL_MS) -> None:
         super().__init__(parent)
-        self._threshold = gc.get_threshold()
         self._was_enabled = gc.isenabled()
         self._long_lived = len(gc.get_objects(generation=2))
         self._pending = 0   # (about) objects moved to the oldest generation since
@@ -45,8 +44,8 @@ class GuiThreadCollector(QObject):
     def check(self) -> None:
         """Collect the generations that are due, as the automatic collector would."""
         c0, c1, c2 = gc.get_count()
-        t0, t1, t2 = gc.get_threshold() if gc.get_threshold()[0] else self._threshold
-        if c0 <= t0:
+        t0, t1, t2 = gc.get_threshold()
+        if not t0 or c0 <= t0:   # (a threshold of 0 turns collection off, as in python)
             return
         gen = 0
         if c1 > t1:

@@ -552,13 +552,8 @@ class _PositionLabel(QLabel):
         return self._forms[0]
 
     def _fit(self) -> None:
-        fm = self.fontMetrics()
-        width = self.contentsRect().width()
-        for form in self._forms:
-            if all(fm.horizontalAdvance(ln) <= width for ln in form.split("\n")):
-                break
-        else:
-            form = self._forms[-1]
+        form = _first_fitting(self._forms, self.fontMetrics(), self.contentsRect().width(),
+                              self._forms[-1])
         if form != self.text():
             self.setText(form)
 
@@ -587,7 +582,13 @@ def _band_text(label: str, fm, width: float) -> str:
     "no backward", "Pass 3", "3" (a cut "Pass 3: no …" would hide the point)."""
     head, _, tail = label.partition(": ")
     words = head.split()
-    for text in (label, tail, head, words[-1] if words else ""):
-        if text and fm.horizontalAdvance(text) <= width:
+    return _first_fitting((label, tail, head, words[-1] if words else ""), fm, width)
+
+
+def _first_fitting(forms, fm, width: float, otherwise: str = "") -> str:
+    """The first of ``forms`` (longest first) whose every line fits ``width``;
+    ``otherwise`` when none does."""
+    for text in forms:
+        if text and all(fm.horizontalAdvance(ln) <= width for ln in text.split("\n")):
             return text
-    return ""
+    return otherwise
