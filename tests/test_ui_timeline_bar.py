@@ -36,3 +36,32 @@ def test_the_position_says_as_much_as_fits_and_never_breaks_mid_phrase(qtbot):
     assert label.minimumSizeHint().width() >= fm.horizontalAdvance("7 / 3,460")
     bar.set_cursor(3, 3460)
     assert bar.position_text() == "Step 3 of 3,460"
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.5, 2.5])
+def test_the_closed_speed_list_shows_each_speed_s_whole_name(qtbot, scale):
+    """Sized for seven characters, the closed list showed "Normal (5/s" and
+    "Very fast (" cut off (visual review). Closed it names the speed; open, the
+    names carry their rates."""
+    from PySide6.QtWidgets import (QApplication, QStyle, QStyleOptionComboBox)
+    from graphscope.ui.timeline_bar import SPEEDS, TimelineBar
+    bar = TimelineBar()
+    qtbot.addWidget(bar)
+    bar.set_text_scale(scale)
+    bar.resize(700, bar.sizeHint().height())
+    bar.show()
+    QApplication.processEvents()
+    box = bar.speed_box
+    opt = QStyleOptionComboBox()
+    box.initStyleOption(opt)
+    field = box.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
+                                       QStyle.SubControl.SC_ComboBoxEditField, box)
+    fm = box.fontMetrics()
+    for i, (label, _) in enumerate(SPEEDS):
+        name = label.split(" (")[0]
+        assert fm.horizontalAdvance(name) <= field.width(), (scale, name, field.width())
+    assert [box.itemText(i) for i in range(box.count())] == [label for label, _ in SPEEDS]
+    # the box's own picture says the name alone (not the rate, cut off)
+    box.setCurrentIndex(2)
+    assert box.currentText() == "Normal (5/s)"
+    assert box.displayed_text() == "Normal"

@@ -17,8 +17,9 @@ from typing import Sequence
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QIcon, QPainter, QPen, QPixmap,
                            QPolygonF)
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStyle,
+                               QStyleOptionComboBox, QStylePainter, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from graphscope.ui.theme import base_font_pt
 
@@ -402,12 +403,7 @@ class TimelineBar(QWidget):
         self.position_label = _PositionLabel(self)
         lay.addSpacing(8)
         lay.addWidget(self.position_label, 1)
-        self.speed_box = QComboBox(self)
-        # as narrow as "Normal" needs, not "Normal (5/s)": the bar set the centre
-        # column's smallest width (the full text shows in the open list)
-        self.speed_box.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.speed_box.setMinimumContentsLength(7)
+        self.speed_box = _SpeedBox(self)
         self.speed_box.setToolTip("Playback speed: slow for explaining in a lecture, or instant")
         self.speed_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         for label, _ in SPEEDS:
@@ -520,6 +516,34 @@ class TimelineBar(QWidget):
         self.strip.setMinimumHeight(int(26 * f))
         self.strip.setFont(font)
         self.strip.updateGeometry()
+
+
+class _SpeedBox(QComboBox):
+    """The speed list, closed, shows the speed's name alone ("Normal"); open, the
+    names with their rates ("Normal (5/s)"). Sized for the whole label, the bar set
+    the centre column's smallest width; sized for seven characters, it showed
+    "Normal (5/s" and "Very fast (" cut off (visual review)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(max(len(_speed_name(label)) for label, _ in SPEEDS))
+
+    def displayed_text(self) -> str:
+        return _speed_name(self.currentText())
+
+    def paintEvent(self, _event) -> None:
+        p = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        opt.currentText = self.displayed_text()
+        p.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        p.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
+
+
+def _speed_name(label: str) -> str:
+    """"Normal (5/s)" -> "Normal"."""
+    return label.split(" (")[0]
 
 
 class _PositionLabel(QLabel):
