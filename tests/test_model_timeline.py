@@ -569,3 +569,64 @@ def test_a_leaf_an_op_reads_twice_gets_each_gradient_once():
     st = _accumulate_state(tr)
     assert [t for (src, _), t in st.edge_grads.items() if src == f"t{x}"] == ["3.0 + 3.0"]
     assert _val(st.leaf_grads[x][1]) == 6.0
+
+
+def test_each_step_s_phase_forward_backward_or_after_backward():
+    """The phase is the model's (it was decided in the window): reading results or
+    updating after a pass's backward is "after backward" (first-time user review);
+    an op that raised before recording is the next forward's first (visual
+    review), but a failed update is still the update (code review); in a loop
+    the next iteration's input is forward."""
+    def phases_by_line(source):
+        tl = Timeline(trace_of(source))
+        tl.set_passes(_pass_bands(tl))
+        by_line = {}
+        for i, s in enumerate(tl.steps):
+            line = tl.trace.op_by_id(s.op).line if s.kind == "op" else s.kind
+            by_line.setdefault(line, set()).add(tl.phase(i))
+        assert tl.phase(-1) == tl.phase(len(tl)) == ""
+        return by_line
+
+    got = phases_by_line("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        loss = (x * 3).sum()
+        loss.backward()
+        print(loss.item(), x.grad)
+        y = x * 2
+    """)
+    assert got[3] == {"forward"} and got["backward"] == {"backward"}
+    assert got[5] == {"after backward"}
+    assert got[6] == {"forward"}           # y = x * 2 records a graph: a new forward
+
+    got = phases_by_line("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        with torch.inference_mode():
+            b = x * 2
+        (x * 3).sum().backward()
+        print(x.grad)
+        (b * x).sum()
+    """)
+    assert got[7] == {"forward"}           # b * x raised before it recorded
+
+    got = phases_by_line("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        (w * 3).sum().backward()
+        print(w.grad)
+        w -= 0.1 * w.grad
+    """)
+    assert got[5] == {"after backward"}    # the update that raised
+
+    got = phases_by_line("""
+        import torch
+        w = torch.ones(2, requires_grad=True)
+        for i in range(2):
+            x = torch.randn(2)
+            loss = (w * x).sum()
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+    """)
+    assert got[4] == {"forward"} and got[8] == {"after backward"}

@@ -196,6 +196,7 @@ class Timeline:
         self._retaining: list = []
         self._freed_at: dict[str, int] = {}      # graph node -> step its saved values were freed
         self._hook_spans: dict[int, list] = {}   # tensor id -> [[hook op, from step, to step]]
+        self._backward_steps = None              # phase(): (steps seen, backward step indices)
 
     def refresh(self, follow: bool = False) -> int:
         with gc_paused():
@@ -580,6 +581,45 @@ class Timeline:
                     dicts[which][key] = old
             self._mat_pos -= 1
         return grad, leaf
+
+    def phase(self, index: int) -> str:
+        """What part of the run step ``index`` is: "forward", "backward", or "after
+        backward" (an op that records no graph and comes after its pass's
+        backward: reading the results, ``loss.item()``, ``w.grad``, or the update,
+        ``w -= ...``; these read as "forward" steps after the backward ones: first-
+        time user review); "" outside the steps."""
+        if not 0 <= index < len(self.steps):
+            return ""
+        cur = self.steps[index]
+        if cur.kind.startswith("backward"):
+            return "backward"
+        if cur.kind == "op" and self._after_backward(cur):
+            return "after backward"
+        return "forward"
+
+    def _after_backward(self, cur: Step) -> bool:
+        trace = self.trace
+        op = trace.op_by_id(cur.op)
+        if op is None or op.grad_fn:
+            return False
+        if op.failed and op.kind != "inplace" and op.grad_enabled and any(
+                (t := trace.tensors.get(i)) is not None and t.requires_grad for i in op.inputs):
+            # it raised before recording: the next forward's first op, not a read of
+            # the results (b * x of an inference tensor b, after a first backward:
+            # visual review). An in-place one is the update that failed
+            # (w -= lr * w.grad outside no_grad): after backward (code review)
+            return False
+        known = self._backward_steps
+        if known is None or known[0] != len(self.steps):
+            known = self._backward_steps = (len(self.steps), [
+                i for i, s in enumerate(self.steps) if s.kind.startswith("backward")])
+        bw = known[1]
+        focus = self.focus_at(cur.index)         # (None in a run of one pass)
+        # in a loop: after the backward of this iteration's pass (its update), not the
+        # next iteration's input, made before its forward
+        start = focus.start if focus is not None else 0
+        k = bisect.bisect_left(bw, start)
+        return k < len(bw) and bw[k] < cur.index
 
     def first_output_after(self, index: int) -> int:
         """The index of the first output chunk printed after step ``index``

@@ -5,7 +5,6 @@ mixin of ``MainWindow``: it uses the window's ``live`` run, its widgets
 ``problems``) and its play timer."""
 from __future__ import annotations
 
-import bisect
 
 import dataclasses
 from typing import Optional
@@ -132,13 +131,7 @@ class CursorViews:
         self.console.show_outputs(live.trace.outputs, frame.outputs_upto,
                                   self._console_note(frame.outputs_upto),
                                   self._after_the_pass(cur, frame.outputs_upto))
-        phase = ""
-        if cur is not None:
-            phase = "backward" if cur.kind.startswith("backward") else "forward"
-            if phase == "forward" and cur.kind == "op" and self._after_backward(cur):
-                # loss.item() and w.grad read after backward were "forward" steps,
-                # after the backward ones (first-time user review)
-                phase = "after backward"
+        phase = tl.phase(tl.cursor)
         # the bar counts steps shown (cursor + 1), so "0 / n" is before the first step
         self.timeline_bar.set_cursor(tl.cursor + 1, len(tl), phase,
                                      frame.focus.index if frame.focus is not None else None)
@@ -168,34 +161,6 @@ class CursorViews:
         if first >= upto:
             return None
         return first, "[printed after the backward pass, by the lines that follow it:]"
-
-    def _after_backward(self, cur) -> bool:
-        """An op step that records no graph and comes after a backward step: reading
-        the results (``.item()``, ``.grad``) or updating (``w -= ...``), not the
-        next forward pass."""
-        tl = self.live.timeline
-        trace = self.live.trace
-        op = trace.op_by_id(cur.op)
-        if op is None or op.grad_fn:
-            return False
-        if op.failed and op.kind != "inplace" and op.grad_enabled and any(
-                (t := trace.tensors.get(i)) is not None and t.requires_grad for i in op.inputs):
-            # it raised before recording: the next forward's first op, not a read of
-            # the results (b * x of an inference tensor b, after a first backward:
-            # visual review). An in-place one is the update that failed
-            # (w -= lr * w.grad outside no_grad): after backward (code review)
-            return False
-        known = getattr(self, "_backward_steps", None)    # (timeline, its length, steps)
-        if known is None or known[0] is not tl or known[1] != len(tl):
-            known = self._backward_steps = (tl, len(tl), [
-                i for i, s in enumerate(tl.steps) if s.kind.startswith("backward")])
-        bw = known[2]
-        focus = tl.focus_at(cur.index)         # (None in a run of one pass)
-        # in a loop: after the backward of this iteration's pass (its update), not the
-        # next iteration's input, made before its forward
-        start = focus.start if focus is not None else 0
-        k = bisect.bisect_left(bw, start)
-        return k < len(bw) and bw[k] < cur.index
 
     def _enable_steps(self, shown: int, total: int) -> None:
         """The toolbar's step buttons as the bar's, ``shown`` steps of ``total`` (visual
