@@ -630,3 +630,31 @@ def test_each_step_s_phase_forward_backward_or_after_backward():
                 w -= 0.1 * w.grad
     """)
     assert got[4] == {"forward"} and got[8] == {"after backward"}
+
+
+def test_a_gradient_leaving_autograd_grad_s_recorded_graph_is_on_its_input_s_edge():
+    """second-derivative's second pass runs Nodes inside the first autograd.grad's
+    recorded graph; the last sends 12.0 to x, and the graph showed no gradient at
+    all (visual review). It is on the edge x -> autograd.grad, and the inspector's
+    words name x. x's AccumulateGrad never runs (autograd.grad takes the gradient
+    before it): its Node is named by the pass-1 step that sent it x's gradient."""
+    from graphscope.model.grad_receivers import inner_receivers
+    tl = Timeline(trace_of("""
+        import torch
+        x = torch.tensor(2.0, requires_grad=True)
+        y = x ** 3
+        (dy,) = torch.autograd.grad(y, x, create_graph=True)
+        (d2y,) = torch.autograd.grad(dy, x)
+    """))
+    tr = tl.trace
+    grad_op = next(o for o in tr.ops if o.name == "autograd.grad")
+    inner = [i for i, s in enumerate(tl.steps) if s.kind == "backward"
+             and tr.backward[s.backward].within == grad_op.id]
+    assert [tr.backward[tl.steps[i].backward].grad_fn for i in inner] == \
+        ["MulBackward1", "PowBackward0"]
+    x = tr.ops[0].outputs[0]
+    src = tl.graph.in_src[(grad_op.id, x)]
+    assert tl.state(inner[0]).edge_grads == {}         # inside: no edge of the graph
+    assert tl.state(inner[1]).edge_grads == {(src, f"o{grad_op.id}"): "12.0"}
+    last = tr.backward[tl.steps[inner[1]].backward]
+    assert [(t, g["value"]) for t, _, g in inner_receivers(tr, last)] == [(x, 12.0)]

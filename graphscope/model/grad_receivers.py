@@ -82,6 +82,16 @@ def receivers(trace, ev, op, node_tensor: Optional[dict] = None) -> list:
 _MADE_BY_BACKWARD = frozenset({"torch.autograd.grad", "torch.Tensor.backward"})
 
 
+def inner_receivers(trace, ev, node_tensor: Optional[dict] = None) -> list:
+    """``receivers`` of a step whose Node is inside a composite op (``ev.within``,
+    NOTE [composite ops]): its slots are not the op's inputs, so the gradients are
+    named by the Nodes they went to; [] when they cannot be paired. The second
+    pass of ``second-derivative`` sent 12.0 from inside ``autograd.grad`` to x,
+    and the graph showed no gradient at all (visual review)."""
+    return _by_next(trace, ev, [g for g in ev.grad_inputs or [] if g is not None],
+                    node_tensor)
+
+
 def _by_next(trace, ev, real, node_tensor) -> list:
     """The gradients named by the Nodes they went to, or [] when the counts
     do not pair them."""
@@ -105,12 +115,31 @@ def _by_next(trace, ev, real, node_tensor) -> list:
             continue
         tid = node_tensor.get(n)
         if tid is None:
-            tid = _base_of_copyslices(trace, to)
+            tid = _base_of_copyslices(trace, to) if to is not None else \
+                _never_ran(trace, n)
         if tid is not None and _fits(trace, [(tid, g)]):
             out.append((tid, None, g))
         else:
             out.append((None, _node_label(trace, steps.get(n)), g))
     return out
+
+
+def _never_ran(trace, node):
+    """The tensor of a Node no step ran: the leaf ``autograd.grad`` differentiates
+    by (the engine takes its gradient without running its AccumulateGrad), named by
+    a step that sent it a gradient while pairing its slots with its op's inputs
+    (every slot that sent one has a Node in ``next``, in order)."""
+    for b in trace.backward:
+        if b.op is None or node not in (b.next or ()):
+            continue
+        op = trace.op_by_id(b.op)
+        grads = list(b.grad_inputs or [])
+        if op is None or op.qualname in _MADE_BY_BACKWARD or len(grads) != len(op.inputs):
+            continue
+        pairs = [(t, g) for t, g in zip(op.inputs, grads) if g is not None]
+        if len(pairs) == len(b.next) and _fits(trace, pairs):
+            return pairs[b.next.index(node)][0]
+    return None
 
 
 def _first_steps(trace, nodes) -> dict:

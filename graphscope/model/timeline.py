@@ -27,7 +27,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from graphscope.model.grad_receivers import arriving_tensors, receivers
+from graphscope.model.grad_receivers import arriving_tensors, inner_receivers, receivers
 from graphscope.model.graph import Graph, build_graph, gc_paused
 from graphscope.model.summary import format_summary
 from graphscope.model.values import value_at
@@ -685,6 +685,10 @@ class Timeline:
         out = {}
         if _is_accumulate(ev.grad_fn) and ev.tensor is not None:
             return self._arriving_at_leaf(ev)
+        if ev.op is None and ev.within is not None and f"o{ev.within}" in g.nodes:
+            # a Node inside a composite op: what it sends to the op's inputs leaves
+            # the op on their edges
+            return self._leaving_composite(ev, ev.within)
         if ev.op is None or f"o{ev.op}" not in g.nodes:
             return out
         onode = f"o{ev.op}"
@@ -725,16 +729,37 @@ class Timeline:
         g = self.graph
         out = {}
         for e in known[1].get((ev.call, ev.node), ()):
-            if e.seq > ev.seq or e.op is None or f"o{e.op}" not in g.nodes:
+            if e.seq > ev.seq:
                 continue
-            op = self.trace.op_by_id(e.op)
-            if op is None:
+            if e.op is None and e.within is not None:
+                # from a Node inside a composite op: along the op's input edge
+                host, targets = e.within, self._inner_targets(e)
+            else:
+                op = self.trace.op_by_id(e.op) if e.op is not None else None
+                if op is None:
+                    continue
+                host, targets = op.id, self._grad_targets(e, op)
+            if f"o{host}" not in g.nodes:
                 continue
-            for tid, s in self._grad_targets(e, op):
-                src = g.in_src.get((op.id, tid)) if tid == ev.tensor else None
+            for tid, s in targets:
+                src = g.in_src.get((host, tid)) if tid == ev.tensor else None
                 if src:
-                    _put_grad(out, (src, f"o{op.id}"), s)
+                    _put_grad(out, (src, f"o{host}"), s)
         return out
+
+    def _leaving_composite(self, ev, host: int) -> dict:
+        """The edges from the composite op ``host``'s inputs that step ``ev`` (a Node
+        inside it) sends gradients along."""
+        out: dict = {}
+        for tid, s in self._inner_targets(ev):
+            src = self.graph.in_src.get((host, tid))
+            if src:
+                _put_grad(out, (src, f"o{host}"), s)
+        return out
+
+    def _inner_targets(self, ev) -> list:
+        return [(t, s) for t, _, s in inner_receivers(self.trace, ev, self._node_tensor)
+                if t is not None]
 
     def _grad_targets(self, ev, op) -> list:
         """Pair each gradient the Node sends on with the op input it is for."""

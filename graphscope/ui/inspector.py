@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QLabel, QPlainTextEdit, QScr
                                QSizePolicy, QVBoxLayout, QWidget)
 
 from graphscope.model.node_text import shape_text, tensor_label
-from graphscope.model.grad_receivers import arriving_tensors, receivers
+from graphscope.model.grad_receivers import arriving_tensors, inner_receivers, receivers
 from graphscope.model.summary import format_summary
 from graphscope.model.timeline import QUIZ_ANSWERS
 from graphscope.model.values import value_at
@@ -498,8 +498,13 @@ class Inspector(QWidget):
             lines = [f"{step.grad_fn} runs (inside {op.name}):"]
             lines += [f"gradient arrives:\n  {format_summary(g, 300)}"
                       for g in step.grad_outputs or [] if g]
-            lines += [f"gradient sent on:\n  {format_summary(g, 300)}"
-                      for g in step.grad_inputs or [] if g]
+            named = inner_receivers(trace, step)
+            if named:
+                lines += [f"gradient sent to {_tensor_name(trace, tid) if tid is not None else label}"
+                          f":\n  {format_summary(g, 300)}" for tid, label, g in named]
+            else:
+                lines += [f"gradient sent on:\n  {format_summary(g, 300)}"
+                          for g in step.grad_inputs or [] if g]
             return "\n".join(lines)
         if step is None or step.op != op.id:
             return None
