@@ -292,7 +292,10 @@ def test_inspector_expands_a_composite_op_and_its_inner_backward_steps(qtbot, wi
     w.select_node(ce.id)
     text = w.inspector.grad_text.toPlainText()
     assert text.startswith("LogSoftmaxBackward0 runs (inside cross_entropy):")
-    assert "gradient sent on" in text
+    # what leaves the op goes to z, its input, and is drawn on z's edge
+    assert "gradient sent to z:\n  [[0.2312, -0.3715, 0.1402]]" in text
+    z = node_by_label(w, "z")
+    assert tl.state().edge_grads == {(z.id, ce.id): "[[0.2312, -0.3715, 0.1402]]"}
 
 
 def test_large_tensor_gets_statistics_and_histogram(qtbot, window):
