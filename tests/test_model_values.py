@@ -386,14 +386,16 @@ def test_assigning_data_is_a_change_in_place():
 
 
 def test_memory_read_another_way_or_moved_is_marked_not_guessed():
-    """From a review: views that read the memory as another dtype, or
-    conjugated, and tensors whose memory moved (x.data = t, t_()), must never
+    """From a review: views that read the memory as another dtype, and tensors
+    whose memory moved (x.data = t, t_()), must never
     be given elements worked out from another tensor's (NOTE [aliases])."""
     cases = {
         # name: (snippet, what PyTorch holds at the end, whether a mark is expected)
         "zv": ("z = torch.zeros(4, dtype=torch.complex64); zv = z[1:3]; re = z.real; "
                "re.add_(5)", None, True),
-        "h": ("z = torch.tensor([[1+1j, 2j], [0j, 3j]]); h = z.H; z.add_(1)", None, True),
+        # (a conjugated view is worked out: its elements are the memory's conjugated)
+        "h": ("z = torch.tensor([[1+1j, 2j], [0j, 3j]]); h = z.H; z.add_(1)",
+              [["(2-1j)", "(1-0j)"], ["(1-2j)", "(1-3j)"]], False),
         "i": ("x = torch.zeros(4); i = x.view(torch.int32); x.add_(1)", None, True),
         "v": ("x = torch.zeros(4); v = x[0:2]; x.data = torch.ones(4); x.add_(5)",
               [0.0, 0.0], False),
@@ -429,3 +431,33 @@ def test_a_write_that_did_not_touch_a_view_is_not_named_on_it():
     at = value_at(tr, a)
     assert at.value == [1.0, 1.0] and at.changed_by is add and at.own is False
     assert at.through is None and at.stale is None
+
+
+def test_lazily_conjugated_and_negated_views_follow_their_memory():
+    """``c = r.conj()`` shares r's memory and reads it conjugated; it was recorded
+    as a plain call with no alias, and after ``r.mul_(10)`` it still showed 1-2j
+    where the snippet printed 10-20j (docs review). A view of another dtype
+    (``view_as_complex``) cannot be worked out element by element: marked stale."""
+    tr = capture("""
+        import torch
+        r = torch.tensor([1+2j, 3-1j])
+        c = r.conj()
+        n = torch._neg_view(r)
+        f = torch.tensor([[1.0, 2.0]])
+        v = torch.view_as_complex(f)
+        r.mul_(10)
+        c[0] = 5j
+        f.add_(1)
+        """)
+    kinds = {o.name: o.kind for o in tr.ops}
+    assert kinds["conj"] == kinds["_neg_view"] == kinds["view_as_complex"] == "view"
+    ids = {k: tr.tensor_by_name(k).id for k in "rcnfv"}
+    mul = next(o for o in tr.ops if o.name == "mul_")
+    c = value_at(tr, ids["c"], None, mul.seq)
+    assert c.value == ["(10-20j)", "(30+10j)"] and c.changed_by is mul
+    assert value_at(tr, ids["n"], None, mul.seq).value == ["(-10-20j)", "(-30+10j)"]
+    # written through the conjugated view: r and the negated view read it back
+    assert value_at(tr, ids["r"]).value == ["-5j", "(30-10j)"]
+    assert value_at(tr, ids["n"]).value == ["(-0+5j)", "(-30+10j)"]
+    v = value_at(tr, ids["v"])
+    assert v.value == ["(1+2j)"] and v.stale is not None and v.stale.name == "add_"

@@ -94,9 +94,11 @@ def value_at(trace, tid: int, made_by: Optional[int] = None,
 # there). The Trace groups tensors that share memory (``aliases_of``). A value
 # at a step then takes, in order, every later change made through another
 # tensor of the group whose value after was kept, and moves the elements that
-# sit at the same places in memory. What cannot be worked out so (a change too
-# big to keep that touches this tensor's memory, or a trace from before
-# ``Op.alias``) leaves the value as it was, marked stale.
+# sit at the same places in memory, conjugated or negated where one of the two
+# reads the memory so (``c = r.conj()``: ``_reading``). What cannot be worked out
+# so (a change too big to keep that touches this tensor's memory, a view of
+# another dtype, or a trace from before ``Op.alias``) leaves the value as it
+# was, marked stale.
 
 def _through_aliases(trace, info, value, since: int, until: Optional[int]):
     """(op, tensor id it went through, new value, stale op) for the changes made
@@ -132,8 +134,10 @@ def _through_aliases(trace, info, value, since: int, until: Optional[int]):
         for k in _changed_members(op, group, tid):
             sk = str(k)
             k_geometry = trace.geometry_of(k)
-            if geometry is None or k_geometry is None or not _same_reading(geometry, k_geometry):
-                # shares memory, but where, or as what (another dtype, conjugated), is not known
+            read = _reading(k_geometry, geometry) if geometry is not None and \
+                k_geometry is not None else None
+            if read is None:
+                # shares memory, but where, or as what (another dtype), is not known
                 stale = op
                 continue
             got = op.after.get(sk) if op.after else None
@@ -146,7 +150,11 @@ def _through_aliases(trace, info, value, since: int, until: Optional[int]):
                 if _overlap(geometry, k_geometry):
                     stale = op
                 continue
-            new = dict(zip(k_pos, k_flat))
+            try:
+                new = dict(zip(k_pos, k_flat if read is _same else list(map(read, k_flat))))
+            except (ValueError, TypeError):   # not a number (a hand-edited trace file)
+                stale = op
+                continue
             covered = changed = 0
             for i, p in enumerate(mine):
                 if p in new:
@@ -180,10 +188,38 @@ def _changed_members(op, group, tid) -> list:
     return changed
 
 
-def _same_reading(a, b) -> bool:
-    """Whether two placements read the memory the same way (dtype; not one of
-    them conjugated or negated), so an element of one is an element of the other."""
-    return len(a) >= 5 and len(b) >= 5 and a[3] == b[3] and a[4] == b[4]
+def _reading(a, b):
+    """How an element of placement ``a`` reads as the element at the same place of
+    ``b``: ``_same``, a function (one of them is a lazily conjugated or negated
+    view, ``c = r.conj()``: its elements are the memory's conjugated), or None
+    when it cannot be told (another dtype: ``torch.view_as_complex``)."""
+    if len(a) < 5 or len(b) < 5 or a[3] != b[3]:
+        return None
+    if a[4] == b[4]:
+        return _same
+    undo, do = _READS.get(a[4]), _READS.get(b[4])
+    if undo is None or do is None:
+        return None
+    return lambda x: do(undo(x))
+
+
+def _same(x):
+    return x
+
+
+def _conj(x):
+    # (complex elements are kept as their str(): NOTE in capture/summaries.py; a
+    # real tensor's conj is itself)
+    return str(complex(x).conjugate()) if isinstance(x, str) else x
+
+
+def _neg(x):
+    if isinstance(x, str):
+        return str(-complex(x))
+    return -x if isinstance(x, (int, float)) and not isinstance(x, bool) else x
+
+
+_READS = {"": _same, "conj": _conj, "neg": _neg}
 
 
 def _elements(value, geometry):
