@@ -502,6 +502,15 @@ def check_types(msg) -> None:
     # one level down where the model reads without looking: shapes and summaries
     if cls is TensorInfo:
         _check_shape(cls.T, "shape", msg.shape)
+    elif cls is Op and msg.subgraph is not None:
+        # [[name, [next, ...]], ...]: next is another entry's index, or -1
+        n = len(msg.subgraph)
+        if not all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
+                   and isinstance(e[1], list)
+                   and all(type(i) is int and -1 <= i < n for i in e[1])
+                   for e in msg.subgraph):
+            raise ProtocolError(f"bad {cls.T!r} message: subgraph must be a list of "
+                                f"[name, [next, ...]], not {msg.subgraph!r:.60}")
     elif cls is BackwardStep:
         for name in ("grad_outputs", "grad_inputs"):
             for summary in getattr(msg, name):

@@ -334,6 +334,18 @@ def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
     (lambda d: d.update(status="error", error={"type": 3, "message": None}), "type must be str"),
     (lambda d: d.update(static="x"), "static must be an object"),
     (lambda d: d.update(static={"fx": {"target": 3, "ok": True}}), "target must be str"),
+    # the file's own keys and the sub-graph's entries (docs review: these loaded,
+    # "truncated": "no" as true and "ops": {} as no ops)
+    (lambda d: d.update(truncated="no"), "truncated must be true or false"),
+    (lambda d: d.update(ops={}), "ops must be a list"),
+    (lambda d: d.update(tensors=[]), "tensors must be an object"),
+    (lambda d: d.update(stdout=5), "stdout must be text"),
+    (lambda d: d.update(torch_version=5), "torch_version must be text"),
+    (lambda d: d.update(named_after=[]), "named_after must be an object"),
+    (lambda d: d.update(tensors={"a": {}}), "keyed by tensor id"),
+    (lambda d: next(iter(d["tensors"].values())).update(id="0"), "row says id '0'"),
+    (lambda d: d["ops"][0].update(subgraph=[5]), "subgraph must be a list of [name"),
+    (lambda d: d["ops"][0].update(subgraph=[["A", [7]]]), "subgraph must be a list of [name"),
 ])
 def test_a_damaged_trace_file_is_refused_with_what_is_wrong(trace, change, words):
     """A hand-edited trace with ``"inputs": null`` loaded, then failed in the model

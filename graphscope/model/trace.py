@@ -377,6 +377,7 @@ class Trace:
             if not isinstance(d.get(key, ""), str):
                 raise TraceFormatError(f"malformed trace: {key} must be text, "
                                        f"not {d[key]!r:.60}")
+        _check_top_level(d)
         try:
             tr = cls(source=d.get("source", ""), filename=d.get("filename", "<snippet>"))
             tr.torch_version = d.get("torch_version")
@@ -444,6 +445,34 @@ class Trace:
         except (ValueError, RecursionError) as e:
             raise TraceFormatError(f"not JSON: {e or 'nested too deeply'}") from None
         return cls.from_dict(d)
+
+
+# the file's own keys, as docs/trace-format.md gives them (null allowed for each)
+_TOP_LEVEL = {"torch_version": str, "stdout": str, "stderr": str, "truncated": bool,
+              "tensors": dict, "named_after": dict, "requires_grad_after": dict,
+              "static": dict, "output_cut": dict, "truncation": dict,
+              **{k: list for k in ("ops", "modules", "backward_calls", "backward", "regions",
+                                   "branches", "outputs")}}
+
+
+def _check_top_level(d: dict) -> None:
+    """TraceFormatError unless each of the file's own keys has its type: ``"ops":
+    {}`` and ``"truncated": "no"`` were read as no ops and as true (docs review)."""
+    for key, tp in _TOP_LEVEL.items():
+        v = d.get(key)
+        if v is not None and not isinstance(v, tp):
+            raise TraceFormatError(f"malformed trace: {key} must be {_TYPE_WORDS[tp]}"
+                                   f" or null, not {v!r:.60}")
+    for key, row in (d.get("tensors") or {}).items():
+        if not (isinstance(key, str) and key.lstrip("-").isdigit()):
+            raise TraceFormatError(f"malformed trace: tensors must be keyed by tensor id, "
+                                   f"not {key!r:.60}")
+        if isinstance(row, dict) and "id" in row and row["id"] != int(key):
+            raise TraceFormatError(f"malformed trace: tensor {key}'s row says id "
+                                   f"{row['id']!r:.60}")
+
+
+_TYPE_WORDS = {str: "text", bool: "true or false", dict: "an object", list: "a list"}
 
 
 def _checked(row: dict):
