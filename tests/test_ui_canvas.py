@@ -2015,3 +2015,50 @@ def test_a_crowded_leaf_s_box_takes_a_free_spot_further_out(qapp):
     p.end()
     assert box is not None and not any(o.intersects(box) for o in obst)
 
+
+
+@pytest.mark.parametrize("size, text, presenting", [((820, 640), 1.0, False),
+                                                    ((590, 360), 1.5, True)])
+def test_welcome_s_labels_touch_no_node_they_are_not_about(canvas, size, text, presenting):
+    """Visual review, welcome: at w's AccumulateGrad the ".grad: None → [1., -8.,
+    36.]" box sat over w's own shape line, across w and its edges, while the row
+    above was free; and at a projector w's "∂ [1., -8., 36.]" sat against x, the
+    tensor that gets no gradient, and read as x's. A chip touches no tensor but
+    its edge's own (at a projector an edge can be shorter than its chip is wide:
+    the chip may touch the next op); a .grad box keeps off its leaf's box when a
+    row is free."""
+    import graphscope
+    canvas.set_presentation(presenting)
+    canvas.set_text_scale(text)
+    tr = graphscope.trace(WELCOME)
+    graph, layout, tl = shown(canvas, tr, size)
+    canvas.set_animated(False)       # each pan lands at once
+    canvas.set_follow(True)          # the window's auto view: it follows the step
+    canvas.auto_fit = True
+    geom = canvas._geom
+    painter = canvas._painter
+    checked = boxes = 0
+    for i in range(len(tl)):
+        frame = tl.state(i)
+        if not frame.edge_grads and not frame.leaf_grads:
+            continue
+        canvas.set_frame(frame)
+        canvas.grab()
+        tf = canvas.transform()
+        placed = painter.placed_labels
+        leaves = [t for t in frame.leaf_grads
+                  if f"t{t}" in geom.nodes and geom.nodes[f"t{t}"].step <= frame.visible_steps]
+        grad_boxes, chips = placed[:len(placed) - len(frame.edge_grads)], \
+            placed[len(placed) - len(frame.edge_grads):]
+        for box, tid in zip(grad_boxes, leaves):
+            own = tf.mapRect(painter.marks_rect(geom.nodes[f"t{tid}"]))
+            assert not box.adjusted(3, 3, -3, -3).intersects(own), (i, tid, box, own)
+            boxes += 1
+        for chip, (src, dst) in zip(chips, frame.edge_grads):
+            for nid, ng in geom.nodes.items():
+                if nid in (src, dst) or ng.node.kind == "op" or ng.step > frame.visible_steps:
+                    continue
+                ink = tf.mapRect(painter.ink_rect(ng))
+                assert not chip.intersects(ink), (i, (src, dst), nid, chip, ink)
+            checked += 1
+    assert checked >= 3 and boxes >= 1

@@ -13,6 +13,7 @@ from graphscope.ui.canvas_primitives import (FADED, OVERLAY_PX, _curve, _lane_pa
 from graphscope.ui.canvas_scene import edge_ends, edge_route
 
 
+STRANGER_MARGIN = 8.0    # px around a chip in which another edge's node counts as touched
 LEADER_COST = 1.0        # per pixel of a label's leader: a spot on another edge costs 60
 GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose glow and ring keep off their neighbours
 
@@ -158,10 +159,11 @@ class OverlayPainter:
             inv, _ok = to_device.inverted()
             # as far as a label can reach (a long .grad box is ~350 px wide)
             scene_near = inv.mapRect(near.adjusted(-360, -100, 360, 100))
-            obstacles = [to_device.mapRect(self.ink_rect(ng))
-                         for ng in self.geom.nodes_in(scene_near, limit)]
+            near_nodes = list(self.geom.nodes_in(scene_near, limit))
+            obstacles = [to_device.mapRect(self.ink_rect(ng)) for ng in near_nodes]
             # a chip may touch a node's rim, not its words (NOTE [label placement])
             chip_obstacles = [_words_of(r) for r in obstacles]
+            rims = [(ng.id, r) for ng, r in zip(near_nodes, obstacles)]
             if lod == "full" and self.regions:
                 # a region's label too: a gradient chip sat on "torch.no_grad(),
                 # lines 9-10" in the welcome scenario
@@ -171,7 +173,7 @@ class OverlayPainter:
                 obstacles += region_labels
                 chip_obstacles += region_labels
         else:
-            chip_obstacles = []
+            chip_obstacles, rims = [], []
         obstacles += times_boxes
         chip_obstacles += times_boxes
         placed: list = []
@@ -213,14 +215,16 @@ class OverlayPainter:
                           QPointF(dr.right() + 8, dr.center().y()),
                           QPointF(dr.left() - 8, dr.center().y()))
             inside = QPointF(dr.center().x(), dr.top() + dr.height() * 0.62 - 4)
-            # beside the node first; then over its own lower half (the shape
-            # line, "scalar float32", not its name), which reads as its own;
-            # then rows further out, with a leader. A leaf between two others
-            # had only covered spots beside it, and its box sat on the next
-            # op's name (GUI review)
-            cands = [b, a, r, l, inside, b, a, b, a]
-            sides = ("below", "above", "right", "left", "below", "below2", "above2",
-                     "below4", "above4")
+            # beside the node first; then rows further out, with a leader; then
+            # over its own lower half (the shape line, "scalar float32", not its
+            # name), which reads as its own. A leaf between two others had only
+            # covered spots beside it, and its box sat on the next op's name (GUI
+            # review); over its own lower half before the rows further out, the box
+            # at the step that fills it hid the leaf's shape line, across the leaf
+            # and its edges (welcome, tensor-hooks: visual review)
+            cands = [b, a, r, l, b, a, b, a, inside]
+            sides = ("below", "above", "right", "left", "below2", "above2",
+                     "below4", "above4", "below")
             own = to_device.mapRect(self.ink_rect(ng))
             # its own node is no obstacle but for its name (the upper part: a
             # box kept on screen was pushed back over it; the glyphs reach
@@ -254,9 +258,12 @@ class OverlayPainter:
                 pt = path.pointAtPercent(tpos)
                 cands += [pt] * 2
                 sides += ["above3", "below3"]
+            # touching a node that is not one of its edge's ends, it reads as that
+            # node's gradient (welcome at a projector: w's chip beside x)
             self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds, scale,
                               lines=[(b, segs) for key, b, segs in lines if key != own],
-                              leader_cost=LEADER_COST)
+                              leader_cost=LEADER_COST,
+                              strangers=[r for nid, r in rims if nid not in own])
         if quiet:
             f = font(11 * self.text_scale)
             fm = QFontMetricsF(f)
@@ -432,7 +439,8 @@ class OverlayPainter:
             p.drawRoundedRect(r, rad, rad)
 
     def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
-                     optional: bool = False, lines=(), leader_cost: float = 0.0):
+                     optional: bool = False, lines=(), leader_cost: float = 0.0,
+                     strangers=()):
         """Draw ``text`` in a box at the first candidate spot that covers no node and
         no label placed before (NOTE [label placement]); the least covered one when
         none is free, unless ``optional``: then nothing is drawn and None returned.
@@ -441,7 +449,9 @@ class OverlayPainter:
         edges (``_edge_points``); a spot on one of them costs more than a later
         candidate (NOTE [label placement]). ``leader_cost``: per pixel of a spot's
         leader (the chips'); a free spot with a leader then no longer ends the
-        search, and the least costly one is taken. Free is free for ``optional``."""
+        search, and the least costly one is taken. Free is free for ``optional``.
+        ``strangers``: boxes of nodes the label is not about; a spot that touches
+        one (its rim too, with a margin) costs by the area touched."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
@@ -485,6 +495,13 @@ class OverlayPainter:
                         if under >= LINES_COUNTED:
                             break      # (in a thicket of nodes: as bad as it gets)
                 cost += 200.0 * under
+            if strangers:
+                near = box.adjusted(-STRANGER_MARGIN, -STRANGER_MARGIN,
+                                    STRANGER_MARGIN, STRANGER_MARGIN)
+                for r in strangers:
+                    if r.intersects(near):
+                        ov = r.intersected(near)
+                        cost += ov.width() * ov.height()
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)
@@ -605,8 +622,12 @@ def _fit_terms(fm, text: str, width: float) -> str:
 
 
 def _words_of(r: QRectF) -> QRectF:
-    """A node's box without its rim: the part a gradient chip must keep off."""
-    dx = min(14.0, r.width() * 0.15)
+    """A node's box without its rim: the part a gradient chip must keep off. (A
+    fifth of the width a side, up to 28 px: the words sit in the middle of a pill
+    with round ends; with 14 px, a chip over a pill's empty end cost more than
+    one far off beside another node, which it then read as that node's: welcome,
+    visual review.)"""
+    dx = min(28.0, r.width() * 0.2)
     dy = min(4.0, r.height() * 0.1)
     return r.adjusted(dx, dy, -dx, -dy)
 
