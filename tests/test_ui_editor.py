@@ -224,3 +224,24 @@ def test_a_region_decided_at_run_time_is_not_shaded_as_grad_off(editor):
     editor.set_regions([P.Region("set_grad_enabled", None, 2, 3, "with", "x"),
                         P.Region("no_grad", False, 5, 5, "with", "y")])
     assert editor.region_lines() == {5}
+
+
+def test_a_wrap_point_keeps_calls_numbers_and_keywords_whole_in_a_narrow_editor():
+    """A presentation editor 230 px wide broke "torch.tensor(0" / ".0)",
+    "RNNCell(3" / ", 4)" and "requires_gra" / "d=True" (visual review): Qt cut
+    where the line was full, and a better point was only looked for between two
+    letters, and only in the row's latter two thirds."""
+    line = "h = torch.tensor(0.0, requires_grad=True)"
+    cut = wrap_point(line, 0, line.index(".0,"))          # Qt's: "...tensor(0" / ".0,"
+    assert line[:cut] == "h = torch.tensor("
+    line = "cell = torch.nn.RNNCell(3, 4)"
+    cut = wrap_point(line, 0, line.index(", 4)"))
+    assert line[:cut] == "cell = torch.nn.RNNCell("
+    line = "    requires_grad=True)  # a weight"
+    cut = wrap_point(line, 4, line.index("d=True"))      # no point in the latter 2/3
+    assert cut is None or line[4:cut] in ("", "requires_grad=")
+    line = "w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)"
+    cut = wrap_point(line, 0, line.index("d=True"))
+    assert line[:cut] == "w = torch.tensor([0.5, -1.0, 2.0], "
+    assert wrap_point(line, 0, line.index(" requires")) is None     # before a space: Qt's
+    assert wrap_point(line, 0, line.index("requires")) is None      # after one: Qt's
