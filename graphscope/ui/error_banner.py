@@ -12,8 +12,9 @@ explanation is about was half hidden. A banner that would take more than
 ROOM_SHARE of its column drops PyTorch's message, which the Problems tab below
 holds in full anyway, gives the explanation the whole width, and says so beside "Go to
 line N" with a link that brings the message back ("show it here") until the next
-error: 1920x1080 at 130%, 190 px (the graph whole again); 1280x720 at 130%, 204
-of 461 px, where the explanation alone is nine lines.
+error: 1920x1080 at 130%, 190 px (the graph whole again). Where the explanation
+alone is more than the room (1280x720 at 130%: nine lines, 204 of 461 px), the
+banner takes the room and its words scroll.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from graphscope.model.summary import counted
 from graphscope.ui.editor import monospace_font
 
 ROOM_SHARE = 0.34   # of the column it shares with the canvas: NOTE [a banner that leaves room]
+_NO_LIMIT = (1 << 24) - 1   # Qt's QWIDGETSIZE_MAX
 
 
 class ErrorBanner(QFrame):
@@ -166,9 +168,19 @@ class ErrorBanner(QFrame):
             return
         self._fitting = True
         try:
+            self.setMaximumHeight(_NO_LIMIT)
             self._set_compact(False)
             if not self._message_wanted and self._needed_height() > self.room():
                 self._set_compact(True)
+                if self._needed_height() > self.room():
+                    # the explanation alone is more than the room: it scrolls (NOTE
+                    # [a banner that scrolls]) and the graph keeps its share. At
+                    # 1280x720 in presentation it took 206 of 458 px and left the
+                    # graph a strip that showed neither the error nor its cause
+                    # (visual review)
+                    # (three lines at least: a banner is not squeezed to nothing)
+                    lines = 3 * self.text_label.fontMetrics().lineSpacing()
+                    self.setMaximumHeight(max(self.room(), lines))
         finally:
             self._fitting = False
 
