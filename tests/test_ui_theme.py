@@ -258,3 +258,24 @@ def test_the_code_reads_on_the_marked_and_the_error_line(qtbot, tmp_path, name):
     assert len(worst) > 10
     assert min(worst)[0] >= 4.45, min(worst)
     w.controller.shutdown()
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_the_legend_explains_the_selection_ring(qtbot, name):
+    """An error selects its node: a dashed ring in the selection colour that no row
+    of the legend named (visual review)."""
+    from PySide6.QtGui import QColor
+    from graphscope.ui.inspector import Inspector
+    ins = Inspector()
+    qtbot.addWidget(ins)
+    t = get_theme(name)
+    ins.set_legend(t)
+    rows = [(spec, icon) for spec, icon in ins.legend_swatches if spec[0] == "selected"]
+    assert len(rows) == 1
+    img = rows[0][1].pixmap().toImage()
+    want = QColor(t.selection[:7])
+    found = any(max(abs(img.pixelColor(x, y).red() - want.red()),
+                    abs(img.pixelColor(x, y).green() - want.green()),
+                    abs(img.pixelColor(x, y).blue() - want.blue())) <= 24
+                for x in range(img.width()) for y in range(img.height()))
+    assert found, name

@@ -33,6 +33,9 @@ def legend_rows(t) -> list:
         (("region", _over(t.inference_fill, t.panel_bg), t.region_border, ""),
          "inference_mode region"),
         (("glow", t.panel_bg, t.current, ""), "the current step"),
+        # (the window selects the node an error is about: its dashed ring, in no
+        # row, was asked about: visual review)
+        (("selected", t.panel_bg, t.selection, ""), "selected: the Inspector shows it"),
         (("label", t.grad_label_bg, t.grad_label_border, "\u2202 1.0"),
          "gradient flowing back at this step"),
         (("freed", t.canvas_bg, t.node_detail, "freed"),
@@ -118,6 +121,10 @@ def swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
             p.setBrush(Qt.BrushStyle.NoBrush)
             g = r.adjusted(3 + grow, 3 + grow, -3 - grow, -3 - grow)
             p.drawRoundedRect(g, g.height() / 2, g.height() / 2)
+    elif shape == "selected":
+        p.setPen(QPen(bc, 2.0, Qt.PenStyle.DashLine))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRoundedRect(r.adjusted(2, 2, -2, -2), 5, 5)
     elif shape == "hexagon":
         p.setBrush(fc)
         p.setPen(QPen(bc, 2.5))
