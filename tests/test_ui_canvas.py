@@ -1398,8 +1398,9 @@ def test_a_gradient_chip_keeps_off_the_edges_it_does_not_label(canvas, qtbot):
     checked = 0
     for i, frame in backward_frames(canvas, tl):
         tf = canvas.transform()
-        chips = canvas._painter.placed_labels[len(frame.leaf_grads):]
-        assert len(chips) == len(frame.edge_grads)
+        boxes = canvas._painter.chip_boxes
+        assert set(boxes) == set(frame.edge_grads)
+        chips = [boxes[e] for e in frame.edge_grads]
         for eg in geom.edges:
             if geom.nodes[eg.dst].step > frame.visible_steps:
                 continue
@@ -2048,8 +2049,8 @@ def test_welcome_s_labels_touch_no_node_they_are_not_about(canvas, size, text, p
         placed = painter.placed_labels
         leaves = [t for t in frame.leaf_grads
                   if f"t{t}" in geom.nodes and geom.nodes[f"t{t}"].step <= frame.visible_steps]
-        grad_boxes, chips = placed[:len(placed) - len(frame.edge_grads)], \
-            placed[len(placed) - len(frame.edge_grads):]
+        grad_boxes = placed[:len(placed) - len(frame.edge_grads)]
+        chips = [painter.chip_boxes[e] for e in frame.edge_grads]
         for box, tid in zip(grad_boxes, leaves):
             own = tf.mapRect(painter.marks_rect(geom.nodes[f"t{tid}"]))
             assert not box.adjusted(3, 3, -3, -3).intersects(own), (i, tid, box, own)

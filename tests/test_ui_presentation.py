@@ -308,6 +308,9 @@ def test_reveal_runs_live_and_clicker_steps_then_export(window, folder, qtbot, t
     qtbot.waitUntil(lambda: "tensor(6.)" in window.console.text(), timeout=5000)
     assert not c.output_hidden()
     assert c.quiz.option("A").mark == "right" and c.quiz.score.correct == 1
+    # revealed: the keys that answer, hint and reveal are done with (R ran it again)
+    assert not c.reveal_action.isEnabled() and not c.hint_action.isEnabled()
+    assert not any(a.isEnabled() for a in c.option_actions)
     tl = window.timeline
     assert (tl.len() if callable(tl.len) else tl.len) >= 3
     window.step_first()
@@ -801,7 +804,7 @@ def test_the_chips_of_the_shared_weight_s_two_paths_keep_their_order(window, qtb
             continue              # (two edges from one node: w's two paths)
         canvas.grab()
         tf = canvas.transform()
-        chips = canvas._painter.placed_labels[-2:]
+        chips = [canvas._painter.chip_boxes[e] for e in edges]
         mids = [canvas._painter.edge_path(geom.nodes[s], geom.nodes[d], tf).pointAtPercent(0.5)
                 for s, d in edges]
         assert (mids[0].y() < mids[1].y()) == (chips[0].center().y() < chips[1].center().y()), \

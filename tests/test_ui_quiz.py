@@ -100,9 +100,13 @@ def test_reveal_marks_right_and_wrong_and_shows_explanation(panel, tmp_path, qtb
     assert panel.explanation_label.isVisible() and "sum is 3" in panel.explanation_label.text()
     assert panel.note_label.isVisible() and "PyTorch differs" in panel.note_label.text()
     assert panel.mistakes_label.isVisible() and panel.mistakes_label.text().count("<li>") == 2
-    # a pick after Reveal changes nothing
+    # a pick after Reveal changes nothing; the hint and Reveal are done with (they
+    # looked usable after it, and a second Reveal ran the snippet again: visual review)
     panel.choose("A")
     assert panel.chosen == "B"
+    assert not panel.hint_button.isEnabled() and not panel.reveal_button.isEnabled()
+    panel.set_scenario(s)                    # the question again: open again
+    assert panel.hint_button.isEnabled() and panel.reveal_button.isEnabled()
 
 
 def test_score_counts_first_answer_per_scenario(panel, tmp_path, qtbot):

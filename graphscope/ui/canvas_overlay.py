@@ -14,6 +14,8 @@ from graphscope.ui.canvas_scene import edge_ends, edge_route
 
 
 STRANGER_MARGIN = 8.0    # px around a chip in which another edge's node counts as touched
+STRANGER_COST = 120.0    # the most touching such a node costs
+ORDER_COST = 400.0       # two chips of one node's edges the other way round
 LEADER_COST = 1.0        # per pixel of a label's leader: a spot on another edge costs 60
 GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose glow and ring keep off their neighbours
 
@@ -178,6 +180,7 @@ class OverlayPainter:
         chip_obstacles += times_boxes
         placed: list = []
         self.placed_labels = placed   # (device boxes of this paint's labels: tests, hit tests)
+        self.chip_boxes = {}          # (src, dst) -> its gradient chip's box (tests)
         # .grad of leaves: the one accumulated at this step first (before -> after), then
         # the others where a box fits, else a quiet line under their node when there
         # is room to read it
@@ -248,7 +251,11 @@ class OverlayPainter:
         # backward: w's "∂ [1., -8., 36.]" sat on the x -> mul edge, the very edge
         # that carries none, GUI review)
         lines = self._edge_points(labels, to_device, limit) if labels else []
-        for (path, text), own in zip(labels, lit_order):
+        siblings: dict = {}     # a node -> (edge's middle y, chip's y) of its chips so far
+        # (top to bottom: the first of two edges from one node takes its spot freely,
+        # and the second keeps to its side of it)
+        chips = sorted(zip(labels, lit_order), key=lambda c: c[0][0].pointAtPercent(0.5).y())
+        for (path, text), own in chips:
             cands, sides = [], []
             for tpos in (0.5, 0.3, 0.7):
                 pt = path.pointAtPercent(tpos)
@@ -260,10 +267,18 @@ class OverlayPainter:
                 sides += ["above3", "below3"]
             # touching a node that is not one of its edge's ends, it reads as that
             # node's gradient (welcome at a projector: w's chip beside x)
-            self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds, scale,
-                              lines=[(b, segs) for key, b, segs in lines if key != own],
-                              leader_cost=LEADER_COST,
-                              strangers=[r for nid, r in rims if nid not in own])
+            # and the chips of two edges from one node keep the edges' order (the
+            # shared weight's two paths: visual review)
+            mid_y = path.pointAtPercent(0.5).y()
+            box = self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds,
+                                    scale,
+                                    lines=[(b, segs) for key, b, segs in lines if key != own],
+                                    leader_cost=LEADER_COST,
+                                    strangers=[r for nid, r in rims if nid not in own],
+                                    order=(mid_y, siblings.get(own[0], ())))
+            if box is not None:
+                siblings.setdefault(own[0], []).append((mid_y, box.center().y()))
+                self.chip_boxes[own] = box
         if quiet:
             f = font(11 * self.text_scale)
             fm = QFontMetricsF(f)
@@ -440,7 +455,7 @@ class OverlayPainter:
 
     def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
                      optional: bool = False, lines=(), leader_cost: float = 0.0,
-                     strangers=()):
+                     strangers=(), order=None):
         """Draw ``text`` in a box at the first candidate spot that covers no node and
         no label placed before (NOTE [label placement]); the least covered one when
         none is free, unless ``optional``: then nothing is drawn and None returned.
@@ -451,7 +466,10 @@ class OverlayPainter:
         leader (the chips'); a free spot with a leader then no longer ends the
         search, and the least costly one is taken. Free is free for ``optional``.
         ``strangers``: boxes of nodes the label is not about; a spot that touches
-        one (its rim too, with a margin) costs by the area touched."""
+        one (its rim too, with a margin) costs by the area touched, up to
+        STRANGER_COST. ``order``: (the y of what this label is about, [(the y
+        of what another label was about, that label's y)]): a spot that puts
+        them the other way round costs ORDER_COST."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
@@ -500,8 +518,15 @@ class OverlayPainter:
                                     STRANGER_MARGIN, STRANGER_MARGIN)
                 for r in strangers:
                     if r.intersects(near):
+                        # (at most a row's leader: beside its own edge's end a chip
+                        # may still touch a neighbour, as the shared weight's do)
                         ov = r.intersected(near)
-                        cost += ov.width() * ov.height()
+                        cost += min(ov.width() * ov.height(), STRANGER_COST)
+            if order is not None:
+                y = box.center().y()
+                for other_y, other_box_y in order[1]:
+                    if other_y != order[0] and (order[0] < other_y) != (y < other_box_y):
+                        cost += ORDER_COST
             for r in placed:
                 if r.intersects(box):
                     ov = r.intersected(box)

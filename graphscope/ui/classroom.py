@@ -427,16 +427,17 @@ class Classroom(QObject):
 
     def _update_quiz_actions(self):
         has = self.quiz.scenario is not None
+        open_ = has and not self.quiz.revealed      # (after Reveal a pick changes nothing)
         for i, a in enumerate(self.option_actions):
             key = self.quiz.key_at(i) if has else None
-            a.setEnabled(key is not None)
+            a.setEnabled(key is not None and open_)
             a.setText(f"Answer {key} ({i + 1})" if key is not None
                       else f"Answer {OPTION_KEYS[i]} ({i + 1})")
             a.setVisible(key is not None or i < 4)   # (the menu lists the options there are)
         for a, k in zip(self.letter_actions, OPTION_KEYS):
-            a.setEnabled(has and self.quiz.key_for_letter(k) is not None)
-        self.hint_action.setEnabled(has)
-        self.reveal_action.setEnabled(has)
+            a.setEnabled(open_ and self.quiz.key_for_letter(k) is not None)
+        self.hint_action.setEnabled(open_ and self.quiz.hint_button.isEnabled())
+        self.reveal_action.setEnabled(open_)
 
     # -- presentation ------------------------------------------------------------
     def _bind_letter_keys(self, presenting: bool):

@@ -378,6 +378,10 @@ class QuizPanel(QWidget):
             self.score.record(str(self.scenario.id), self.chosen, self.chosen == right)
         self._update_score()
         self._set_output_hidden(False)
+        # done: the hint and a second Reveal (which ran the snippet again) looked
+        # usable after it, and a pick did nothing (visual review); Run runs it again
+        self.hint_button.setEnabled(False)
+        self.reveal_button.setEnabled(False)
         self._apply_style()
         self._bring_to_top(self.result_label)
         self.reveal_requested.emit(self.scenario)
