@@ -127,3 +127,25 @@ def test_the_divider_stands_on_a_line_of_its_own(console):
     assert console.text() == "a\n[after]\nb\n"
     console.show_outputs(outs2, 2, None, None)          # gone with its step
     assert console.text() == "ab\n"
+
+
+def test_a_run_ending_in_a_huge_message_is_noted_cut(console):
+    """An exception whose message is a million characters put its whole traceback
+    in the console as the run's end note, one insert: the window froze for good
+    (robustness review). The note is cut as printed lines are, and in all."""
+    from graphscope.ui.console import NOTE_CHARS
+    mark = CUT_MARK.format(LINE_CHARS)
+    outs = out(("stdout", "before\n"))
+    note = "Traceback (most recent call last):\nValueError: " + "m" * 1_000_000
+    console.show_outputs(outs, None, note=note)
+    text = console.text()
+    assert text.startswith("before\nTraceback (most recent call last):\nValueError: mmm")
+    assert text.endswith("m" * 10 + mark) and len(text) < LINE_CHARS + 200
+    many = "\n".join(f"line {i}: " + "x" * 60 for i in range(20_000))    # 1.4 MB of lines
+    console.show_outputs(outs, None, note=many)
+    text = console.text()
+    assert len(text) <= NOTE_CHARS + 200 and text.splitlines()[1] == "line 0: " + "x" * 60
+    assert "more characters of it are not shown" in text.splitlines()[-1]
+    short = "Traceback (most recent call last):\nValueError: bad\n"
+    console.show_outputs(outs, None, note=short)
+    assert console.text() == "before\n" + short       # a usual note: as it is

@@ -28,6 +28,29 @@ _LINE_BREAKS = re.compile(r"(\r\n|\r|\n)")
 CUT_MARK = " \u2026 [the rest of this line is not shown: over {:,} characters]"
 
 
+NOTE_CHARS = 100_000   # of the note (how the run ended) shown: NOTE [console lines]
+
+
+def shown_note(note: str) -> str:
+    """The note as the console shows it: each line up to LINE_CHARS, and NOTE_CHARS
+    in all. An exception with a message of a million characters put its whole
+    traceback here in one insert, and the window froze for good (robustness
+    review); the Problems tab and the trace file keep it whole."""
+    if len(note) <= LINE_CHARS and "\r" not in note:
+        return note
+    lines = []
+    for line in _LINE_BREAKS.split(note)[::2]:
+        lines.append(line if len(line) <= LINE_CHARS
+                     else line[:LINE_CHARS] + CUT_MARK.format(LINE_CHARS))
+    text = "\n".join(lines)
+    if len(text) > NOTE_CHARS:
+        cut = text.rfind("\n", 0, NOTE_CHARS)
+        cut = cut if cut > 0 else NOTE_CHARS
+        text = (text[:cut] + f"\n\u2026 [{len(text) - cut:,} more characters of it are "
+                "not shown: the Problems tab and the exported trace have all of it]")
+    return text
+
+
 class Console(QPlainTextEdit):
     """Read-only view of protocol.Output chunks; stderr in its own colour."""
 
@@ -105,7 +128,7 @@ class Console(QPlainTextEdit):
         self._note_at = cur.position()
         if self._shown and not self._outputs[self._shown - 1].text.endswith("\n"):
             cur.insertText("\n")
-        cur.insertText(self._note, self._note_fmt)
+        cur.insertText(shown_note(self._note), self._note_fmt)
 
     def _drop_note(self, cur: QTextCursor) -> None:
         """Take the note away: ``cur`` is left at the end of the output."""
