@@ -1878,3 +1878,36 @@ def test_a_narrow_inspector_puts_each_key_in_its_values_line(qtbot, window):
     w.resize(1600, 1000)
     qtbot.waitUntil(lambda: not ins._stacked)
     assert any(key.isVisible() and key.text() == "dtype" for key, _ in ins._pairs)
+
+
+def test_a_file_with_no_break_spaces_and_line_separators_runs_and_saves_as_it_is(
+        qtbot, window, tmp_path):
+    """The editor's plain text turned a no-break space into a space and U+2028 /
+    U+2029 into newlines: a string holding them was cut in two, Run said the
+    snippet was not valid Python, and Save rewrote the user's file (robustness
+    review). What runs and what is saved is the text as opened; a U+2029, which
+    the editor's own lines end in, is refused with a message on open."""
+    import subprocess
+    import sys
+    w = window
+    code = 's = "a\xa0b\u2028c"\nprint(repr(s), len(s))\n'
+    f = tmp_path / "nbsp.py"
+    f.write_text(code, encoding="utf-8")
+    plain = subprocess.run([sys.executable, str(f)], capture_output=True, text=True).stdout
+    assert w.open_file(f)
+    assert w.editor.source() == code
+    w.set_speed(0)
+    with qtbot.waitSignal(w.run_finished, timeout=RUN_TIMEOUT) as sig:
+        w.run()
+    assert sig.args[0].status == "ok"
+    assert w.live.trace.stdout == plain == "'a\\xa0b\\u2028c' 5\n"
+    from PySide6.QtGui import QTextCursor
+    w.editor.moveCursor(QTextCursor.MoveOperation.End)
+    w.editor.insertPlainText("# edited\n")
+    assert w.save_to(f)
+    assert f.read_text(encoding="utf-8") == code + "# edited\n"
+    para = tmp_path / "para.py"
+    para.write_text('x = 1\ns = "a\u2029b"\n', encoding="utf-8")
+    assert not w.open_file(para)
+    assert "U+2029" in w.last_message[1] and "line 2" in w.last_message[1]
+    assert w.editor.source() == code + "# edited\n"           # what was open stays

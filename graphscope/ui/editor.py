@@ -240,6 +240,14 @@ def _in_number(text: str, k: int) -> bool:
                                           and text[k - 3].isdigit())
 
 
+def paragraph_separator_line(text: str) -> Optional[int]:
+    """The line of the first U+2029 in ``text``, or None. The editor's document ends
+    each line with one, so one in a file would be saved and run as a line break
+    where python keeps the character (``CodeEditor.source``)."""
+    at = text.find("\u2029")
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
 class HangingIndentLayout(QPlainTextDocumentLayout):
     """QPlainTextDocumentLayout whose wrapped lines keep their line's indentation.
 
@@ -388,6 +396,16 @@ class CodeEditor(QPlainTextEdit):
         self._prepare_for(text, text.count("\n"))
         super().setPlainText(text)
         self._recheck()
+
+    def source(self) -> str:
+        """The text exactly as typed or opened: what runs and what is saved.
+        ``toPlainText`` turns a no-break space into a space and a line separator
+        (U+2028) into a newline: a string holding them was cut in two, Run said the
+        snippet was not valid Python, and Save rewrote the user's file (robustness
+        review). The raw text keeps them; blocks end in U+2029, a newline here (a
+        U+2029 in a file is refused on open: it would become one,
+        ``paragraph_separator_line``)."""
+        return self.document().toRawText().replace("\u2029", "\n")
 
     def insertFromMimeData(self, source) -> None:
         """A paste gets the same care as an opened file, before Qt lays it out

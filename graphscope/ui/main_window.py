@@ -564,7 +564,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # splitter took the excess from the editor, 70 px wide at the minimum size)
         total = self.width() if self.width() >= 300 else 800
         fm = self.editor.fontMetrics()
-        lines = self.editor.toPlainText().splitlines()
+        lines = self.editor.source().splitlines()
         # a line of thousands of characters (data pasted in) is scrolled to, not
         # wrapped: Qt's wrapping of one huge line is quadratic, and a 300 KB line
         # froze the window for 16 s at every open and theme change (robustness
@@ -718,7 +718,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         """Run the editor's snippet in a worker and build the graph live (a run
         still going is abandoned: RunController.run)."""
         self._reset_run_view()
-        source = self.editor.toPlainText()
+        source = self.editor.source()
         filename = str(self.path) if self.path else self.display_name
         self._run_source, self._edited = source, False
         self.live = LiveRun(source, filename)
@@ -747,7 +747,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         if live is None:
             self._edited = False   # no run to be out of step with
             return
-        edited = self._run_source is not None and self.editor.toPlainText() != self._run_source
+        edited = self._run_source is not None and self.editor.source() != self._run_source
         if edited == self._edited:
             return
         self._edited = edited

@@ -424,7 +424,7 @@ def install_passes_views(window) -> dict:
         # static capture is kept across runs of the same snippet, not past it
         on_run_started()
         static.clear_results()
-        static.set_source(window.editor.toPlainText(), new_snippet=True)
+        static.set_source(window.editor.source(), new_snippet=True)
         timing.set_result(None)
 
     def on_visibility(visible: bool, dock):
@@ -438,13 +438,13 @@ def install_passes_views(window) -> dict:
 
     def on_capture_requested(request: dict):
         static.set_busy(True)
-        capture.capture(window.editor.toPlainText(), request)
+        capture.capture(window.editor.source(), request)
 
     def on_captured(trace):
         static.set_busy(False)
         if static.held:
             return     # a quiz began meanwhile: its answer stays hidden until Reveal
-        if trace.source != window.editor.toPlainText():
+        if trace.source != window.editor.source():
             # another snippet was opened (or this one edited) meanwhile: its
             # results would read as the new one's (robustness review)
             static.status.setText("The snippet changed while it was being captured: "

@@ -15,6 +15,7 @@ from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from graphscope.snippet_source import UnreadableSnippet, read_bytes
+from graphscope.ui.editor import paragraph_separator_line
 
 MAX_RECENT = 8
 NEW_SNIPPET = "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\nprint(x.grad)\n"
@@ -78,6 +79,13 @@ class SnippetFiles:
                 problem = (f"{p.name} declares its own encoding ({declared}), which python "
                            "honours; GraphScope's editor reads and writes UTF-8 only. Save it "
                            "as UTF-8, remove the coding line, and open it again.")
+        else:
+            line = paragraph_separator_line(text)
+            if line is not None:
+                problem = (f"{p.name} has a paragraph separator character (U+2029) on line "
+                           f"{line}. Python keeps it as it is; GraphScope's editor would turn "
+                           "it into a line break, and run and save that instead. Write it as "
+                           "\\u2029 in a string, and open the file again.")
         if problem:
             self.show_message("Cannot open file", problem)
             return False
@@ -160,7 +168,7 @@ class SnippetFiles:
     def save_to(self, path) -> bool:
         p = Path(path)
         try:
-            p.write_text(self.editor.toPlainText(), encoding="utf-8")
+            p.write_text(self.editor.source(), encoding="utf-8")
         except OSError as e:
             self.show_message("Cannot save file", f"{p} cannot be written: {e.strerror or e}.")
             return False
@@ -189,7 +197,7 @@ class SnippetFiles:
         while p.exists():
             n += 1
             p = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{n}.py"
-        p.write_text(self.editor.toPlainText(), encoding="utf-8")
+        p.write_text(self.editor.source(), encoding="utf-8")
         return p
 
     def recent_files(self) -> list[str]:
