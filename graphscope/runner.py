@@ -41,6 +41,7 @@ from graphscope.worker_process import Worker
 
 STARTUP_TIMEOUT = 120.0   # importing torch on a cold disk can take a while
 _DRAIN_AFTER_EOF = 0.3    # wait for the last fd 1/2 output once the event pipe closed
+_LEAVE_AFTER_EOF = 1.0    # for a worker whose pipes all closed to exit by itself
 _READ_SIZE = 1 << 20
 
 _SIGNAL_HINTS = {
@@ -269,7 +270,12 @@ class _RunSession:
             w.kill(grace=0.5)
             return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
         else:
-            w.kill(grace=1.0)  # it closed its pipe: reap it to learn how it died
+            # it closed its pipes: reap it to learn how it died. Given time to leave
+            # first: SIGTERM at once reached a worker whose snippet had closed its
+            # descriptors between its last write and its exit (code 72), and the
+            # run read as "killed by SIGTERM" in two runs of six (robustness review)
+            w.wait_gone(_LEAVE_AFTER_EOF)
+            w.kill(grace=1.0)
             if pending and w.proc.returncode == 0:
                 # a clean exit inside a frame: a length no message had (NOTE [frames])
                 return self._garbled(f"{len(pending):,} bytes of an unfinished frame at the end")

@@ -525,6 +525,15 @@ def test_worker_crash_is_reported_then_next_run_works(qtbot, window):
     end = run_source(qtbot, w, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     assert end.status == "crash"
     assert "crashed (signal 11)" in w.status_text() and "crashed" in w.run_label.text()
+    # a garbled event stream: the status line says what the banner says (it said
+    # "The worker process crashed ... Run again to restart": robustness review)
+    end = run_source(qtbot, w, "import os, stat, time\nfor fd in range(3, 64):\n    try:\n"
+                               "        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+                               "            os.write(fd, b'hi 1\\n')\n"
+                               "    except OSError:\n        pass\ntime.sleep(0.5)\n")
+    assert end.status == "crash" and end.error.type == "InternalError"
+    assert "The run ended early: the worker's event stream was garbled" in w.status_text()
+    assert "crashed" not in w.status_text()
     end = run_source(qtbot, w, BASIC)
     assert end.status == "ok"
     assert "tensor([3., 3.])" in w.console.text()

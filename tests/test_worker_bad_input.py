@@ -211,3 +211,18 @@ def test_output_cut_is_kept_when_the_op_limit_comes_later():
     assert tr.output_cut is not None and "1,000 characters" in tr.output_cut.message
     back = Trace.from_json(tr.to_json())
     assert back.output_cut == tr.output_cut and back.truncation.reason == "ops"
+
+
+def test_a_snippet_that_closes_every_descriptor_is_told_so_every_time():
+    """Closing fds 0-63 (its stdout and stderr too) ended "killed by SIGTERM" in two
+    runs of six, with "Run again to restart" (robustness review): with all its
+    pipes closed the worker was sent SIGTERM at once, between the snippet's close
+    and its own exit with code 72. It is given time to leave first."""
+    from graphscope.runner import Runner
+    src = ("import os\nfor fd in range(0, 64):\n    try: os.close(fd)\n"
+           "    except OSError: pass\nprint('hi')\n")
+    with Runner(warm=True) as r:
+        for _ in range(3):
+            tr = run_to_trace(src, timeout=30, runner=r)
+            assert tr.status == "crash" and tr.end.exit_code == 72, tr.error
+            assert "lost the file descriptor GraphScope records through" in tr.error.message

@@ -887,6 +887,11 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         elif exited:
             text = (f"{end_status(end)} before the run could finish (os._exit, or native "
                     "code that exited). What it recorded is kept.")
+        elif end.status == "crash" and end.error is not None and \
+                end.error.type == "InternalError":
+            # the runner says what went wrong (a garbled event stream: the snippet
+            # wrote to a descriptor it did not open); "crashed" said nothing of it
+            text = f"The run ended early: {end.error.message}. What it recorded is kept."
         elif end.status == "crash":
             text = f"{end_status(end)}. What it recorded is kept; Run again to restart."
         err = end.error
