@@ -52,12 +52,12 @@ def test_ten_thousand_progress_dots_do_not_freeze_the_window(console, qtbot):
     one-dot prints took the window 15 s (a review). Not a timed assertion: the
     dots must go in as few inserts as there are runs of one stream."""
     inserts = []
-    real = console._clip
+    real = console._put
 
-    def counting(text):
+    def counting(cur, text, fmt):
         inserts.append(len(text))
-        return real(text)
-    console._clip = counting
+        real(cur, text, fmt)
+    console._put = counting
     dots = out(*[("stdout", ".")] * 10_000, ("stderr", "done\n"))
     console.show_outputs(dots)
     assert inserts == [10_000, 5] and console.text() == "." * 10_000 + "done\n"
@@ -107,7 +107,8 @@ def test_a_changing_note_is_replaced_in_place_and_the_place_is_kept(console, mon
     console.show_outputs(outs, 260, None)                    # no note: gone
     assert console.text().endswith("line 259\n")
     console.show_outputs(outs, 100, "[300 more lines printed after this step]")   # back
-    assert rebuilt == [1] and console.text().endswith("line 99\n[300 more lines printed after this step]")
+    # (cut back, not rebuilt: NOTE [stepping back])
+    assert rebuilt == [] and console.text().endswith("line 99\n[300 more lines printed after this step]")
     partial = out(("stdout", "a"), ("stdout", "b"))          # a note after a line not ended
     console.show_outputs(partial, 1, "[1 more line printed after this step]")
     console.show_outputs(partial, 2, "[done]")
@@ -149,3 +150,42 @@ def test_a_run_ending_in_a_huge_message_is_noted_cut(console):
     short = "Traceback (most recent call last):\nValueError: bad\n"
     console.show_outputs(outs, None, note=short)
     assert console.text() == "before\n" + short       # a usual note: as it is
+
+
+def test_stepping_back_cuts_the_text_to_what_a_fresh_console_shows(console, qtbot):
+    """NOTE [stepping back]: with 60,000 printed lines each step back rebuilt the
+    whole console, half a second a step (robustness review). It now cuts the text
+    back; whatever the path, it shows what a console given only those chunks
+    shows: progress bars redrawn with carriage returns, both streams, a cut
+    line, the divider and the note included."""
+    import random
+    from PySide6.QtWidgets import QApplication
+    pieces = [("stdout", "plain line\n"), ("stderr", "warn\n"), ("stdout", "no end "),
+              ("stdout", "\r 10%"), ("stdout", "\r 50%"), ("stdout", "\r100%\n"),
+              ("stdout", "a\r\n"), ("stdout", "x" * 9000), ("stdout", "y" * 9000),
+              ("stdout", "z" * 9000 + "\n"), ("stdout", "tail\r"), ("stdout", "over\n")]
+    rng = random.Random(5)
+    outs = out(*[rng.choice(pieces) for _ in range(300)])
+    fresh = Console()
+    qtbot.addWidget(fresh)
+    divider = (150, "[printed after the backward pass:]")
+    rebuilt = []
+    real = console._rebuild
+    console._rebuild = lambda: (rebuilt.append(1), real())[1]
+    console.show_outputs(outs, 300, None, divider)
+    for n in [299, 298, 250, 251, 200, 149, 150, 151, 10, 0, 300] + \
+            [rng.randrange(301) for _ in range(60)]:
+        note = f"[{300 - n} more]" if n % 3 else None
+        console.show_outputs(outs, n, note, divider)
+        fresh.show_outputs(list(outs), n, note, divider)    # (another list: rebuilt)
+        assert console.text() == fresh.text(), n
+    assert len(rebuilt) <= 1      # (the first show, for its divider)
+    # 60,000 lines: a step back writes nothing again (one cut, no insert)
+    many = out(*[("stdout", f"line {i}\n") for i in range(60_000)])
+    console.show_outputs(many)
+    puts = []
+    real_put = console._put
+    console._put = lambda *a: (puts.append(a[1]), real_put(*a))[1]
+    console.show_outputs(many, 59_999)
+    assert console.text().endswith("line 59998\n") and puts == []
+    QApplication.processEvents()

@@ -2,11 +2,12 @@
 
 Output chunks carry ``seq`` (protocol NOTE [seq]); the timeline turns the
 cursor into how many chunks had been printed by then, so stepping back un-prints.
-Moving forward appends only the new chunks; moving back rebuilds (cheap: the
-captured output is capped by the runner).
+Moving forward appends only the new chunks; moving back cuts the text back to
+where the last chunk still shown ended (NOTE [stepping back]).
 """
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Optional, Sequence
 
@@ -26,6 +27,7 @@ from graphscope.ui.editor import BASE_POINT_SIZE, monospace_font
 LINE_CHARS = 20_000
 _LINE_BREAKS = re.compile(r"(\r\n|\r|\n)")
 CUT_MARK = " \u2026 [the rest of this line is not shown: over {:,} characters]"
+_END = float("inf")   # sorts after any mark of a count (bisect)
 
 
 NOTE_CHARS = 100_000   # of the note (how the run ended) shown: NOTE [console lines]
@@ -67,6 +69,7 @@ class Console(QPlainTextEdit):
         self._hidden_note: Optional[str] = None   # shown instead of the output (a quiz)
         self._note_at: Optional[int] = None      # where the note starts in the text
         self._divider: Optional[tuple] = None    # (chunk index, grey line before it)
+        self._marks: list = [(0, 0, 0, False)]   # NOTE [stepping back]
         self._stdout_fmt = QTextCharFormat()
         self._stderr_fmt = QTextCharFormat()
         self._note_fmt = QTextCharFormat()
@@ -95,6 +98,11 @@ class Console(QPlainTextEdit):
             self._outputs, self._shown, self._note, self._divider = outputs, n, note, divider
             self._rebuild()
             return
+        if outputs is self._outputs and n < self._shown and self._hidden_note is None:
+            # back: the text after the chunks still shown is cut off, not everything
+            # written again (NOTE [stepping back])
+            if self._cut_back(n, note):
+                return
         if outputs is self._outputs and n >= self._shown and self._hidden_note is None:
             # forward: the new chunks after those shown, and the note after them, in
             # place. (The note changes at every printing step before a finished
@@ -119,6 +127,45 @@ class Console(QPlainTextEdit):
             return
         self._outputs, self._shown, self._note = outputs, n, note
         self._rebuild()
+
+    # NOTE [stepping back]: stepping back rebuilt the whole console, and with 60,000
+    # printed lines each step back took half a second (robustness review). Each
+    # chunk's end is noted as it goes in (``_marks``: chunks shown, the text's
+    # length then, the line state), so a step back cuts the text at the last mark
+    # at or before it and writes in the few chunks after. A carriage return that
+    # goes back over earlier text (a progress bar) makes the marks after its
+    # line's start useless: they are dropped there.
+    def _cut_back(self, n: int, note: Optional[str]) -> bool:
+        marks = self._marks
+        k = bisect.bisect_right(marks, (n, _END)) - 1
+        if k < 0:
+            return False
+        count, pos, col, cr = marks[k]
+        bar = self.verticalScrollBar()
+        at, kept = bar.value(), bar.value() < bar.maximum()
+        cur = self._end_cursor()
+        cur.beginEditBlock()
+        try:
+            self._note_at = None
+            cur.setPosition(pos)
+            cur.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cur.removeSelectedText()
+            del marks[k + 1:]
+            self._shown, self._col, self._cr = count, col, cr
+            self._insert_range(cur, count, n)
+            self._shown, self._note = n, note
+            self._put_note(cur)
+        finally:
+            cur.endEditBlock()
+        if kept:
+            bar.setValue(min(at, bar.maximum()))
+        return True
+
+    def _mark(self, count: int, pos: int) -> None:
+        marks = self._marks
+        if marks and marks[-1][0] >= count:
+            return
+        marks.append((count, pos, self._col, self._cr))
 
     def _put_note(self, cur: QTextCursor) -> None:
         """The note (in grey) at ``cur``, the end, on a line of its own."""
@@ -166,32 +213,53 @@ class Console(QPlainTextEdit):
         """Chunks ``lo`` to ``hi`` of the output, with the divider where it falls."""
         d = self._divider
         if d is None or not lo <= d[0] < hi:
-            self._insert(cur, self._outputs[lo:hi])
+            self._insert(cur, lo, hi)
             return
-        self._insert(cur, self._outputs[lo:d[0]])
+        self._insert(cur, lo, d[0])
         # (on a line of its own: also after a progress line ended by "\r", which the
         # next text would have replaced, the divider with it: code review)
         if d[0] and not self._outputs[d[0] - 1].text.endswith("\n"):
             cur.insertText("\n")
         cur.insertText(d[1] + "\n", self._note_fmt)
         self._col, self._cr = 0, False
-        self._insert(cur, self._outputs[d[0]:hi])
+        self._insert(cur, d[0], hi)
 
-    def _insert(self, cur: QTextCursor, chunks) -> None:
-        """``chunks`` at ``cur``: one insert per run of one stream (NOTE [console lines])."""
+    def _insert(self, cur: QTextCursor, lo: int, hi: int) -> None:
+        """Chunks ``lo`` to ``hi`` at ``cur``: one insert per run of one stream
+        (NOTE [console lines]), each chunk's end marked (NOTE [stepping back])."""
         run: list = []
+        ends: list = []          # (chunks shown, characters of the run so far)
+        size = 0
         fmt = None
+
+        def flush():
+            start = cur.position()
+            self._put(cur, "".join(run), fmt)
+            for count, end in ends:
+                self._mark(count, start + end)
+            run.clear()
+            ends.clear()
+
         cur.beginEditBlock()
         try:
-            for o in chunks:
+            for i in range(lo, hi):
+                o = self._outputs[i]
                 f = self._fmt(o)
-                if f is not fmt and run:
-                    self._write(cur, "".join(run), fmt)
-                    run = []
+                if run and (f is not fmt or self._cr or "\r" in o.text):
+                    flush()
+                    size = 0
                 fmt = f
-                run.append(o.text)
+                if self._cr or "\r" in o.text:
+                    # (it may go back over the line: written alone)
+                    self._write(cur, o.text, f)
+                    self._mark(i + 1, cur.position())
+                    continue
+                text = self._clip(o.text)
+                run.append(text)
+                size += len(text)
+                ends.append((i + 1, size))
             if run:
-                self._write(cur, "".join(run), fmt)
+                flush()
         finally:
             cur.endEditBlock()
 
@@ -210,8 +278,19 @@ class Console(QPlainTextEdit):
                 if not part.startswith("\n"):
                     cur.movePosition(QTextCursor.MoveOperation.StartOfBlock,
                                      QTextCursor.MoveMode.KeepAnchor)
+                    self._forget_marks_after(cur.selectionStart())
                     cur.removeSelectedText()
-            cur.insertText(part, fmt)
+            self._put(cur, part, fmt)
+
+    def _put(self, cur: QTextCursor, text: str, fmt) -> None:
+        cur.insertText(text, fmt)     # (one per run of one stream: NOTE [console lines])
+
+    def _forget_marks_after(self, pos: int) -> None:
+        """The text from ``pos`` on is being replaced: marks past it no longer say
+        what the console showed then."""
+        marks = self._marks
+        while marks and marks[-1][1] > pos:
+            marks.pop()
 
     def _clip(self, text: str) -> str:
         """``text`` as shown: each line up to LINE_CHARS characters, then the mark.
@@ -242,6 +321,7 @@ class Console(QPlainTextEdit):
         self._note_at = None
         self._col = 0
         self._cr = False
+        self._marks = [(0, 0, 0, False)]
         cur = self._end_cursor()
         if self._hidden_note is not None:
             cur.insertText(self._hidden_note, self._note_fmt)
