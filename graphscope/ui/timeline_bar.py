@@ -294,8 +294,12 @@ class ScrubStrip(QWidget):
         self._paint_passes(p, r)
         x = self._x_of(self._value)
         rad = (self.height() - self._band_height()) * 0.32
-        p.setPen(QPen(QColor("#ffffff"), 2))
-        p.setBrush(self.colors["handle"])
+        # a ring that sets the handle off the track: white round a dark handle; round
+        # a light one (dark and high-contrast themes) black: white on white sat on
+        # the pale rest of the track (visual review)
+        handle = self.colors["handle"]
+        p.setPen(QPen(QColor("#000000" if handle.lightnessF() > 0.5 else "#ffffff"), 2.5))
+        p.setBrush(handle)
         p.drawEllipse(QRectF(x - rad, r.center().y() - rad, 2 * rad, 2 * rad))
         p.end()
 
