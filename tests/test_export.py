@@ -343,6 +343,8 @@ def test_json_written_in_pieces_is_the_same_text(tmp_path, monkeypatch, capsys):
     (lambda d: d.update(torch_version=5), "torch_version must be text"),
     (lambda d: d.update(named_after=[]), "named_after must be an object"),
     (lambda d: d.update(tensors={"a": {}}), "keyed by tensor id"),
+    (lambda d: d.update(tensors={"--1": {}}), "keyed by tensor id"),
+    (lambda d: d.update(tensors={"\u00b2": {}}), "keyed by tensor id"),
     (lambda d: next(iter(d["tensors"].values())).update(id="0"), "row says id '0'"),
     (lambda d: d["ops"][0].update(subgraph=[5]), "subgraph must be a list of [name"),
     (lambda d: d["ops"][0].update(subgraph=[["A", [7]]]), "subgraph must be a list of [name"),

@@ -189,3 +189,17 @@ def test_stepping_back_cuts_the_text_to_what_a_fresh_console_shows(console, qtbo
     console.show_outputs(many, 59_999)
     assert console.text().endswith("line 59998\n") and puts == []
     QApplication.processEvents()
+
+
+def test_a_step_back_into_one_insert_keeps_the_line_s_length(console):
+    """Code review: the chunks of one stream go in as one insert, and each chunk's
+    mark took the line's length after the whole insert: stepping back into it
+    and forward again cut a short line (header, then 19,000 "a"), or let a line
+    of dots run past the limit unmarked."""
+    fresh = Console()
+    for outs, path in ((out(("stdout", "header\n"), ("stdout", "a" * 19_000)), [2, 1, 2]),
+                       (out(*[("stdout", "." * 1000)] * 30), [30, 5, 30])):
+        for n in path:
+            console.show_outputs(outs, n)
+        fresh.show_outputs(list(outs), path[-1])
+        assert console.text() == fresh.text()

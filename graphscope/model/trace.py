@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -464,7 +465,7 @@ def _check_top_level(d: dict) -> None:
             raise TraceFormatError(f"malformed trace: {key} must be {_TYPE_WORDS[tp]}"
                                    f" or null, not {v!r:.60}")
     for key, row in (d.get("tensors") or {}).items():
-        if not (isinstance(key, str) and key.lstrip("-").isdigit()):
+        if not (isinstance(key, str) and _TENSOR_KEY.fullmatch(key)):
             raise TraceFormatError(f"malformed trace: tensors must be keyed by tensor id, "
                                    f"not {key!r:.60}")
         if isinstance(row, dict) and "id" in row and row["id"] != int(key):
@@ -472,6 +473,7 @@ def _check_top_level(d: dict) -> None:
                                    f"{row['id']!r:.60}")
 
 
+_TENSOR_KEY = re.compile(r"-?[0-9]+")    # (isdigit() takes "²", and int() does not)
 _TYPE_WORDS = {str: "text", bool: "true or false", dict: "an object", list: "a list"}
 
 

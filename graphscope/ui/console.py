@@ -161,11 +161,11 @@ class Console(QPlainTextEdit):
             bar.setValue(min(at, bar.maximum()))
         return True
 
-    def _mark(self, count: int, pos: int) -> None:
+    def _mark(self, count: int, pos: int, col: int, cr: bool) -> None:
         marks = self._marks
         if marks and marks[-1][0] >= count:
             return
-        marks.append((count, pos, self._col, self._cr))
+        marks.append((count, pos, col, cr))
 
     def _put_note(self, cur: QTextCursor) -> None:
         """The note (in grey) at ``cur``, the end, on a line of its own."""
@@ -235,8 +235,8 @@ class Console(QPlainTextEdit):
         def flush():
             start = cur.position()
             self._put(cur, "".join(run), fmt)
-            for count, end in ends:
-                self._mark(count, start + end)
+            for count, end, col in ends:
+                self._mark(count, start + end, col, False)
             run.clear()
             ends.clear()
 
@@ -252,12 +252,14 @@ class Console(QPlainTextEdit):
                 if self._cr or "\r" in o.text:
                     # (it may go back over the line: written alone)
                     self._write(cur, o.text, f)
-                    self._mark(i + 1, cur.position())
+                    self._mark(i + 1, cur.position(), self._col, self._cr)
                     continue
                 text = self._clip(o.text)
                 run.append(text)
                 size += len(text)
-                ends.append((i + 1, size))
+                # (the line's length after this chunk, not after the run: a step back
+                # into the run cut a short line, or let a long one run on: code review)
+                ends.append((i + 1, size, self._col))
             if run:
                 flush()
         finally:
