@@ -14,7 +14,6 @@ from graphscope.ui.canvas_scene import edge_ends, edge_route
 
 
 STRANGER_MARGIN = 8.0    # px around a chip in which another edge's node counts as touched
-STRANGER_COST = 120.0    # the most touching such a node costs
 ORDER_COST = 400.0       # two chips of one node's edges the other way round
 LEADER_COST = 1.0        # per pixel of a label's leader: a spot on another edge costs 60
 GLOW_NEIGHBOURS_MAX = 8   # ringed nodes whose glow and ring keep off their neighbours
@@ -166,6 +165,12 @@ class OverlayPainter:
             # a chip may touch a node's rim, not its words (NOTE [label placement])
             chip_obstacles = [_words_of(r) for r in obstacles]
             rims = [(ng.id, r) for ng, r in zip(near_nodes, obstacles)]
+            # and off a node's badges (∇, θ, !), which its rim holds, where it can:
+            # a chip kept from touching another edge's node sat on b's ∇ (code
+            # review); a third of the cost of words, as a badge half covered still
+            # reads
+            badge_boxes = [to_device.mapRect(b) for b in map(self.badge_rect, near_nodes)
+                           if b is not None]
             if lod == "full" and self.regions:
                 # a region's label too: a gradient chip sat on "torch.no_grad(),
                 # lines 9-10" in the welcome scenario
@@ -175,7 +180,7 @@ class OverlayPainter:
                 obstacles += region_labels
                 chip_obstacles += region_labels
         else:
-            chip_obstacles, rims = [], []
+            chip_obstacles, rims, badge_boxes = [], [], []
         obstacles += times_boxes
         chip_obstacles += times_boxes
         placed: list = []
@@ -275,7 +280,7 @@ class OverlayPainter:
                                     lines=[(b, segs) for key, b, segs in lines if key != own],
                                     leader_cost=LEADER_COST,
                                     strangers=[r for nid, r in rims if nid not in own],
-                                    order=(mid_y, siblings.get(own[0], ())))
+                                    order=(mid_y, siblings.get(own[0], ())), soft=badge_boxes)
             if box is not None:
                 siblings.setdefault(own[0], []).append((mid_y, box.center().y()))
                 self.chip_boxes[own] = box
@@ -455,7 +460,7 @@ class OverlayPainter:
 
     def _place_label(self, p, cands, sides, text, obstacles, placed, bounds, scale,
                      optional: bool = False, lines=(), leader_cost: float = 0.0,
-                     strangers=(), order=None):
+                     strangers=(), order=None, soft=()):
         """Draw ``text`` in a box at the first candidate spot that covers no node and
         no label placed before (NOTE [label placement]); the least covered one when
         none is free, unless ``optional``: then nothing is drawn and None returned.
@@ -466,10 +471,10 @@ class OverlayPainter:
         leader (the chips'); a free spot with a leader then no longer ends the
         search, and the least costly one is taken. Free is free for ``optional``.
         ``strangers``: boxes of nodes the label is not about; a spot that touches
-        one (its rim too, with a margin) costs by the area touched, up to
-        STRANGER_COST. ``order``: (the y of what this label is about, [(the y
+        one (its rim too, with a margin) costs by the area touched. ``order``: (the y of what this label is about, [(the y
         of what another label was about, that label's y)]): a spot that puts
-        them the other way round costs ORDER_COST."""
+        them the other way round costs ORDER_COST. ``soft``: boxes a spot may
+        cover at a third of an obstacle's cost (badges)."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
@@ -518,10 +523,12 @@ class OverlayPainter:
                                     STRANGER_MARGIN, STRANGER_MARGIN)
                 for r in strangers:
                     if r.intersects(near):
-                        # (at most a row's leader: beside its own edge's end a chip
-                        # may still touch a neighbour, as the shared weight's do)
                         ov = r.intersected(near)
-                        cost += min(ov.width() * ov.height(), STRANGER_COST)
+                        cost += ov.width() * ov.height()
+            for r in soft:
+                if r.intersects(box):
+                    ov = r.intersected(box)
+                    cost += ov.width() * ov.height()
             if order is not None:
                 y = box.center().y()
                 for other_y, other_box_y in order[1]:
@@ -648,11 +655,9 @@ def _fit_terms(fm, text: str, width: float) -> str:
 
 def _words_of(r: QRectF) -> QRectF:
     """A node's box without its rim: the part a gradient chip must keep off. (A
-    fifth of the width a side, up to 28 px: the words sit in the middle of a pill
-    with round ends; with 14 px, a chip over a pill's empty end cost more than
-    one far off beside another node, which it then read as that node's: welcome,
-    visual review.)"""
-    dx = min(28.0, r.width() * 0.2)
+    fifth of the width a side was tried: on a pill whose words fill it, a chip
+    then sat on "SumBackward0": code review.)"""
+    dx = min(14.0, r.width() * 0.15)
     dy = min(4.0, r.height() * 0.1)
     return r.adjusted(dx, dy, -dx, -dy)
 
