@@ -270,9 +270,9 @@ class OverlayPainter:
                 pt = path.pointAtPercent(tpos)
                 cands += [pt] * 2
                 sides += ["above3", "below3"]
-            # touching a node that is not one of its edge's ends, it reads as that
-            # node's gradient (welcome at a projector: w's chip beside x)
-            # and the chips of two edges from one node keep the edges' order (the
+            # a chip touching a node that is not one of its edge's ends reads as
+            # that node's gradient (welcome at a projector: w's chip beside x); and
+            # the chips of two edges from one node keep the edges' order (the
             # shared weight's two paths: visual review)
             mid_y = path.pointAtPercent(0.5).y()
             box = self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds,
@@ -471,10 +471,11 @@ class OverlayPainter:
         leader (the chips'); a free spot with a leader then no longer ends the
         search, and the least costly one is taken. Free is free for ``optional``.
         ``strangers``: boxes of nodes the label is not about; a spot that touches
-        one (its rim too, with a margin) costs by the area touched. ``order``: (the y of what this label is about, [(the y
-        of what another label was about, that label's y)]): a spot that puts
-        them the other way round costs ORDER_COST. ``soft``: boxes a spot may
-        cover at a third of an obstacle's cost (badges)."""
+        one (its rim too, with a margin) costs by the area touched. ``order``:
+        (the y of what this label is about, [(the y of what another label was
+        about, that label's y)]): a spot that puts them the other way round
+        costs ORDER_COST. ``soft``: boxes a spot may cover at a third of an
+        obstacle's cost (badges)."""
         t = self.theme
         px = OVERLAY_PX * self.text_scale * max(0.8, min(1.0, scale / 0.7))
         f = font(px, True)
