@@ -12,7 +12,8 @@ from __future__ import annotations
 _VIEW_NAMES = frozenset("""view view_as t transpose permute expand expand_as squeeze unsqueeze
 narrow select getitem split chunk unbind as_strided diagonal unfold movedim moveaxis
 swapaxes swapdims unflatten flatten reshape real imag T mT H mH split_with_sizes
-tensor_split hsplit vsplit dsplit alias conj adjoint view_as_real view_as_complex _neg_view""".split())
+tensor_split hsplit vsplit dsplit alias conj adjoint view_as_real view_as_complex
+_neg_view""".split())
 _FACTORY_NAMES = frozenset("""tensor as_tensor from_numpy zeros ones empty full rand randn randint
 randperm arange linspace logspace eye zeros_like ones_like empty_like full_like rand_like
 randn_like randint_like scalar_tensor normal""".split())

@@ -500,8 +500,9 @@ class Inspector(QWidget):
                       for g in step.grad_outputs or [] if g]
             named = inner_receivers(trace, step)
             if named:
-                lines += [f"gradient sent to {_tensor_name(trace, tid) if tid is not None else label}"
-                          f":\n  {format_summary(g, 300)}" for tid, label, g in named]
+                for tid, label, g in named:
+                    who = _tensor_name(trace, tid) if tid is not None else label
+                    lines.append(f"gradient sent to {who}:\n  {format_summary(g, 300)}")
             else:
                 lines += [f"gradient sent on:\n  {format_summary(g, 300)}"
                           for g in step.grad_inputs or [] if g]
