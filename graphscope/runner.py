@@ -254,6 +254,14 @@ class _RunSession:
         duration = (time.monotonic() - self._t_run) if self._t_run is not None else None
         if end is not None:
             return end
+        if not (self._stop_requested or self._timed_out or self._t_run is None):
+            # its pipes all closed without an End: given a moment to leave by itself.
+            # SIGTERM at once reached a worker whose snippet had closed its
+            # descriptors between its last write and its own exit with code 72, and
+            # the run read as "killed by SIGTERM" in two runs of six (robustness
+            # review). (Before the stop's check below: a Stop pressed meanwhile is
+            # a stop, not a crash: code review.)
+            w.wait_gone(_LEAVE_AFTER_EOF)
         if self._stop_requested or self._timed_out:
             # where it was (NOTE [where a stop found it] in capture/worker.py)
             line, tb = _fault_frames(fault.decode("utf-8", "replace"), run.filename)
@@ -270,12 +278,12 @@ class _RunSession:
             w.kill(grace=0.5)
             return _start_failure(_exit_text(w.proc.returncode), "".join(startup_log) + fault.decode("utf-8", "replace"))
         else:
-            # it closed its pipes: reap it to learn how it died. Given time to leave
-            # first: SIGTERM at once reached a worker whose snippet had closed its
-            # descriptors between its last write and its exit (code 72), and the
-            # run read as "killed by SIGTERM" in two runs of six (robustness review)
-            w.wait_gone(_LEAVE_AFTER_EOF)
-            w.kill(grace=1.0)
+            w.kill(grace=1.0)  # it closed its pipes: reap it to learn how it died
+            if w.proc.returncode is None:
+                # (another thread was ending it, and kill() returned at once: "worker
+                # did not exit" was said of a worker being killed: code review)
+                w.wait_gone(2.0)
+                w.proc.poll()
             if pending and w.proc.returncode == 0:
                 # a clean exit inside a frame: a length no message had (NOTE [frames])
                 return self._garbled(f"{len(pending):,} bytes of an unfinished frame at the end")

@@ -68,3 +68,13 @@ def decode_as_python(data: bytes) -> str:
     except (UnicodeDecodeError, LookupError):
         raise UnreadableSnippet(NOT_UTF8) from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def source_lines(text: str, keepends: bool = False) -> list:
+    """The lines of python source as python counts them: ended by \\n, \\r\\n or
+    \\r (as \\n with ``keepends``). ``str.splitlines`` also ends a line at
+    U+2028, U+2029, \\x0c, \\x1c-\\x1e and \\x85, which python's tokenizer reads
+    as characters of the line: with a U+2028 in a string on line 2, "It was
+    running line 5" named line 6's text (code review)."""
+    lines = io.StringIO(text, newline=None).readlines()
+    return lines if keepends else [ln[:-1] if ln.endswith("\n") else ln for ln in lines]

@@ -783,3 +783,23 @@ def test_the_snippet_sees_the_environment_python_gives_it(tmp_path):
     gs = subprocess.run([sys.executable, "-m", "graphscope", "trace", "env.py"], cwd=tmp_path,
                         env=env, capture_output=True, text=True, timeout=120)
     assert json.loads(gs.stdout)["stdout"] == plain.stdout, gs.stderr
+
+
+def test_a_line_separator_in_a_string_does_not_shift_the_lines_quoted():
+    """Python ends a source line at \\n, \\r\\n or \\r only; ``str.splitlines`` also at
+    U+2028 and others. The snippet's lines were registered for tracebacks with
+    it, and the lines GraphScope quotes counted with it: with U+2028 in a string
+    on line 2, a stop in a loop said "It was running line 5" of line 6's text
+    (code review). The traceback a snippet prints is python's, and the line an
+    error names is the one python names."""
+    from graphscope.model.diagnostics import line_text
+    from graphscope.snippet_source import source_lines
+    src = ('import traceback\ns = "a\u2028b\x0cc"\nimport torch\ntry:\n'
+           '    raise ValueError("here")\nexcept ValueError:\n    traceback.print_exc()\n'
+           'print(len(s))\n')
+    _out, err, _tr = alike_in_the_worker(src)
+    assert 'raise ValueError("here")' in err
+    tr = worker_trace(src + 'torch.ones(2).view(3)\n')
+    assert tr.error.line == 9
+    assert line_text(tr.source, 9) == "torch.ones(2).view(3)"
+    assert len(source_lines(src)) == 8 and len(src.splitlines()) == 10

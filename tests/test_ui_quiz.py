@@ -105,6 +105,11 @@ def test_reveal_marks_right_and_wrong_and_shows_explanation(panel, tmp_path, qtb
     panel.choose("A")
     assert panel.chosen == "B"
     assert not panel.hint_button.isEnabled() and not panel.reveal_button.isEnabled()
+    # ... and their keys, typed into the panel, do nothing (code review: R ran it again)
+    with qtbot.assertNotEmitted(panel.reveal_requested):
+        qtbot.keyClick(panel, Qt.Key_R)
+    qtbot.keyClick(panel, Qt.Key_H)
+    assert not panel.hint_label.isVisible()
     panel.set_scenario(s)                    # the question again: open again
     assert panel.hint_button.isEnabled() and panel.reveal_button.isEnabled()
 

@@ -65,3 +65,22 @@ def test_the_closed_speed_list_shows_each_speed_s_whole_name(qtbot, scale):
     box.setCurrentIndex(2)
     assert box.currentText() == "Normal (5/s)"
     assert box.displayed_text() == "Normal"
+
+
+def test_the_closed_speed_list_paints_the_name_alone(qtbot):
+    """Code review: the test above checked the text the box would paint, never the
+    painting. The box looks as Qt paints it when the item is the short name."""
+    from PySide6.QtWidgets import QApplication
+    from graphscope.ui.timeline_bar import TimelineBar
+    bar = TimelineBar()
+    qtbot.addWidget(bar)
+    bar.resize(700, bar.sizeHint().height())
+    bar.show()
+    box = bar.speed_box
+    box.setCurrentIndex(2)                     # "Normal (5/s)"
+    QApplication.processEvents()
+    shown = box.grab().toImage()
+    box.setItemText(2, "Normal")               # (Qt's own painting of the short name)
+    assert box.grab().toImage() == shown
+    box.setItemText(2, "Slow (2/s)")
+    assert box.grab().toImage() != shown

@@ -415,8 +415,20 @@ def test_a_banner_squeezed_below_its_words_scrolls_them_whole(qtbot, window):
     bar.setValue(bar.maximum())                            # the end of the fix reachable
     assert b.fix_label.mapTo(col.viewport(), b.fix_label.rect().bottomLeft()).y() \
         <= col.viewport().height()
+    capped = b.maximumHeight()
+    assert capped <= b.room() + 1
+    # a banner without a message ("Stopped") keeps no cap an earlier error set: it
+    # scrolled three lines in a window with room (code review)
+    b.hide()
+    w.resize(1600, 1000)
+    w.set_text_scale(1.0)
+    b.show_error("Stopped", "You stopped the snippet. " * 3)
+    qtbot.wait(50)
+    assert b.maximumHeight() > capped
+    qtbot.waitUntil(lambda: col.verticalScrollBar().maximum() == 0)   # all of it shown
     w.set_text_scale(1.0)
     w.resize(1600, 1000)
+    end = run_source(qtbot, w, INPLACE_SAVED)
     qtbot.waitUntil(lambda: not b.compact)
     qtbot.waitUntil(lambda: col.verticalScrollBar().maximum() == 0)   # room: no scrolling
 

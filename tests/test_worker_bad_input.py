@@ -226,3 +226,22 @@ def test_a_snippet_that_closes_every_descriptor_is_told_so_every_time():
             tr = run_to_trace(src, timeout=30, runner=r)
             assert tr.status == "crash" and tr.end.exit_code == 72, tr.error
             assert "lost the file descriptor GraphScope records through" in tr.error.message
+
+
+def test_a_stop_while_a_worker_with_closed_pipes_is_given_time_to_leave_is_a_stop():
+    """Code review: a Stop pressed while the runner gave a worker whose pipes had
+    all closed its second to leave ended the run as a crash ("killed by SIGTERM",
+    or "worker did not exit"), not as stopped."""
+    import time
+    from graphscope.runner import Runner
+    src = ("import os, time\nfor fd in range(0, 64):\n    try: os.close(fd)\n"
+           "    except OSError: pass\nwhile True:\n    time.sleep(0.01)\n")
+    with Runner(warm=True) as r:
+        for delay in (0.5, 0.8):
+            r.warm_ready(60)
+            r.start(src, "s.py", None, timeout=30)
+            time.sleep(delay)
+            session = r._session
+            r.stop()
+            r.wait(10)
+            assert session.end.status == "stopped", session.end

@@ -37,6 +37,7 @@ from graphscope.capture.process_exit import before_exit, free_module
 from graphscope.capture.recorder import Recorder
 from graphscope.capture.tensor_facts import no_subclass_dispatch
 from graphscope.capture.tracebacks import TRAMPOLINE, exc_key, without_our_frames
+from graphscope.snippet_source import source_lines
 
 
 _current = None   # the Recorder of the run going on, for on_fork_in_child
@@ -208,7 +209,7 @@ def on_fork_in_child() -> None:
 def _register_source(filename: str, source: str) -> None:
     # so tracebacks and warnings can show the snippet's lines, as for a real file
     # (a "<snippet>" too: linecache keeps an entry with mtime None as it is)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    linecache.cache[filename] = (len(source), None, source_lines(source, keepends=True), filename)
 
 
 def _flush(stream) -> None:

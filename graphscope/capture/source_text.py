@@ -10,6 +10,7 @@ import ast
 import io
 import linecache
 import tokenize
+from graphscope.snippet_source import source_lines
 
 
 def source_span(filename: str, l0: int, l1: int, c0: int, c1: int, starts=None):
@@ -36,7 +37,7 @@ def source_span(filename: str, l0: int, l1: int, c0: int, c1: int, starts=None):
     if l0 == l1:
         return " ".join(lines[0][c0:c1].decode("utf-8", "replace").split()) or None
     lines[0], lines[-1] = lines[0][c0:], lines[-1][:c1]
-    rows = b"".join(lines).decode("utf-8", "replace").splitlines()
+    rows = source_lines(b"".join(lines).decode("utf-8", "replace"))
     # Python's own reading of the text tells a comment from a '#' in a string;
     # read inside brackets, as the expression stands in its statement (alone, a
     # continuation line that dedents unevenly reads as an indentation error)

@@ -22,6 +22,7 @@ from typing import Optional
 
 from graphscope import protocol as P
 from graphscope.model.graph import Graph, build_graph, shape_text
+from graphscope.snippet_source import source_lines
 
 
 @dataclass
@@ -71,7 +72,7 @@ class _Context:
     def line_text(self, line) -> str:
         """The code on snippet line ``line``, without its comment (quoted in an
         explanation: ``b.mul_(2)``, not ``b.mul_(2)      # changes b ...``)."""
-        lines = self.trace.source.splitlines()
+        lines = source_lines(self.trace.source)
         if not (line and 0 < line <= len(lines)):
             return ""
         text = lines[line - 1]
@@ -126,7 +127,7 @@ def python_says(err, trace=None) -> bool:
     if line is not None:
         if any(c.line == line for c in (getattr(trace, "backward_calls", None) or [])):
             return False
-        lines = (getattr(trace, "source", "") or "").splitlines()
+        lines = source_lines(getattr(trace, "source", "") or "")
         if 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("raise"):
             return True
     t = getattr(builtins, err.type, None)
@@ -377,7 +378,7 @@ def _timeout(ctx: _Context) -> Diagnosis:
 def line_text(source: str, n) -> str:
     """Line ``n`` of ``source``, stripped, cut short and with no-break spaces, to
     quote it in a sentence ("" if there is none)."""
-    lines = (source or "").splitlines()
+    lines = source_lines(source or "")
     if not n or not 0 < n <= len(lines):
         return ""
     text = lines[n - 1].strip()

@@ -24,6 +24,7 @@ from typing import Optional
 
 from graphscope.model.graph import build_graph
 from graphscope.model.passes import passes_of
+from graphscope.snippet_source import source_lines
 
 # Op kinds that make inputs or read facts: where they happen says nothing about the
 # path the computation took, so the split point and loop counts ignore them.
@@ -116,7 +117,7 @@ def diff_passes(trace, a: int, b: int, graph=None) -> PassDiff:
     d.edges_only_a = [(s, t) for s, t in side_a.edges if (keys_a[s], keys_a[t]) not in ek_b]
     d.edges_only_b = [(s, t) for s, t in side_b.edges if (keys_b[s], keys_b[t]) not in ek_a]
 
-    lines = (trace.source or "").splitlines()
+    lines = source_lines(trace.source or "")
     d.branches = _branch_points(trace, pa, pb, ops, lines)
     d.divergence = _divergence(trace, kept_a, kept_b, ops, pa, pb, lines)
     if d.divergence and d.divergence.get("branch_line") is not None:

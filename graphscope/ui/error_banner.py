@@ -164,11 +164,15 @@ class ErrorBanner(QFrame):
             # splitter dragged): the room with it (code review)
             parent.installEventFilter(self)
             self._watched = parent
-        if self._fitting or self.isHidden() or not self._message:
+        if self._fitting:
+            return
+        # (lifted first: a banner without a message, "Stopped", kept the cap an
+        # earlier error had set, and scrolled in a window with room: code review)
+        self.setMaximumHeight(_NO_LIMIT)
+        if self.isHidden() or not self._message:
             return
         self._fitting = True
         try:
-            self.setMaximumHeight(_NO_LIMIT)
             self._set_compact(False)
             if not self._message_wanted and self._needed_height() > self.room():
                 self._set_compact(True)

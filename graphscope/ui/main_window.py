@@ -48,6 +48,7 @@ from graphscope.ui.run_controller import RunController
 from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 from graphscope.ui.window_cursor import CursorViews
+from graphscope.snippet_source import source_lines
 
 def _limit_text(seconds) -> str:
     """A time limit as the Run › Time limit menu says it."""
@@ -564,7 +565,7 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         # splitter took the excess from the editor, 70 px wide at the minimum size)
         total = self.width() if self.width() >= 300 else 800
         fm = self.editor.fontMetrics()
-        lines = self.editor.source().splitlines()
+        lines = source_lines(self.editor.source())
         # a line of thousands of characters (data pasted in) is scrolled to, not
         # wrapped: Qt's wrapping of one huge line is quadratic, and a 300 KB line
         # froze the window for 16 s at every open and theme change (robustness

@@ -332,7 +332,7 @@ class QuizPanel(QWidget):
         self.answer_chosen.emit(key)
 
     def show_hint(self):
-        if self.scenario is None or not getattr(self.scenario, "hint", ""):
+        if self.scenario is None or not getattr(self.scenario, "hint", "") or self.revealed:
             return
         self.hint_shown = True
         self.hint_label.setText(f"<b>Hint</b><br>{rich(self.scenario.hint)}")
@@ -342,9 +342,10 @@ class QuizPanel(QWidget):
     def reveal(self):
         """Mark the right option (and a wrong pick), show explanation, note and
         common mistakes, unhide output, count the score, and ask for a live run."""
-        if self.scenario is None:
+        if self.scenario is None or self.revealed:
+            # (done: H and R typed into the panel after Reveal ran the snippet again
+            # though the buttons were off: code review)
             return
-        first = not self.revealed
         self.revealed = True
         right = self.answer
         for b in self.buttons:
@@ -374,7 +375,7 @@ class QuizPanel(QWidget):
             items = "".join(f"<li>{rich(m)}</li>" for m in mistakes)
             self.mistakes_label.setText(f"<b>Common mistakes</b><ul>{items}</ul>")
             self.mistakes_label.show()
-        if first and self.chosen is not None:
+        if self.chosen is not None:
             self.score.record(str(self.scenario.id), self.chosen, self.chosen == right)
         self._update_score()
         self._set_output_hidden(False)

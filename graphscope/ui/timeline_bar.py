@@ -15,8 +15,8 @@ from bisect import bisect_left, bisect_right
 from typing import Sequence
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QIcon, QPainter, QPen, QPixmap,
-                           QPolygonF)
+from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QIcon, QPainter, QPalette, QPen,
+                           QPixmap, QPolygonF)
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStyle,
                                QStyleOptionComboBox, QStylePainter, QToolButton,
                                QVBoxLayout, QWidget)
@@ -538,8 +538,12 @@ class _SpeedBox(QComboBox):
     def displayed_text(self) -> str:
         return _speed_name(self.currentText())
 
-    def paintEvent(self, _event) -> None:
-        p = QStylePainter(self)
+    def paintEvent(self, event) -> None:
+        if self.displayed_text() == self.currentText():
+            super().paintEvent(event)
+            return
+        p = QStylePainter(self)      # (as QComboBox::paintEvent, but for the text)
+        p.setPen(self.palette().color(QPalette.ColorRole.Text))
         opt = QStyleOptionComboBox()
         self.initStyleOption(opt)
         opt.currentText = self.displayed_text()
