@@ -250,8 +250,12 @@ class QuizPanel(QWidget):
         self.explanation_label = QLabel(objectName="QuizExplanation", wordWrap=True)
         self.note_label = QLabel(objectName="QuizNote", wordWrap=True)
         self.mistakes_label = QLabel(objectName="QuizMistakes", wordWrap=True)
+        # the note ("What PyTorch really does") right under the verdict, before the
+        # Why: where the printed key is wrong, its Why said so "correctly" beside a
+        # RuntimeError on the graph, and the note correcting it was below the fold
+        # at 1280x720 (visual review)
         for w in (self.hidden_label, self.hint_label, self.result_label,
-                  self.explanation_label, self.note_label, self.mistakes_label):
+                  self.note_label, self.explanation_label, self.mistakes_label):
             w.setTextFormat(Qt.RichText)
             w.setTextInteractionFlags(Qt.TextSelectableByMouse)
             lay.addWidget(w)
