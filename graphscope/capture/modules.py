@@ -29,8 +29,6 @@ Tensor = torch.Tensor
 _MODULE_FILE = _module.Module._call_impl.__code__.co_filename
 
 
-
-
 class ModuleHooks:
     def __init__(self, recorder) -> None:
         self.r = recorder

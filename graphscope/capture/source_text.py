@@ -10,6 +10,7 @@ import ast
 import io
 import linecache
 import tokenize
+
 from graphscope.snippet_source import source_lines
 
 

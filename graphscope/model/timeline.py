@@ -196,7 +196,7 @@ class Timeline:
         self._retaining: list = []
         self._freed_at: dict[str, int] = {}      # graph node -> step its saved values were freed
         self._hook_spans: dict[int, list] = {}   # tensor id -> [[hook op, from step, to step]]
-        self._backward_steps = None              # phase(): (steps seen, backward step indices)
+        self._backward_steps: list[int] = []     # indices of the backward steps (phase())
 
     def refresh(self, follow: bool = False) -> int:
         with gc_paused():
@@ -281,6 +281,8 @@ class Timeline:
                 if nid is not None and nid not in self._freed_at:
                     self._freed_at[nid] = i
             delta = self._grad_changes(ev, op)
+        if step.kind != "op":
+            self._backward_steps.append(i)
         self.steps.append(step)
         self._seqs.append(ev.seq)
         self._deltas.append(delta)
@@ -609,11 +611,7 @@ class Timeline:
             # visual review). An in-place one is the update that failed
             # (w -= lr * w.grad outside no_grad): after backward (code review)
             return False
-        known = self._backward_steps
-        if known is None or known[0] != len(self.steps):
-            known = self._backward_steps = (len(self.steps), [
-                i for i, s in enumerate(self.steps) if s.kind.startswith("backward")])
-        bw = known[1]
+        bw = self._backward_steps
         focus = self.focus_at(cur.index)         # (None in a run of one pass)
         # in a loop: after the backward of this iteration's pass (its update), not the
         # next iteration's input, made before its forward
@@ -702,10 +700,7 @@ class Timeline:
                 dst = g.out_node.get((op.id, outs[k]))
                 if dst:
                     _put_grad(out, (onode, dst), s)
-        for tid, s in self._grad_targets(ev, op):
-            src = g.in_src.get((op.id, tid))
-            if src:
-                _put_grad(out, (src, onode), s)
+        self._along_inputs(out, op.id, self._grad_targets(ev, op))
         return out
 
     def _arriving_at_leaf(self, ev) -> dict:
@@ -739,23 +734,24 @@ class Timeline:
                 if op is None:
                     continue
                 host, targets = op.id, self._grad_targets(e, op)
-            if f"o{host}" not in g.nodes:
-                continue
-            for tid, s in targets:
-                src = g.in_src.get((host, tid)) if tid == ev.tensor else None
-                if src:
-                    _put_grad(out, (src, f"o{host}"), s)
+            if f"o{host}" in g.nodes:
+                self._along_inputs(out, host, [(t, s) for t, s in targets if t == ev.tensor])
         return out
 
     def _leaving_composite(self, ev, host: int) -> dict:
         """The edges from the composite op ``host``'s inputs that step ``ev`` (a Node
         inside it) sends gradients along."""
         out: dict = {}
-        for tid, s in self._inner_targets(ev):
+        self._along_inputs(out, host, self._inner_targets(ev))
+        return out
+
+    def _along_inputs(self, out: dict, host: int, targets) -> None:
+        """Each ``(tensor id, gradient)`` of ``targets`` on the edge from that input
+        of op ``host`` to it (inputs the graph does not draw are left out)."""
+        for tid, s in targets:
             src = self.graph.in_src.get((host, tid))
             if src:
                 _put_grad(out, (src, f"o{host}"), s)
-        return out
 
     def _inner_targets(self, ev) -> list:
         return [(t, s) for t, _, s in inner_receivers(self.trace, ev, self._node_tensor)

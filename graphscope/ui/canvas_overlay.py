@@ -259,8 +259,9 @@ class OverlayPainter:
         siblings: dict = {}     # a node -> (edge's middle y, chip's y) of its chips so far
         # (top to bottom: the first of two edges from one node takes its spot freely,
         # and the second keeps to its side of it)
-        chips = sorted(zip(labels, lit_order), key=lambda c: c[0][0].pointAtPercent(0.5).y())
-        for (path, text), own in chips:
+        chips = sorted(((path.pointAtPercent(0.5).y(), path, text, own)
+                        for (path, text), own in zip(labels, lit_order)), key=lambda c: c[0])
+        for mid_y, path, text, own in chips:
             cands, sides = [], []
             for tpos in (0.5, 0.3, 0.7):
                 pt = path.pointAtPercent(tpos)
@@ -274,7 +275,6 @@ class OverlayPainter:
             # that node's gradient (welcome at a projector: w's chip beside x); and
             # the chips of two edges from one node keep the edges' order (the
             # shared weight's two paths: visual review)
-            mid_y = path.pointAtPercent(0.5).y()
             box = self._place_label(p, cands, sides, text, chip_obstacles, placed, bounds,
                                     scale,
                                     lines=[(b, segs) for key, b, segs in lines if key != own],

@@ -436,7 +436,7 @@ class Classroom(QObject):
             a.setVisible(key is not None or i < 4)   # (the menu lists the options there are)
         for a, k in zip(self.letter_actions, OPTION_KEYS):
             a.setEnabled(open_ and self.quiz.key_for_letter(k) is not None)
-        self.hint_action.setEnabled(open_ and self.quiz.hint_button.isEnabled())
+        self.hint_action.setEnabled(open_ and bool(getattr(self.quiz.scenario, "hint", "")))
         self.reveal_action.setEnabled(open_)
 
     # -- presentation ------------------------------------------------------------

@@ -245,12 +245,12 @@ class Console(QPlainTextEdit):
             for i in range(lo, hi):
                 o = self._outputs[i]
                 f = self._fmt(o)
-                if run and (f is not fmt or self._cr or "\r" in o.text):
+                alone = self._cr or "\r" in o.text   # (it may go back over the line)
+                if run and (f is not fmt or alone):
                     flush()
                     size = 0
                 fmt = f
-                if self._cr or "\r" in o.text:
-                    # (it may go back over the line: written alone)
+                if alone:
                     self._write(cur, o.text, f)
                     self._mark(i + 1, cur.position(), self._col, self._cr)
                     continue

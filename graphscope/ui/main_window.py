@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, Q
 from graphscope import protocol as P
 from graphscope.model.diagnostics import line_text, python_says
 from graphscope.model.summary import counted
+from graphscope.snippet_source import source_lines
 from graphscope.ui import theme as themes
 from graphscope.ui.console import Console
 from graphscope.ui.end_status import END_STATUS, end_status, playback_note
@@ -48,7 +49,6 @@ from graphscope.ui.run_controller import RunController
 from graphscope.ui.snippet_files import NEW_SNIPPET, SnippetFiles
 from graphscope.ui.timeline_bar import TimelineBar, control_icon
 from graphscope.ui.window_cursor import CursorViews
-from graphscope.snippet_source import source_lines
 
 def _limit_text(seconds) -> str:
     """A time limit as the Run › Time limit menu says it."""

@@ -5,7 +5,6 @@ mixin of ``MainWindow``: it uses the window's ``live`` run, its widgets
 ``problems``) and its play timer."""
 from __future__ import annotations
 
-
 import dataclasses
 from typing import Optional
 
