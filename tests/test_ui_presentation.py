@@ -131,6 +131,29 @@ def test_one_text_scale_for_every_part(window, folder, qtbot):
     assert p.scale == 1.0 and parts() == before
 
 
+def test_bigger_text_in_a_small_window_says_what_it_shows(window, folder, qtbot):
+    """Every part (the quiz too) takes the window's room for text (main_window
+    NOTE [text room]); the slider stays where it was put, and its label says the
+    size shown, with a tooltip saying why."""
+    c = install_classroom(window, args(scenario="one", scenarios=str(folder)))
+    window.show()
+    window.resize(1024, 768)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    p = c.presentation
+    p.set_scale(4.0)
+    room = window.text_scale_room()
+    assert room == pytest.approx(1.6)
+    assert window.text_scale == pytest.approx(room)
+    assert c.quiz._scale == pytest.approx(room)
+    label = c.scale_slider.value_label
+    assert c.scale_slider.slider.value() == 400
+    assert label.text() == f"{round(100 * room / p.factor() * 4.0)}%" == "160%"
+    assert "room for 160%" in label.toolTip()
+    window.resize(2600, 1700)
+    qtbot.waitUntil(lambda: label.text() == "400%", timeout=3000)
+    assert label.toolTip() == "" and c.quiz._scale == pytest.approx(4.0)
+
+
 def test_b_blanks_and_themes_switch(window, folder, qtbot):
     c = install_classroom(window, args(scenario="one", scenarios=str(folder), presentation=True))
     window.show()

@@ -245,7 +245,35 @@ def test_the_biggest_text_still_fits_a_1280_px_projector(qtbot, window):
     buttons, position and speed grew with the text (robustness review). They stop
     at twice their size; the window fits a 1280 px projector at every size."""
     w = window
+    w.resize(2600, 1700)              # room for 400% (main_window NOTE [text room])
     for f in (1.0, 2.0, 3.0, 4.0):
         w.set_text_scale(f)
         qtbot.wait(10)
+        assert w.text_scale == f
         assert w.minimumSizeHint().width() <= 1280, f
+
+
+def test_bigger_text_takes_the_room_the_window_has_and_no_more(qtbot, window):
+    """At 1024x600 and 400% the menu, toolbar, timeline and status left the graph
+    no height and the editor four letters: the scale applied is what the window has
+    room for, and the one asked for comes back in a bigger window."""
+    w = window
+    run(qtbot, w, "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                  "loss = (x * 3).sum()\nloss.backward()\n")
+    w.resize(1024, 600)
+    qtbot.waitUntil(lambda: w.width() == 1024)
+    w.set_text_scale(4.0)
+    qtbot.wait(200)
+    assert w.text_scale == pytest.approx(1.5)           # 600 px: 400 px a 100%
+    assert w.asked_text_scale[0] == 4.0
+    assert w.canvas.height() >= 120, w.canvas.height()
+    char = w.editor.fontMetrics().horizontalAdvance("x")
+    assert w.editor.viewport().width() >= 10 * char, (w.editor.viewport().width(), char)
+    w.resize(1920, 1080)
+    qtbot.waitUntil(lambda: w.text_scale == pytest.approx(2.7), timeout=3000)
+    w.resize(2600, 1700)
+    qtbot.waitUntil(lambda: w.text_scale == 4.0, timeout=3000)
+    w.resize(1024, 600)
+    qtbot.waitUntil(lambda: w.text_scale == pytest.approx(1.5), timeout=3000)
+    w.set_text_scale(1.2)                               # what fits is applied as asked
+    assert w.text_scale == pytest.approx(1.2)

@@ -224,6 +224,8 @@ class Classroom(QObject):
         p.scale_targets += [lambda f, m: w.set_text_scale(f, p.scale),
                             self.quiz.set_text_scale, self.browser.set_text_scale,
                             self.lesson_bar.set_text_scale]
+        # a resize that changes the window's room for text scales every part again
+        w.on_text_room_changed = p.apply_scale
         p.theme_targets += [w.set_theme, self.apply_theme]
         p.spotlight_targets.append(self._spotlight_for_presentation)
         p.step_forward, p.step_back = w.step_forward, w.step_back

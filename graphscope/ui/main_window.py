@@ -66,6 +66,14 @@ HIDDEN_CONSOLE = ("Output is hidden until Reveal (R):\n"
 __all__ = ["MainWindow", "END_STATUS", "end_status"]
 
 
+# NOTE [text room]: Bigger text goes to 400%, but the window's fixed rows (menu,
+# toolbar, timeline, tab bars, status) grow with it: at 1024x600 and 400% they
+# left the graph and the console no height at all and the editor four letters
+# wide. The scale applied is capped by the window's size: 300 px of height and
+# 480 px of width for each 100% (1024x600: 200%, 1280x720: 240%, 1920x1080:
+# 360%); the scale asked for is kept and comes back in a bigger window.
+TEXT_SCALE_MAX = 4.0
+ROOM_PX_HIGH, ROOM_PX_WIDE = 400, 640
 MIN_WINDOW = (640, 420)   # NOTE [a window that keeps its size]
 
 
@@ -86,6 +94,16 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
         self.display_name = "untitled.py"
         self.live: Optional[LiveRun] = None
         self.text_scale = 1.0
+        self.asked_text_scale: tuple[float, Optional[float]] = (1.0, None)
+        # called when a resize changes the scale the window has room for; the
+        # presentation controller puts its own here (it scales its panels too)
+        self.on_text_room_changed: Callable[[], None] = \
+            lambda: self.set_text_scale(*self.asked_text_scale)
+        self._room_at_scale = TEXT_SCALE_MAX   # text_scale_room() when last scaled
+        self._room_timer = QTimer(self)
+        self._room_timer.setSingleShot(True)
+        self._room_timer.setInterval(120)
+        self._room_timer.timeout.connect(lambda: self.on_text_room_changed())
         self.theme = themes.get_theme(theme)
         self.speed = 5.0                      # steps per second while playing; 0 = instant
         self.last_message: Optional[tuple[str, str]] = None   # (title, text) of the last message box
@@ -517,11 +535,27 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
             a.setIcon(control_icon(kind, t.text))
         self._refresh_problems()
 
+    def text_scale_room(self) -> float:
+        """The biggest text scale this window's size leaves usable (NOTE [text room])."""
+        w, h = self.width(), self.height()
+        if w < 300 or h < 200:           # not laid out yet: no cap to speak of
+            return TEXT_SCALE_MAX
+        return max(1.0, min(TEXT_SCALE_MAX, w / ROOM_PX_WIDE, h / ROOM_PX_HIGH))
+
+    def _fitted_scale(self, f: float) -> float:
+        return max(0.6, min(TEXT_SCALE_MAX, float(f), self.text_scale_room()))
+
     def set_text_scale(self, f: float, reading: float | None = None) -> None:
         """Scale every text in the window together (presentation mode's one control).
         ``reading``: the size the user chose, when ``f`` has a mode's boost in it
-        (the graph's auto view keeps its labels that much bigger on screen)."""
-        f = max(0.6, min(4.0, float(f)))
+        (the graph's auto view keeps its labels that much bigger on screen).
+        The scale applied is at most what the window has room for
+        (``text_scale_room``); the one asked for is kept for a bigger window."""
+        self.asked_text_scale = (float(f), reading)
+        self._room_at_scale = self.text_scale_room()
+        f = self._fitted_scale(f)
+        if reading is not None:
+            reading = min(float(reading), f)
         self.text_scale = f
         self.setStyleSheet(themes.stylesheet(self.theme, f))
         for w in (self.editor, self.console, self.problems, self.inspector, self.banner,
@@ -606,6 +640,12 @@ class MainWindow(SnippetFiles, CursorViews, QMainWindow):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        room, was = self.text_scale_room(), self._room_at_scale
+        if abs(room - was) > 1e-6 and (room < self.text_scale - 1e-6
+                                       or self.text_scale >= was - 1e-6):
+            # the scale no longer fits, or it was the old room's cap: scale again
+            # once the drag settles (a restyle of the whole window takes ~0.1 s)
+            self._room_timer.start()
         if not getattr(self, "_sized_once", False) and self.isVisible():
             self._sized_once = True
             self._fit_editor_width()

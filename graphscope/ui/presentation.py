@@ -112,6 +112,7 @@ class PresentationController(QObject):
 
     active_changed = Signal(bool)
     scale_changed = Signal(float)
+    fitted_changed = Signal(float)   # the user's scale the window had room for
     theme_changed = Signal(str)
     blank_changed = Signal(bool)
 
@@ -120,6 +121,7 @@ class PresentationController(QObject):
         self.window = window
         self.active = False
         self.scale = 1.0
+        self.fitted_scale = 1.0    # ``scale``, or less where the window has no room
         self.theme = "light"
         self.blanked = False
         self.scale_targets: list[Callable[[float, int], None]] = []
@@ -163,6 +165,17 @@ class PresentationController(QObject):
 
     def apply_scale(self):
         f, m = self.factor(), self.min_px()
+        room = getattr(self.window, "text_scale_room", None)
+        fitted = self.scale
+        if room is not None and f > room():
+            # the window has no room for it (main_window NOTE [text room]): every
+            # part gets the window's cap, the smallest text shrinking alike
+            fitted = self.scale * room() / f
+            m = max(1, round(m * room() / f))
+            f = room()
+        if abs(fitted - self.fitted_scale) > 1e-9:
+            self.fitted_scale = fitted
+            self.fitted_changed.emit(fitted)
         for target in self.scale_targets:
             target(f, m)
 
@@ -304,9 +317,18 @@ class ScaleSlider(QWidget):
         self._sync(controller.scale)
         self.slider.valueChanged.connect(lambda v: controller.set_scale(v / 100))
         controller.scale_changed.connect(self._sync)
+        controller.fitted_changed.connect(lambda _f: self._sync(controller.scale))
 
     def _sync(self, scale: float):
         self.slider.blockSignals(True)
         self.slider.setValue(round(scale * 100))
         self.slider.blockSignals(False)
-        self.value_label.setText(f"{round(scale * 100)}%")
+        # the label says the size shown; where the window had no room for the
+        # size asked (main_window NOTE [text room]) the tooltip says so
+        shown = min(scale, self.controller.fitted_scale)
+        self.value_label.setText(f"{round(shown * 100)}%")
+        tip = "" if round(shown * 100) >= round(scale * 100) else (
+            f"Asked for {round(scale * 100)}%: this window has room for {round(shown * 100)}%."
+            " A bigger window (or full screen) shows text bigger.")
+        for w in (self.value_label, self.slider):
+            w.setToolTip(tip)
