@@ -69,9 +69,11 @@ __all__ = ["MainWindow", "END_STATUS", "end_status"]
 # NOTE [text room]: Bigger text goes to 400%, but the window's fixed rows (menu,
 # toolbar, timeline, tab bars, status) grow with it: at 1024x600 and 400% they
 # left the graph and the console no height at all and the editor four letters
-# wide. The scale applied is capped by the window's size: 300 px of height and
-# 480 px of width for each 100% (1024x600: 200%, 1280x720: 240%, 1920x1080:
-# 360%); the scale asked for is kept and comes back in a bigger window.
+# wide. The scale applied is capped by the window's size: 400 px of height and
+# 640 px of width for each 100% (1024x600: 150%, 1280x720: 180%, 1920x1080:
+# 270%; at 300 px and 480 px, 1280x720 at 240% left the graph 150 px of height
+# and the editor six letters); the scale asked for is kept and comes back in a
+# bigger window. Never below 100%: that is the window's own size.
 TEXT_SCALE_MAX = 4.0
 ROOM_PX_HIGH, ROOM_PX_WIDE = 400, 640
 MIN_WINDOW = (640, 420)   # NOTE [a window that keeps its size]
