@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from capture_helpers import capture, plain_stdout
+from capture_helpers import capture, plain_stdout, worker_trace
 
 
 def steps_of(tr, call):
@@ -349,3 +349,25 @@ def test_the_timeline_knows_from_which_step_a_node_is_freed():
     run = tl.steps[step]
     assert run.kind == "backward" and tr.backward[run.backward].call == 1
     assert step > next(s.index for s in tl.steps if s.kind == "backward_call" and s.call == 1)
+
+
+def test_backward_on_a_leaf_itself_is_one_accumulate_grad_step():
+    """x.backward(v) on a leaf runs its AccumulateGrad: the node read for the hooks
+    was let go before the call and the engine ran a new one, unhooked, so the call
+    had no step and the next call's .grad before came from nowhere (capture review;
+    seen in the worker, where nothing else held the node)."""
+    tr = worker_trace("""
+        import torch
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        x.backward(torch.tensor([3.0, 4.0]))
+        (x * 2).sum().backward()
+        print(x.grad)
+        """)
+    assert tr.stdout == "tensor([5., 6.])\n"
+    first = steps_of(tr, 0)
+    assert [s.grad_fn for s in first] == ["AccumulateGrad"]
+    assert first[0].tensor == tr.tensor_by_name("x").id
+    assert first[0].grad_before is None and first[0].grad_after["value"] == [3.0, 4.0]
+    acc = [s for s in steps_of(tr, 1) if s.grad_fn == "AccumulateGrad"]
+    assert acc[0].grad_before["value"] == [3.0, 4.0]
+    assert acc[0].grad_after["value"] == [5.0, 6.0]

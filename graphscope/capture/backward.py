@@ -111,8 +111,9 @@ class BackwardTracer:
         self.running += 1
         try:
             with no_subclass_dispatch():
-                leaves = self._hook_graph(call_id, roots, befores, bool(retain))
+                leaves, held = self._hook_graph(call_id, roots, befores, bool(retain))
             result = call_as_caller(func, args, kwargs)
+            del held
         except BaseException as e:
             if r.failed is None or r.failed[0] != exc_key(e):
                 r.failed = (exc_key(e), None, root_ids[0] if root_ids else None, None)
@@ -174,7 +175,7 @@ class BackwardTracer:
     # and the leaves to their new ``.grad``), owning those nodes as a composite op owns its
     # inner ones (NOTE [composite ops]): a second pass through them is stepped
     # inside it, and the picture shows dy made from y and x.
-    def _hook_graph(self, call_id, roots, befores, retain: bool = True) -> list:
+    def _hook_graph(self, call_id, roots, befores, retain: bool = True) -> tuple[list, list]:
         """Put a post hook on every Node reachable from the roots (and a prehook
         on AccumulateGrad nodes).
 
@@ -184,6 +185,7 @@ class BackwardTracer:
         itself only summarises gradients.
         """
         stack = []
+        held = []          # root leaves' AccumulateGrad nodes, kept through the call
         for t in roots:
             node = t.grad_fn
             if node is None and t.requires_grad:
@@ -191,6 +193,11 @@ class BackwardTracer:
                     node = get_gradient_edge(t).node
                 except Exception:
                     node = None
+                else:
+                    # a leaf's AccumulateGrad lives only while something holds
+                    # it: let go before the call, the engine made a new one
+                    # without the hooks (x.backward(v) on a leaf: no step)
+                    held.append(node)
             if node is not None:
                 stack.append(node)
         infos: dict = {}   # id(node) -> its node_info, read once per node in this walk
@@ -264,7 +271,7 @@ class BackwardTracer:
 
             handles.append(node.register_hook(post))
         del keep
-        return leaves
+        return leaves, held
 
     def _node_info(self, node) -> list:
         """[forward op, tensor, node id, hooked in this walk, is AccumulateGrad,
