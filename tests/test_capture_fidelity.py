@@ -803,3 +803,34 @@ def test_a_line_separator_in_a_string_does_not_shift_the_lines_quoted():
     assert tr.error.line == 9
     assert line_text(tr.source, 9) == "torch.ones(2).view(3)"
     assert len(source_lines(src)) == 8 and len(src.splitlines()) == 10
+
+
+def test_a_loaded_or_unpickled_tensor_has_its_shape_and_values():
+    """torch.load and pickle.loads rebuild a tensor as torch.empty((0,)) then set_
+    onto the data (unseen by the mode): the loaded weight was recorded as an
+    ``empty`` op of shape [0] and value [] (NOTE [unpickled tensors])."""
+    import torch
+    tr = worker_trace("""
+        import io, pickle
+        import torch
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 2)
+        buf = io.BytesIO()
+        torch.save(m.state_dict(), buf)
+        buf.seek(0)
+        sd = torch.load(buf)
+        w = sd["weight"] * 1
+        p = pickle.loads(pickle.dumps(torch.tensor([1.0, 2.0], requires_grad=True)))
+        q = p * 3
+        print(p.requires_grad, q.grad_fn.name())
+        """)
+    torch.manual_seed(0)
+    want = torch.nn.Linear(3, 2).weight.tolist()
+    mul = [o for o in tr.ops if o.name == "mul"]
+    w_in = tr.tensors[mul[0].inputs[0]]
+    assert w_in.shape == [2, 3] and w_in.value == want
+    p_in = tr.tensors[mul[1].inputs[0]]
+    assert p_in.shape == [2] and p_in.value == [1.0, 2.0] and p_in.requires_grad
+    assert not [o for o in tr.ops if o.name == "empty" and o.line in (9, 11)]
+    assert not [o for o in tr.ops if o.name == "requires_grad"]
+    assert tr.stdout == "True MulBackward0\n"

@@ -198,6 +198,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
             f = getattr(_TB, name, None)
             if f is not None:
                 sp[f] = Recorder._branch
+        sp[torch.empty] = Recorder._empty            # NOTE [unpickled tensors]
         sp[torch.Tensor.backward] = Recorder._backward
         sp[torch.autograd.grad] = Recorder._backward
         sp[torch.autograd.backward] = Recorder._backward

@@ -1,7 +1,8 @@
 """The torch calls the recorder treats as more than an op: reads and writes of
 ``.grad``, ``requires_grad`` and ``.data``, the view getters (``.T``,
 ``.real``), the reads that hand a tensor's value to Python (``bool``,
-``.item()``: Branch messages) and the backward calls. A mixin of
+``.item()``: Branch messages), the backward calls, and ``torch.empty`` where
+the unpickler calls it. A mixin of
 ``Recorder`` (recorder.py), whose ``_build_special`` table sends those
 callables here."""
 from __future__ import annotations
@@ -28,7 +29,24 @@ def _as_text(v):
     return [_as_text(x) for x in v] if isinstance(v, list) else str(v)
 
 
+# NOTE [unpickled tensors]: pickle.loads and torch.load rebuild a
+# tensor as ``torch.empty((0,))`` and then ``set_`` onto the stored data, a
+# call no TorchFunctionMode sees. Recorded, the empty tensor was the one the
+# snippet got: sd["weight"] was an ``empty`` op of shape [0] with value []
+# (capture review). The empty call made there is the unpickler's, not the
+# snippet's: it is left out (and so is the ``requires_grad`` the rebuild then
+# sets), and the tensor is first seen, with its shape and values, where the
+# snippet uses it (as a tensor from numpy is).
+_REBUILDS = frozenset({torch._utils._rebuild_tensor.__code__,
+                       torch._utils._rebuild_tensor_v2.__code__})
+
+
 class SpecialCalls:
+    def _empty(self, func, args, kwargs):
+        if sys._getframe(2).f_code in _REBUILDS:   # (2: this, __torch_function__)
+            return call_as_caller(func, args, kwargs)
+        return self._call(func, args, kwargs)
+
     def _grad_read(self, func, args, kwargs):
         """An optimizer reads each ``.grad`` two or three times a step, so this is
         a hot path: one frame walk finds both the caller and the snippet frame
@@ -74,6 +92,8 @@ class SpecialCalls:
         return result
 
     def _requires_grad_set(self, func, args, kwargs):
+        if sys._getframe(2).f_code in _REBUILDS:   # NOTE [unpickled tensors]
+            return call_as_caller(func, args, kwargs)
         grad_enabled = _is_grad_enabled()
         result = func(*args, **kwargs)
         t = args[0]
