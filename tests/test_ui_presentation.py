@@ -893,3 +893,80 @@ def test_the_current_node_s_glow_keeps_off_a_neighbour_and_its_tags(window, qtbo
         return max(abs(a.red() - b.red()), abs(a.green() - b.green()),
                    abs(a.blue() - b.blue())) > 8
     assert not [k for k in free if far(after[k], before[k])]
+
+
+def test_a_focused_list_keeps_its_keys(window, folder, qtbot):
+    """Left, Home and N in the scenario browser (and Home in the Problems list)
+    stepped the timeline or moved the lesson instead of moving in the list (GUI
+    review; NOTE [a list keeps its keys])."""
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    window.show()
+    window.set_speed(0)
+    with qtbot.waitSignal(window.run_finished, timeout=60000):
+        window.run()
+    window.step_last()
+    end = window.cursor()
+    assert end > 2
+    c.browser_dock.show()
+    tree = c.browser.tree
+    window.activateWindow()
+    tree.setFocus()
+    qtbot.waitUntil(tree.hasFocus)
+    cat = next(tree.topLevelItem(i) for i in range(tree.topLevelItemCount())
+               if tree.topLevelItem(i).childCount())
+    tree.setCurrentItem(cat)
+    cat.setExpanded(True)
+    qtbot.keyClick(tree, Qt.Key_Left)          # the list's: the category closes
+    assert not cat.isExpanded() and window.cursor() == end
+    qtbot.keyClick(tree, Qt.Key_Home)          # the list's first row, not step 1
+    assert tree.currentItem() is tree.topLevelItem(0) and window.cursor() == end
+    at = c.walker.index
+    qtbot.keyClick(tree, Qt.Key_N)             # type-to-find, not the lesson's Next
+    assert c.walker.index == at and window.cursor() == end
+    window.bottom_tabs.setCurrentWidget(window.problems)
+    window.problems.setFocus()
+    qtbot.waitUntil(window.problems.hasFocus)
+    qtbot.keyClick(window.problems, Qt.Key_Home)
+    assert window.cursor() == end
+    window.canvas.setFocus()                   # elsewhere the keys are the window's
+    qtbot.waitUntil(window.canvas.hasFocus)
+    qtbot.keyClick(window.canvas, Qt.Key_Home)
+    assert window.cursor() == 0
+
+
+def test_the_student_s_own_file_over_a_lesson_is_not_counted_as_its_scenario(
+        window, folder, qtbot, tmp_path):
+    """The lesson bar said "2 / 3" over a file the student opened (GUI review)."""
+    c = install_classroom(window, args(scenarios=str(folder),
+                                       lesson=str(folder / "lessons" / "l.toml")))
+    c.next_scenario()
+    assert c.lesson_bar.progress_label.text() == "2 / 3"
+    mine = tmp_path / "mine.py"
+    mine.write_text("print(1)\n")
+    assert window.open_file(mine) and c.scenario is None
+    assert c.lesson_bar.progress_label.text() == "\u2013 / 3"
+    assert "Next goes on from 2" in c.lesson_bar.progress_label.toolTip()
+    c.next_scenario()
+    assert c.scenario.id == "three" and c.lesson_bar.progress_label.text() == "3 / 3"
+
+
+def test_reload_keeps_the_teacher_s_copy_the_lesson_no_longer_lists(window, qtbot, tmp_path):
+    """A teacher's copy of a bundled scenario, dropped from the lesson, was replaced
+    on Reload by the bundled scenario of that id (GUI review)."""
+    import shutil
+    from graphscope import scenarios as _scn
+    d = tmp_path / "course"
+    (d / "lessons").mkdir(parents=True)
+    for n in ("detach", "backward-twice"):
+        shutil.copy(_scn.bundled_dir() / f"{n}.toml", d / f"{n}.toml")
+    mine = d / "backward-twice.toml"
+    mine.write_text(mine.read_text().replace('title = "', 'title = "TEACHER ', 1))
+    lesson = d / "lessons" / "l.toml"
+    lesson.write_text('title = "L"\nscenarios = ["detach", "backward-twice"]\n')
+    c = install_classroom(window, args(lesson=str(lesson)))
+    c.next_scenario()
+    assert c.scenario.title.startswith("TEACHER")
+    lesson.write_text('title = "L"\nscenarios = ["detach"]\n')
+    c.reload()
+    assert c.scenario.path == mine and c.scenario.title.startswith("TEACHER")

@@ -414,6 +414,11 @@ class Classroom(QObject):
         self.window.canvas.empty_hint = ""
         self.quiz.set_scenario(None)      # output shown again (output_hidden_changed)
         self._update_quiz_actions()
+        # the bar said "2 / 10" over the student's own file (GUI review): what is
+        # on screen is not the lesson's, as for a scenario from outside it
+        if self.walker.scenarios:
+            self.walker.away = True
+            self.lesson_bar.refresh()
 
     # -- quiz ------------------------------------------------------------------
     def _on_reveal(self, scenario):
@@ -543,7 +548,10 @@ class Classroom(QObject):
             # loads keeps its old copies, and the edited file was not shown: code review)
             fresh = next((s for s in walker.scenarios if s.id == current), None) \
                 if reloaded and not walker.away else None
-            fresh = fresh or self.browser.find(current) or _scn.find(current, self._folders())
+            # then its own file read again: a teacher's copy the lesson no longer
+            # lists was replaced by the bundled scenario of that id (GUI review)
+            fresh = fresh or self._reread(self.scenario) or self.browser.find(current) \
+                or _scn.find(current, self._folders())
             if fresh is not None:
                 self.open_scenario(fresh)     # (asks first if its snippet was edited)
         n, k = len(self.browser.scenarios), len(self.browser.folders)
@@ -553,6 +561,17 @@ class Classroom(QObject):
         if problems:
             msg += f"; {counted(len(problems), 'problem')} (see the Scenarios panel)"
         self.window.set_status(msg + ".", error=bool(problems))
+
+    @staticmethod
+    def _reread(scenario):
+        """``scenario`` read again from its file, or None (gone, or now broken:
+        the browser's copy or another folder's then)."""
+        path = getattr(scenario, "path", None)
+        try:
+            fresh = _scn.load_file(path) if path is not None else None
+        except Exception:
+            return None
+        return fresh if fresh is not None and fresh.id == scenario.id else None
 
     def open_lesson_dialog(self):
         # beside the teacher's own scenarios when a folder is open, else the bundled ones

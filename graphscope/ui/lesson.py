@@ -234,7 +234,7 @@ class LessonBar(QWidget):
         self.title_label.setToolTip(w.description)
         self.progress_label.setText(w.progress_text())
         self.progress_label.setToolTip(
-            f"The scenario on screen is not in the lesson; Next goes on from {w.index + 1}"
+            f"What is on screen is not in the lesson; Next goes on from {w.index + 1}"
             if w.away and w.scenarios else "")
         self.prev_button.setEnabled(w.can_previous())
         self.next_button.setEnabled(w.can_next())

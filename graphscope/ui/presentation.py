@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QLabel, QLineEdit
                                QPlainTextEdit, QSlider, QTextEdit, QWidget)
 
 from graphscope.ui import theme as _theme
+from graphscope.ui.list_keys import KeepsListKeys
 
 NORMAL_PX = 14             # body text of the classroom widgets at scale 1
 PRESENTATION_MIN_PX = 18   # NOTE [no small print]
@@ -260,7 +261,8 @@ class PresentationController(QObject):
             return False
         if not self.active:
             return False
-        typing = _is_text_input(focus)
+        # (a focused list keeps its arrows too: NOTE [a list keeps its keys])
+        typing = _is_text_input(focus) or isinstance(focus, KeepsListKeys)
         forward = key == Qt.Key_PageDown or (not typing and key in (Qt.Key_Right, Qt.Key_Down, Qt.Key_Space))
         back = key == Qt.Key_PageUp or (not typing and key in (Qt.Key_Left, Qt.Key_Up))
         if forward and self.step_forward:

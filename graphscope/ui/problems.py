@@ -8,6 +8,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
+from graphscope.ui.list_keys import KeepsListKeys
+
 SEVERITY_MARK = {"error": "\u2716", "warning": "\u26a0", "info": "\u2139"}
 
 
@@ -36,8 +38,9 @@ def row_from(problem) -> ProblemRow:
     return ProblemRow(sev, text, getattr(problem, "line", None), list(ids))
 
 
-class ProblemsList(QListWidget):
-    """List of ProblemRow; ``problem_activated(line, node_ids)`` on click."""
+class ProblemsList(KeepsListKeys, QListWidget):
+    """List of ProblemRow; ``problem_activated(line, node_ids)`` on click. Its keys
+    are its own while it has the focus (NOTE [a list keeps its keys])."""
 
     problem_activated = Signal(object, list)
 

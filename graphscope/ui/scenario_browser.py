@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLin
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from graphscope import scenarios as _scn
+from graphscope.ui.list_keys import KeepsListKeys
 from graphscope.ui.presentation import NORMAL_PX
 
 ALL = "All"
@@ -51,9 +52,10 @@ def matches(scenario, text: str) -> bool:
 NARROW_TREE = 240   # px: below, the tree shows titles alone (ScenarioBrowser._rewrap)
 
 
-class _Tree(QTreeWidget):
+class _Tree(KeepsListKeys, QTreeWidget):
     """Long titles wrap onto a second line rather than being cut to "Static capture
-    of…". (Enter and a double-click open the current scenario: Qt's itemActivated.)"""
+    of…". (Enter and a double-click open the current scenario: Qt's itemActivated.)
+    Its keys are its own while it has the focus (NOTE [a list keeps its keys])."""
     resized = Signal()
 
     def resizeEvent(self, e):
