@@ -40,7 +40,7 @@ def test_non_scalar_backward():
         y = x * 2
         y.backward()
     """)
-    assert d.kind == "non_scalar" and "shape 3" in d.text
+    assert d.kind == "non_scalar" and "has shape (3,)" in d.text   # as PyTorch writes it
     assert "y.sum().backward()" in d.fix and "ones_like(y)" in d.fix
     assert d.line == 4 and d.node_ids == [f"t{tr.tensor_by_name('y').id}"]
 
@@ -245,3 +245,21 @@ def test_two_plain_leaves_a_backward_needed_are_one_row_saying_one_is_enough():
     assert len(rows) == 1
     assert "w and x were created" in rows[0].message and "usually not the data" in rows[0].message
     assert len(rows[0].node_ids) == 2
+
+
+def test_fx_refusing_a_branch_is_explained():
+    """The generic words said "the graph shows everything the run did" over an
+    empty graph (visual review of static-fx-branch)."""
+    tr, d = _diag("""
+        import torch
+        import torch.fx
+
+        def f(x):
+            if x.sum() > 0:
+                return x * 2
+            return x - 10
+
+        torch.fx.symbolic_trace(f)
+    """)
+    assert tr.error.type == "TraceError"
+    assert d.kind == "symbolic_branch" and "stand-ins" in d.text and "concrete_args" in d.fix

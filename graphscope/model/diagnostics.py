@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from graphscope import protocol as P
-from graphscope.model.graph import Graph, build_graph, shape_text
+from graphscope.model.graph import Graph, build_graph
 from graphscope.snippet_source import source_lines
 
 
@@ -189,7 +189,9 @@ def _non_scalar(ctx: _Context) -> Diagnosis:
     root = ctx.root()
     info = ctx.trace.tensors.get(root) if root is not None else None
     name = ctx.name(root) if root is not None else "the tensor"
-    shape = f" has shape {shape_text(info.shape)}" if info is not None else " is not a single number"
+    # "has shape (3,)", as PyTorch writes it: "has shape 3" read as a number
+    shape = (f" has shape {tuple(info.shape)}" if info is not None and info.shape is not None
+             and None not in info.shape else " is not a single number")
     text = (f"backward() with no argument starts from d{name}/d{name} = 1, which only makes sense "
             f"for a single number, but {name}{shape}. PyTorch cannot guess how to weigh its elements.")
     fix = (f"Reduce it to one number first ({name}.sum().backward() or {name}.mean().backward()), or "
@@ -442,6 +444,25 @@ def _no_keyboard(ctx: _Context) -> Diagnosis:
     return Diagnosis(f"input(){where} has no keyboard here", text, fix, e.line, [], "input")
 
 
+def _symbolic_branch(ctx: _Context) -> Diagnosis:
+    """torch.fx's TraceError: the generic words ("the graph shows everything the run
+    did") stood over an empty graph, since fx's tracing makes no tensors (visual
+    review)."""
+    e = ctx.error
+    where = f" at line {e.line}" if e.line else ""
+    text = ("torch.fx.symbolic_trace runs the function with stand-ins (Proxy objects) "
+            "that record each operation but hold no values. Python's if, while, bool() "
+            "and .item() need a real value, which a stand-in cannot give, so fx stops "
+            f"there{where}. Eager PyTorch has no such limit: it builds its graph while the "
+            "values are known. The graph here is empty because fx's stand-ins are not "
+            "tensors (View › Static capture shows what fx does capture).")
+    fix = ("Keep data-dependent branches out of the traced function, pass the branch's "
+           "input as a constant (concrete_args), or use eager mode or torch.compile, "
+           "which handle data-dependent branches.")
+    return Diagnosis(f"fx cannot trace a branch on a value{where}", text, fix, e.line, [],
+                     "symbolic_branch")
+
+
 def _generic(ctx: _Context) -> Diagnosis:
     e = ctx.error
     where = f" at line {e.line}" if e.line else ""
@@ -468,6 +489,8 @@ _HANDLERS = [
     (lambda t, m: t == "Crash", _crash),
     (lambda t, m: t == "Stopped", _stopped),
     (lambda t, m: t == "EOFError" and m == P.INPUT_EOF, _no_keyboard),
+    (lambda t, m: t == "TraceError" and "used as inputs to control flow" in m,
+     _symbolic_branch),
     (_has("does not require grad and does not have a grad_fn"), _no_grad_fn),
     (_has("grad can be implicitly created only for scalar outputs"), _non_scalar),
     (_has("backward through the graph a second time",

@@ -325,6 +325,15 @@ class _TextColumn(QScrollArea):
         # to give the words all of theirs (visual review). Its wish is its size
         # hint, made again when its width changes.
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        # the words as wide as the viewport, the scroll bar's room taken off: when the
+        # bar came in, the words kept the width they had without it and ran under it
+        # ("Python's if, whi" at 1600x1000: visual review)
+        self.viewport().installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.viewport() and event.type() == QEvent.Type.Resize:
+            self.widget().setMaximumWidth(max(1, event.size().width()))
+        return super().eventFilter(obj, event)
 
     def words_height(self, width: int) -> int:
         """The height its words take at ``width``."""
