@@ -1935,3 +1935,18 @@ def test_a_file_with_no_break_spaces_and_line_separators_runs_and_saves_as_it_is
     assert not w.open_file(para)
     assert "U+2029" in w.last_message[1] and "line 2" in w.last_message[1]
     assert w.editor.source() == code + "# edited\n"           # what was open stays
+
+
+def test_an_op_that_hands_back_its_input_is_not_named_by_the_input_s_node(qtbot, window):
+    """Dropout in eval mode hands back its input: the inspector headed the dropout
+    op "AddmmBackward0", the Linear's node (visual review of eval-vs-no-grad)."""
+    w = window
+    run_source(qtbot, w, "import torch\ntorch.manual_seed(0)\n"
+                         "model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))\n"
+                         "model.eval()\ny = model(torch.ones(1, 2))\n")
+    w.step_last()
+    w.select_node(node_by_label(w, "dropout").id)
+    assert w.inspector.title_label.text() == "dropout"
+    assert "hands back its input" in w.inspector.subtitle_label.text()
+    w.select_node(node_by_label(w, "linear").id)
+    assert w.inspector.subtitle_label.text() == "AddmmBackward0"

@@ -298,8 +298,16 @@ class Inspector(QWidget):
 
     def _show_op(self, node, op, trace, frame) -> None:
         self.title_label.setText(_breakable(op.name))
-        self.subtitle_label.setText(op.grad_fn or ("no autograd node (not tracked)"
-                                                    if not op.grad_enabled else "no autograd node"))
+        handed_back = bool(op.outputs) and not op.versions and set(op.outputs) <= set(op.inputs)
+        if handed_back:
+            # Dropout in eval mode hands back its input: the grad_fn recorded is that
+            # tensor's own (AddmmBackward0 of the Linear before it), and the
+            # inspector named the dropout op by it (visual review)
+            self.subtitle_label.setText("no autograd node of its own: it hands back its input")
+        else:
+            self.subtitle_label.setText(op.grad_fn or ("no autograd node (not tracked)"
+                                                        if not op.grad_enabled
+                                                        else "no autograd node"))
         rows = {"op": op.qualname, "line": str(op.line) if op.line else "-"}
         if op.module:
             rows["module"] = op.module
