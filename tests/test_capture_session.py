@@ -345,3 +345,23 @@ def test_a_limit_and_unrecorded_calls_are_both_said():
     assert tr.truncation.reason == "ops" and tr.truncation.limit == 10
     assert tr.truncation.message == ("Recording stopped after 10 ops (the limit). "
                                      "GraphScope could not record 2 calls.")
+
+
+def test_calls_left_out_near_the_recursion_limit_are_not_called_graphscope_s_fault():
+    """The snippet's own recursion to Python's limit left a few calls unrecorded
+    (recording takes frames of its own), and the note said "This is GraphScope's
+    fault" beside the snippet's own RecursionError (capture review)."""
+    from capture_helpers import worker_trace
+    tr = worker_trace("""
+        import torch
+        def f(t, n):
+            return f(t * 1, n + 1)
+        try:
+            f(torch.ones(1), 0)
+        except RecursionError as e:
+            print("deep", type(e).__name__)
+        """)
+    assert tr.stdout == "deep RecursionError\n" and tr.error is None
+    assert tr.truncation.reason == "unrecorded"
+    assert "recursion limit" in tr.truncation.message
+    assert "GraphScope's fault" not in tr.truncation.message

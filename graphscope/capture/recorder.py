@@ -153,6 +153,7 @@ class Recorder(SpecialCalls, TorchFunctionMode):
         self.memo = summaries.SummaryMemo(run.value_limit, summaries.HIST_TIME, stats_batch)
         self.n_ops = 0
         self.n_unrecorded = 0          # NOTE [the snippet's call comes first]
+        self.n_unrecorded_deep = 0     # ... of them, near the recursion limit
         self.unrecorded_why = None
         self.recording = True
         self._thread = None           # the thread the run is in, while it is
@@ -738,19 +739,32 @@ class Recorder(SpecialCalls, TorchFunctionMode):
     # snippet's.
     def could_not_record(self, e: BaseException) -> None:
         self.n_unrecorded += 1
-        if self.unrecorded_why is None:
+        if isinstance(e, RecursionError):
+            # the snippet's own recursion, near Python's limit: recording a call
+            # takes a few frames more than the call (the note said "GraphScope's
+            # fault" beside the snippet's own RecursionError: capture review)
+            self.n_unrecorded_deep += 1
+        elif self.unrecorded_why is None:
             self.unrecorded_why = f"{type(e).__name__}: {e}"
 
     def unrecorded_note(self):
         """A Truncated("unrecorded") for the end of the run, or None."""
         if not self.n_unrecorded:
             return None
-        n = self.n_unrecorded
-        return P.Truncated("unrecorded", n,
-                           f"GraphScope could not record {n:,} call{'s' if n != 1 else ''} "
-                           f"of the snippet (the first: {self.unrecorded_why}); the snippet "
-                           "ran as written, the graph leaves them out. This is GraphScope's "
-                           "fault, not the snippet's.")
+        n, deep = self.n_unrecorded, self.n_unrecorded_deep
+        calls = lambda k: f"{k:,} call{'s' if k != 1 else ''}"
+        parts = []
+        if n > deep:
+            parts.append(f"GraphScope could not record {calls(n - deep)} of the snippet "
+                         f"(the first: {self.unrecorded_why}); the snippet ran as written, "
+                         "the graph leaves them out. This is GraphScope's fault, not the "
+                         "snippet's.")
+        if deep:
+            parts.append(f"{calls(deep)} made near Python's recursion limit "
+                         f"({sys.getrecursionlimit():,} frames) {'were' if deep != 1 else 'was'}"
+                         " not recorded: recording a call takes a few frames more than the "
+                         "call itself. The snippet ran as written; the graph leaves them out.")
+        return P.Truncated("unrecorded", n, " ".join(parts))
 
     def claim_op_id(self):
         """The next op's id, or None once ``max_ops`` ops are recorded (the
