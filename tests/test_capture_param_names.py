@@ -86,3 +86,23 @@ def test_snippet_module_class_and_submodule_added_later():
         """)
     assert tr.status == "ok", tr.error
     assert {"net.fc1.weight", "net.fc2.bias", "net.head.weight"} <= set(names_of_params(tr))
+
+
+def test_a_loop_variable_before_the_first_call_does_not_name_the_parameters():
+    """``for p in model[0].parameters(): p.requires_grad_(False)`` before the model
+    is called named both parameters ``p`` for good, and a loop over
+    named_parameters() named the last bias ``p`` (capture review)."""
+    tr = capture("""
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+        for p in model[0].parameters():
+            p.requires_grad_(False)
+        for name, q in model.named_parameters():
+            print(name, q.requires_grad)
+        y = model(torch.ones(1, 2)).sum()
+        y.backward()
+        """)
+    lin = [o for o in tr.ops if o.name == "linear"]
+    assert [tr.tensors[i].name for i in lin[0].inputs[1:]] == ["model.0.weight", "model.0.bias"]
+    assert [tr.tensors[i].name for i in lin[1].inputs[1:]] == ["model.1.weight", "model.1.bias"]
+    assert tr.stdout.splitlines()[0] == "0.weight False"

@@ -17,7 +17,10 @@ when a root module is first called (modules.py) or a parameter is first seen
 before that (recorder.py), never per op. The same first-name-wins rule holds:
 since a parameter is named when it is first seen, an alias bound later
 (``w = model.weight``, ``for p in model.parameters()``) does not rename it,
-which keeps an optimizer loop over ``p`` from calling every weight ``p``. A
+which keeps an optimizer loop over ``p`` from calling every weight ``p``; and
+one a variable named before its module was mapped (``for p in
+model[0].parameters(): p.requires_grad_(False)`` before the first call) takes
+its module path once the module is mapped. A
 free ``nn.Parameter`` (in no module) is named by its variable as before. A bare
 path (``weight`` of a module called while its owner is being built) is
 provisional: the owner's variable renames it once it is called.
@@ -32,6 +35,7 @@ from graphscope import protocol as P
 
 Tensor = torch.Tensor
 _Module = torch.nn.Module
+_Parameter = torch.nn.Parameter
 
 
 class NameTracker:
@@ -46,6 +50,11 @@ class NameTracker:
         self._weak: set = set()    # tensor ids named by a bare module path, renamed when
                                    # a variable holding the module turns up
         self._roots: dict[int, tuple] = {}   # id(root module) -> (weakref, submodule count)
+        # parameters named by a variable before their module was mapped: the loop
+        # variable of ``for p in model[0].parameters(): p.requires_grad_(False)``
+        # named both of them ``p`` for good (capture review); the module's path
+        # renames them
+        self._by_variable: set = set()
 
     def param_name(self, t, tid):
         """The qualified name of parameter/buffer ``t`` (now getting id ``tid``), or None."""
@@ -108,7 +117,9 @@ class NameTracker:
                 name = f"{var}.{qual}" if var else qual
                 self.params[id(t)] = (ref(t), name, weak)
                 tid = get(t)
-                if tid is not None and (tid not in self.named or tid in self._weak):
+                if tid is not None and (tid not in self.named or tid in self._weak
+                                        or (not weak and tid in self._by_variable)):
+                    self._by_variable.discard(tid)
                     self.named[tid] = name
                     if weak:
                         self._weak.add(tid)
@@ -143,4 +154,6 @@ class NameTracker:
                 tid = get(v)
                 if tid is not None and tid not in named:
                     named[tid] = k
+                    if isinstance(v, _Parameter):
+                        self._by_variable.add(tid)   # NOTE [parameter names]
                     self.emit(P.TensorUpdate(tid, {"name": k}))
