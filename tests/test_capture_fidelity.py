@@ -834,3 +834,22 @@ def test_a_loaded_or_unpickled_tensor_has_its_shape_and_values():
     assert not [o for o in tr.ops if o.name == "empty" and o.line in (9, 11)]
     assert not [o for o in tr.ops if o.name == "requires_grad"]
     assert tr.stdout == "True MulBackward0\n"
+
+
+def test_a_loaded_tensor_of_a_newer_dtype_has_its_shape_and_values():
+    """uint16, float8 and the other newer dtypes are rebuilt by _rebuild_tensor_v3,
+    which the first fix missed: p was still an empty op of shape [0] (code review)."""
+    tr = worker_trace("""
+        import io
+        import torch
+        t = torch.tensor([1, 2, 3], dtype=torch.uint16)
+        buf = io.BytesIO()
+        torch.save(t, buf)
+        buf.seek(0)
+        p = torch.load(buf)
+        q = p.to(torch.int32) + 1
+        """)
+    assert not [o for o in tr.ops if o.name == "empty"]
+    to = next(o for o in tr.ops if o.name == "to")
+    p = tr.tensors[to.inputs[0]]
+    assert p.shape == [3] and p.value == [1, 2, 3] and p.name == "p"

@@ -106,3 +106,20 @@ def test_a_loop_variable_before_the_first_call_does_not_name_the_parameters():
     assert [tr.tensors[i].name for i in lin[0].inputs[1:]] == ["model.0.weight", "model.0.bias"]
     assert [tr.tensors[i].name for i in lin[1].inputs[1:]] == ["model.1.weight", "model.1.bias"]
     assert tr.stdout.splitlines()[0] == "0.weight False"
+
+
+def test_a_free_parameter_keeps_its_variable_s_name_in_a_module_later():
+    """The fix above first renamed every parameter a variable had named, a free
+    one too: ``w.sum()`` on line 3 became ``lin.weight.sum()`` (code review)."""
+    tr = capture("""
+        import torch
+        w = torch.nn.Parameter(torch.ones(2, 2))
+        print(w.sum())
+        lin = torch.nn.Linear(2, 2)
+        lin.weight = w
+        y = lin(torch.ones(1, 2))
+        """)
+    s = next(o for o in tr.ops if o.name == "sum")
+    assert tr.tensors[s.inputs[0]].name == "w"
+    lin = next(o for o in tr.ops if o.name == "linear")
+    assert [tr.tensors[i].name for i in lin.inputs[1:]] == ["w", "lin.bias"]

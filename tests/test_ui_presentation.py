@@ -149,6 +149,14 @@ def test_bigger_text_in_a_small_window_says_what_it_shows(window, folder, qtbot)
     assert c.scale_slider.slider.value() == 400
     assert label.text() == f"{round(100 * room / p.factor() * 4.0)}%" == "160%"
     assert "room for 160%" in label.toolTip()
+    # the graph's reading size is the one shown, not the one asked (its labels
+    # came out 35% bigger than the slider said: code review)
+    p.set_active(True)
+    window.resize(1920, 1080)
+    qtbot.waitUntil(lambda: window.text_scale == pytest.approx(2.7), timeout=3000)
+    assert window.canvas._reading_scale == pytest.approx(p.fitted_scale)
+    assert p.fitted_scale < 4.0
+    p.set_active(False)
     window.resize(2600, 1700)
     qtbot.waitUntil(lambda: label.text() == "400%", timeout=3000)
     assert label.toolTip() == "" and c.quiz._scale == pytest.approx(4.0)

@@ -17,10 +17,13 @@ when a root module is first called (modules.py) or a parameter is first seen
 before that (recorder.py), never per op. The same first-name-wins rule holds:
 since a parameter is named when it is first seen, an alias bound later
 (``w = model.weight``, ``for p in model.parameters()``) does not rename it,
-which keeps an optimizer loop over ``p`` from calling every weight ``p``; and
-one a variable named before its module was mapped (``for p in
-model[0].parameters(): p.requires_grad_(False)`` before the first call) takes
-its module path once the module is mapped. A
+which keeps an optimizer loop over ``p`` from calling every weight ``p``. A
+parameter a variable holds before its module was first called (``for p in
+model[0].parameters(): p.requires_grad_(False)``) has the modules that
+module-level variables hold mapped first, so it gets its path too: that loop
+named both weights ``p`` for good (capture review); a free parameter (in no
+module yet: ``w = nn.Parameter(...)``, later ``lin.weight = w``) keeps its
+variable's name. A
 free ``nn.Parameter`` (in no module) is named by its variable as before. A bare
 path (``weight`` of a module called while its owner is being built) is
 provisional: the owner's variable renames it once it is called.
@@ -50,11 +53,6 @@ class NameTracker:
         self._weak: set = set()    # tensor ids named by a bare module path, renamed when
                                    # a variable holding the module turns up
         self._roots: dict[int, tuple] = {}   # id(root module) -> (weakref, submodule count)
-        # parameters named by a variable before their module was mapped: the loop
-        # variable of ``for p in model[0].parameters(): p.requires_grad_(False)``
-        # named both of them ``p`` for good (capture review); the module's path
-        # renames them
-        self._by_variable: set = set()
 
     def param_name(self, t, tid):
         """The qualified name of parameter/buffer ``t`` (now getting id ``tid``), or None."""
@@ -117,9 +115,7 @@ class NameTracker:
                 name = f"{var}.{qual}" if var else qual
                 self.params[id(t)] = (ref(t), name, weak)
                 tid = get(t)
-                if tid is not None and (tid not in self.named or tid in self._weak
-                                        or (not weak and tid in self._by_variable)):
-                    self._by_variable.discard(tid)
+                if tid is not None and (tid not in self.named or tid in self._weak):
                     self.named[tid] = name
                     if weak:
                         self._weak.add(tid)
@@ -143,17 +139,21 @@ class NameTracker:
         g = frame.f_globals
         loc = frame.f_locals
         if loc is not g:
-            self.scan_mapping(g)
-        self.scan_mapping(loc)
+            self.scan_mapping(g, frame)
+        self.scan_mapping(loc, frame)
 
-    def scan_mapping(self, mapping) -> None:
+    def scan_mapping(self, mapping, frame=None) -> None:
         get = self.ids.get
         named = self.named
         for k, v in list(mapping.items()):
             if isinstance(v, Tensor) and not k.startswith("__"):
                 tid = get(v)
                 if tid is not None and tid not in named:
+                    if frame is not None and isinstance(v, _Parameter):
+                        # a module's parameter is named by its path, not by the
+                        # first variable to hold it (NOTE [parameter names])
+                        self.map_modules(frame)
+                        if tid in named:
+                            continue
                     named[tid] = k
-                    if isinstance(v, _Parameter):
-                        self._by_variable.add(tid)   # NOTE [parameter names]
                     self.emit(P.TensorUpdate(tid, {"name": k}))

@@ -37,8 +37,11 @@ def _as_text(v):
 # snippet's: it is left out (and so is the ``requires_grad`` the rebuild then
 # sets), and the tensor is first seen, with its shape and values, where the
 # snippet uses it (as a tensor from numpy is).
-_REBUILDS = frozenset({torch._utils._rebuild_tensor.__code__,
-                       torch._utils._rebuild_tensor_v2.__code__})
+# (_v3, for the dtypes added later, uint16 and float8 among them: its empty
+# takes requires_grad itself: code review)
+_REBUILDS = frozenset(f.__code__ for f in (
+    getattr(torch._utils, n, None) for n in ("_rebuild_tensor", "_rebuild_tensor_v2",
+                                             "_rebuild_tensor_v3")) if f is not None)
 
 
 class SpecialCalls:

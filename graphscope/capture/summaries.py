@@ -208,9 +208,9 @@ def _hist_of(t, st: dict) -> dict | None:
         d = t.detach()
         if not d.is_floating_point() or st.get("min") is None:
             return None
-        if d.dtype in _float_types:
-            d = d.float()
-        u = _distinct(d)
+        u = _distinct(d)       # (before .float(): of a broadcast view, a full copy)
+        if u.dtype in _float_types:
+            u = u.float()
         h = _hist(u, st["min"], st["max"])
         if h is not None and u is not d:
             rep = d.numel() // u.numel()

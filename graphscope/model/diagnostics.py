@@ -189,7 +189,8 @@ def _non_scalar(ctx: _Context) -> Diagnosis:
     root = ctx.root()
     info = ctx.trace.tensors.get(root) if root is not None else None
     name = ctx.name(root) if root is not None else "the tensor"
-    # "has shape (3,)", as PyTorch writes it: "has shape 3" read as a number
+    # "has shape (3,)", a shape as Python writes the tuple: "has shape 3" read as
+    # a number
     shape = (f" has shape {tuple(info.shape)}" if info is not None and info.shape is not None
              and None not in info.shape else " is not a single number")
     text = (f"backward() with no argument starts from d{name}/d{name} = 1, which only makes sense "

@@ -221,7 +221,9 @@ class Classroom(QObject):
 
     def _wire(self):
         p, w = self.presentation, self.window
-        p.scale_targets += [lambda f, m: w.set_text_scale(f, p.scale),
+        # (the graph's reading size: the user's, as far as the window had room for
+        # it; p.scale there made labels 35% bigger than the size shown: code review)
+        p.scale_targets += [lambda f, m: w.set_text_scale(f, p.fitted_scale),
                             self.quiz.set_text_scale, self.browser.set_text_scale,
                             self.lesson_bar.set_text_scale]
         # a resize that changes the window's room for text scales every part again
