@@ -21,10 +21,9 @@ which keeps an optimizer loop over ``p`` from calling every weight ``p``. A
 parameter a variable holds before its module was first called (``for p in
 model[0].parameters(): p.requires_grad_(False)``) has the modules that
 module-level variables hold mapped first, so it gets its path too: that loop
-named both weights ``p`` for good (capture review); a free parameter (in no
-module yet: ``w = nn.Parameter(...)``, later ``lin.weight = w``) keeps its
-variable's name. A
-free ``nn.Parameter`` (in no module) is named by its variable as before. A bare
+named both weights ``p`` for good (capture review). A free ``nn.Parameter``
+(in no module when first seen, ``w = nn.Parameter(...)``) is named by its
+variable, and keeps that name in a module later (``lin.weight = w``). A bare
 path (``weight`` of a module called while its owner is being built) is
 provisional: the owner's variable renames it once it is called.
 """
