@@ -124,6 +124,17 @@ def test_one_text_scale_for_every_part(window, folder, qtbot):
     assert window.canvas._text_scale == pytest.approx(1.2)
     assert c.scale_slider.slider.value() == 120     # the slider follows the keys
     c.scale_slider.slider.setValue(200)             # ... and the keys follow the slider
+    assert p.scale == pytest.approx(2.0)
+    # dragged, the label follows and the text is scaled once, on release (each value
+    # restyled the whole window: a drag lagged behind the hand, GUI review)
+    slider = c.scale_slider.slider
+    slider.setSliderDown(True)
+    for v in (210, 230, 250):
+        slider.setSliderPosition(v)
+    assert p.scale == pytest.approx(2.0) and c.scale_slider.value_label.text() == "250%"
+    slider.setSliderDown(False)
+    assert p.scale == pytest.approx(2.5) and window.text_scale == pytest.approx(2.5)
+    slider.setValue(200)
     assert p.scale == pytest.approx(2.0) and window.text_scale == pytest.approx(2.0)
     qtbot.keyClick(window.canvas, Qt.Key_Minus, Qt.KeyboardModifier.ControlModifier)
     assert p.scale == pytest.approx(1.9)
