@@ -150,8 +150,10 @@ class NameTracker:
                 if tid is not None and tid not in named:
                     if frame is not None and isinstance(v, _Parameter):
                         # a module's parameter is named by its path, not by the
-                        # first variable to hold it (NOTE [parameter names])
+                        # first variable to hold it (NOTE [parameter names]);
+                        # the modules are mapped once a scan
                         self.map_modules(frame)
+                        frame = None
                         if tid in named:
                             continue
                     named[tid] = k

@@ -96,7 +96,7 @@ def stats_of(t, hist: bool = False) -> dict | None:
             dev = dd - mean if dd is d else dd.sub_(mean)
             std = _vector_norm(dev).item() / math.sqrt(n - 1)
             if d.dtype == torch.float32:
-                mean, std = _f32.unpack(_f32.pack(mean))[0], _f32.unpack(_f32.pack(std))[0]
+                mean, std = _as_f32(mean), _as_f32(std)
         elif n > 1:
             std, mean = torch.std_mean(d)
             std, mean = std.item(), mean.item()
@@ -228,6 +228,11 @@ def _hist_of(t, st: dict) -> dict | None:
 # min, max and mean are those of one slice, the sum of squared deviations is
 # that slice's times the repeats, and histogram counts are the slice's times
 # the repeats.
+def _as_f32(x: float) -> float:
+    """``x`` rounded to float32's precision."""
+    return _f32.unpack(_f32.pack(x))[0]
+
+
 def _distinct(d):
     """``d`` with each stride-0 dimension narrowed to one element, or ``d``."""
     if d.layout != torch.strided:
@@ -251,7 +256,7 @@ def _repeated(st: dict, n: int, f32: bool = False) -> dict:
         ssd = std * std * (m - 1) if m > 1 else 0.0
         std = math.sqrt(rep * ssd / (n - 1)) if n > 1 else 0.0
         if f32:   # rounded to the tensor's precision, as stats_of rounds its own
-            std = _f32.unpack(_f32.pack(std))[0]
+            std = _as_f32(std)
     out = dict(st, numel=n, std=std)
     if "hist" in st:
         out["hist"] = dict(st["hist"], counts=[c * rep for c in st["hist"]["counts"]])

@@ -166,14 +166,15 @@ class PresentationController(QObject):
 
     def apply_scale(self):
         f, m = self.factor(), self.min_px()
-        room = getattr(self.window, "text_scale_room", None)
+        room_of = getattr(self.window, "text_scale_room", None)
+        room = room_of() if room_of is not None else f
         fitted = self.scale
-        if room is not None and f > room():
+        if f > room:
             # the window has no room for it (main_window NOTE [text room]): every
             # part gets the window's cap, the smallest text shrinking alike
-            fitted = self.scale * room() / f
-            m = max(1, round(m * room() / f))
-            f = room()
+            fitted = self.scale * room / f
+            m = max(1, round(m * room / f))
+            f = room
         if abs(fitted - self.fitted_scale) > 1e-9:
             self.fitted_scale = fitted
             self.fitted_changed.emit(fitted)
