@@ -448,11 +448,14 @@ def test_a_file_of_one_s_own_after_a_quiz_shows_its_output(window, folder, qtbot
     assert c.scenario is None and c.quiz.scenario is None
     assert not c.output_hidden() and not c.reveal_action.isEnabled()
     assert c.quiz.meta_label.isHidden()        # no empty strip above "No scenario"
+    assert window.side_tabs.currentWidget() is window.inspector   # not "No scenario"
+    assert window.side_tabs.indexOf(c.quiz_dock) >= 0               # a click away
     window.run()
     qtbot.waitUntil(lambda: not window.is_running(), timeout=20000)
     assert "my own" in window.console.toPlainText()
     assert "hidden" not in window.run_label.text()
     assert c.open_scenario("two") and c.output_hidden()      # a scenario is a quiz again
+    assert window.side_tabs.currentWidget() is c.quiz_dock
     assert not c.quiz.meta_label.isHidden()
     window.new_file()
     assert c.scenario is None and not c.output_hidden()

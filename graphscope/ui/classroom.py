@@ -416,6 +416,11 @@ class Classroom(QObject):
         self.window.canvas.empty_hint = ""
         self.quiz.set_scenario(None)      # output shown again (output_hidden_changed)
         self._update_quiz_actions()
+        # the Quiz tab stayed in front, "No scenario" where the student's own run
+        # has its nodes to inspect (visual review): the inspector comes forward, and
+        # the quiz (with a lesson's bar) is a click on its tab away
+        if self.window.side_tabs.currentWidget() is self.quiz_dock:
+            self.window.show_side_tab(self.window.inspector)
         # the bar said "2 / 10" over the student's own file (GUI review): what is
         # on screen is not the lesson's, as for a scenario from outside it
         if self.walker.scenarios:
