@@ -211,7 +211,7 @@ class ErrorInfo:
     message: str
     line: Optional[int] = None
     column: Optional[int] = None
-    traceback: Optional[str] = None  # snippet frames only
+    traceback: Optional[str] = None  # as python prints it (tracebacks.python_frames)
     op: Optional[int] = None     # op in progress when it was raised, if any
     tensor: Optional[int] = None # tensor involved, if known
 

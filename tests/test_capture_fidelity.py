@@ -6,6 +6,9 @@ anomaly mode, a thread, warnings from C++ ops and from the snippet.
 (torch.compile matches too; compiling takes seconds, so one case only.)"""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from capture_helpers import alike_in_the_worker, plain_run, worker_trace
@@ -853,3 +856,45 @@ def test_a_loaded_tensor_of_a_newer_dtype_has_its_shape_and_values():
     to = next(o for o in tr.ops if o.name == "to")
     p = tr.tensors[to.inputs[0]]
     assert p.shape == [3] and p.value == [1, 2, 3] and p.name == "p"
+
+
+UNCAUGHT = {
+    # the student's own module, where the error is raised
+    "helper": "import torch\nimport helper\nhelper.broken()\n",
+    # through nn.Module calls (the recorder's global hooks take the hooked path)
+    "module": ("import torch\nnet = torch.nn.Sequential(torch.nn.Linear(3, 4))\n"
+               "net(torch.randn(2, 5))\n"),
+    # a module with a hook of its own: python takes the hooked path too
+    "hooked": ("import torch\nlin = torch.nn.Linear(3, 4)\n"
+               "lin.register_forward_hook(lambda m, i, o: None)\nlin(torch.randn(2, 5))\n"),
+    # torch functions written in Python, which hand themselves to the mode
+    "backward": ("import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\n"
+                 "y.backward()\ny.backward()\n"),
+    "cross_entropy": ("import torch\nimport torch.nn.functional as F\n"
+                      "F.cross_entropy(torch.randn(3, 4), torch.tensor([0, 1, 7]))\n"),
+    # raised from another, in a function of the snippet's
+    "chained": ("import torch\ndef f():\n    try:\n        torch.ones(2) @ torch.ones(3)\n"
+                "    except RuntimeError as e:\n        raise ValueError('wrapped') from e\nf()\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCAUGHT))
+def test_an_uncaught_error_shows_the_traceback_python_prints(tmp_path, case):
+    """NOTE [the traceback python prints]: every frame from the snippet's module on,
+    the student's own helper module and torch's included (only the snippet's were
+    kept, and an error raised in ``helper.py`` showed just ``import helper``:
+    fidelity review), without the entries the recording adds."""
+    import graphscope
+    (tmp_path / "helper.py").write_text("import torch\nW = torch.ones(2, 3)\n\n"
+                                        "def broken():\n    return W @ W\n")
+    path = tmp_path / "uncaught.py"
+    path.write_text(UNCAUGHT[case])
+    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                           cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=120)
+    tr = graphscope.trace(UNCAUGHT[case], str(path), timeout=120)
+    assert tr.status == "error"
+    assert "Traceback" in plain.stderr
+    assert tr.error.traceback == plain.stderr
+    # the editor marks the snippet's innermost line: the call into helper.py or torch,
+    # the raise inside the snippet's own f
+    assert tr.error.line == (6 if case == "chained" else UNCAUGHT[case].count("\n"))

@@ -36,7 +36,7 @@ from graphscope.capture.node_owners import node_name
 from graphscope.capture.process_exit import before_exit, free_module
 from graphscope.capture.recorder import Recorder
 from graphscope.capture.tensor_facts import no_subclass_dispatch
-from graphscope.capture.tracebacks import TRAMPOLINE, exc_key, without_our_frames
+from graphscope.capture.tracebacks import TRAMPOLINE, exc_key, python_frames, without_our_frames
 from graphscope.snippet_source import source_lines
 
 
@@ -272,11 +272,11 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
         seen.add(id(nxt))
         chain.append((nxt, joint))
         cur = nxt
-    lines = []
+    lines = []   # NOTE [the traceback python prints] in tracebacks.py
     for exc, joint in reversed(chain):
-        lines += _traceback_lines(exc, _snippet_frames(exc.__traceback__, filename))
+        lines += _traceback_lines(exc, python_frames(exc.__traceback__, filename))
         lines.append(joint)
-    lines += _traceback_lines(e, frames)
+    lines += _traceback_lines(e, python_frames(e.__traceback__, filename))
     if any(isinstance(x, BaseExceptionGroup) for x in (e, *(c for c, _ in chain))):
         lines = _group_lines(e, filename)
     op = tensor = None
@@ -296,6 +296,7 @@ def _snippet_excepthook(e: BaseException, filename: str, error: P.ErrorInfo):
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
         tb = tb.tb_next
+    tb = without_our_frames(tb)
     try:
         sys.excepthook(type(e), e, tb)
     except SystemExit as left:
@@ -361,17 +362,18 @@ def _group_lines(e: BaseException, filename: str) -> list:
     """Python's own rendering of an error that involves an exception group (an
     ``asyncio.TaskGroup`` failing, ``except*``): the tree with every
     sub-exception, where ``format_exception_only`` gave the group's one-line
-    summary and hid what failed. Frames are the snippet's only, as elsewhere."""
+    summary and hid what failed. Frames as elsewhere (NOTE [the traceback python
+    prints] in tracebacks.py): each one's from its own exception's traceback."""
     te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
-    todo, seen = [te], set()
+    todo, seen = [(te, e)], set()
     while todo:
-        t = todo.pop()
-        if t is None or id(t) in seen:
+        t, exc = todo.pop()
+        if t is None or exc is None or id(t) in seen:
             continue
         seen.add(id(t))
-        t.stack = traceback.StackSummary.from_list(
-            [fs for fs in t.stack if _snippet_frame(fs, filename)])
-        todo += [t.__cause__, t.__context__, *(getattr(t, "exceptions", None) or ())]
+        t.stack = traceback.StackSummary.from_list(python_frames(exc.__traceback__, filename))
+        todo += [(t.__cause__, exc.__cause__), (t.__context__, exc.__context__)]
+        todo += zip(getattr(t, "exceptions", None) or (), getattr(exc, "exceptions", None) or ())
     return list(te.format())
 
 
