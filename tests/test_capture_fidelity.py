@@ -898,3 +898,24 @@ def test_an_uncaught_error_shows_the_traceback_python_prints(tmp_path, case):
     # the editor marks the snippet's innermost line: the call into helper.py or torch,
     # the raise inside the snippet's own f
     assert tr.error.line == (6 if case == "chained" else UNCAUGHT[case].count("\n"))
+
+
+STDIN = """\
+import select, sys
+s = sys.stdin
+print(s.fileno(), s.name, s.mode, s.encoding, s.line_buffering, s.seekable(), s.closed)
+print(select.select([s], [], [], 0)[0] == [s], repr(s.buffer.read()), repr(s.read()),
+      repr(s.readline()), list(s))
+try:
+    input("How many epochs? ")
+except EOFError:
+    print("EOF")
+"""
+
+
+def test_stdin_answers_as_python_s_on_dev_null():
+    """The worker's stdin is /dev/null, as a terminal's ``python x.py < /dev/null``:
+    ``sys.stdin.fileno()`` raised ``UnsupportedOperation`` and ``.buffer``,
+    ``.name``, ``.mode`` were missing, where python answers (fidelity review).
+    (``input()`` still explains itself in its EOFError's message.)"""
+    alike_in_the_worker(STDIN, "stdin.py")

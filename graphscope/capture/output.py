@@ -332,7 +332,45 @@ class CapturedBuffer(io.BufferedIOBase):
 
 
 class ClosedStdin(io.TextIOBase):
-    """stdin for the snippet: always at end of file (there is no keyboard)."""
+    """stdin for the snippet: always at end of file (there is no keyboard).
+
+    Where the process's own stdin is ``/dev/null`` (the worker's), it answers as
+    python's ``sys.stdin`` on ``/dev/null`` does: ``fileno()`` 0 (so ``select``
+    on it works), its ``buffer``, ``errors`` and ``seekable()``; a snippet asking
+    ``sys.stdin.fileno()`` or ``.buffer`` failed with an error python does not
+    raise (fidelity review). In a process with a terminal or a pipe there (the
+    in-process API in a notebook) reading it could wait for a keyboard, so it
+    stays a stream of its own without a descriptor."""
+
+    name = "<stdin>"
+    mode = "r"
+    line_buffering = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._null = _null_stdin()
+
+    def fileno(self) -> int:
+        if self._null is None:
+            raise io.UnsupportedOperation("fileno")
+        return self._null.fileno()
+
+    @property
+    def buffer(self):
+        if self._null is not None:
+            return self._null.buffer
+        return io.BufferedReader(io.BytesIO())
+
+    @property
+    def errors(self):
+        return self._null.errors if self._null is not None else "strict"
+
+    @property
+    def write_through(self) -> bool:
+        return self._null.write_through if self._null is not None else False
+
+    def seekable(self) -> bool:
+        return self._null is not None and self._null.seekable()
 
     def readable(self) -> bool:
         return True
@@ -349,6 +387,18 @@ class ClosedStdin(io.TextIOBase):
 
     def isatty(self) -> bool:
         return False
+
+
+def _null_stdin():
+    """The process's ``sys.__stdin__`` if it reads ``/dev/null``, else None."""
+    stdin = sys.__stdin__
+    try:
+        if stdin is not None and os.path.samestat(os.fstat(stdin.fileno()),
+                                                  os.stat(os.devnull)):
+            return stdin
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
 
 
 INPUT_EOF = P.INPUT_EOF
