@@ -51,6 +51,18 @@ for step in range(200):
     opt.step()
 print(round(loss.item(), 4))
 """,
+    # big tensors, few ops: the cost is the statistics of each 20 MB output
+    # (NOTE [stats of a big tensor] in capture/summaries.py)
+    "big-tensors": """\
+import torch
+torch.set_num_threads(1)
+acc = 0.0
+for i in range(150):
+    a = torch.ones(5_000_000) * i          # 20 MB each
+    b = (a + 1).relu()
+    acc += b[0].item()
+print(acc)
+""",
     "transformer-2-layers": """\
 import torch
 import torch.nn as nn

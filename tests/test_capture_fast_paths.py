@@ -14,15 +14,18 @@ from capture_helpers import capture
 
 
 def test_two_pass_stats_equal_std_mean_on_big_tensors():
-    # float32: the double results rounded, exactly torch's numbers
-    for n in (5000, 70_000):
+    # float32: the double results rounded, exactly torch's numbers (also a chunk
+    # at a time, NOTE [stats of a big tensor], and of a transposed view)
+    for n in (5000, 70_000, 300_001, 2_000_000):
         x = torch.randn(n) * 7 + 3
         s = stats_of(x)
         std, mean = torch.std_mean(x)
         assert (s["mean"], s["std"]) == (mean.item(), std.item())
         assert (s["min"], s["max"]) == (x.min().item(), x.max().item()) and s["numel"] == n
     # double (and integers, summarised in double): two-pass vs Welford, last digits only
-    for x in (torch.randn(3001, dtype=torch.float64) * 7 + 3, torch.arange(5000)):
+    for x in (torch.randn(3001, dtype=torch.float64) * 7 + 3, torch.arange(5000),
+              torch.randn(700, 600, dtype=torch.float64).t() * 1e3 + 5,
+              torch.arange(1_000_000)):
         s = stats_of(x)
         std, mean = torch.std_mean(x.double())
         assert math.isclose(s["mean"], mean.item(), rel_tol=1e-12)

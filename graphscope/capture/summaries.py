@@ -89,7 +89,11 @@ def stats_of(t, hist: bool = False) -> dict | None:
         elif plan is not None:
             d = d.to(plan)
         lo, hi = torch.aminmax(d)
-        if n > _TWO_PASS_FROM:
+        if n > _CHUNKED_FROM:
+            mean, std = _chunked_mean_std(d, n)
+            if d.dtype == torch.float32:
+                mean, std = _as_f32(mean), _as_f32(std)
+        elif n > _TWO_PASS_FROM:
             dd = d if d.dtype == torch.float64 else d.double()
             mean = dd.sum().item() / n
             # the double copy is ours: deviations in place (d itself is still needed)
@@ -171,6 +175,38 @@ _HIST_ONE_CALL = 1024   # up to here torch.histogram's single call is the cheape
 _ABS = ABS = "abs"
 _plans: dict = {}   # dtype -> None (as is) | dtype to convert to | _ABS (complex)
 _vector_norm = torch.linalg.vector_norm
+
+# NOTE [stats of a big tensor]: the two passes of NOTE [stats] on a whole double
+# copy (and a second one for the deviations) cost a big tensor's allocation and
+# first touch: 25 ms of statistics for a 5,000,000-element op taking 2.3 ms, and
+# a loop over 20 MB tensors ran 4x slower than under python (fidelity review).
+# Above ``_CHUNKED_FROM`` elements the same two passes go through one reused
+# double buffer of ``_CHUNK`` elements (it stays in the cache): 5 ms, the same
+# double-precision arithmetic, summed per chunk (equal to about 1e-14 relative,
+# the same float32 numbers after rounding).
+_CHUNK = 1 << 16
+_CHUNKED_FROM = 4 * _CHUNK
+
+
+def _chunked_mean_std(d, n: int) -> tuple:
+    """(mean, std with Bessel's correction) of floating ``d`` of ``n`` > 1 elements,
+    in double, a chunk at a time (NOTE [stats of a big tensor])."""
+    flat = d.reshape(-1)
+    chunks = flat.split(_CHUNK)
+    buf = torch.empty(_CHUNK, dtype=torch.float64)
+    total = torch.zeros((), dtype=torch.float64)
+    for c in chunks:
+        b = buf[:c.numel()]
+        b.copy_(c)
+        total += b.sum()
+    mean = total.item() / n
+    sq = torch.zeros((), dtype=torch.float64)
+    for c in chunks:
+        b = buf[:c.numel()]
+        b.copy_(c)
+        b.sub_(mean)
+        sq += torch.dot(b, b)
+    return mean, math.sqrt(sq.item() / (n - 1))
 HALF_TYPES = _float_types
 
 
