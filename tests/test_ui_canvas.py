@@ -2063,3 +2063,49 @@ def test_welcome_s_labels_touch_no_node_they_are_not_about(canvas, size, text, p
                 assert not chip.intersects(ink), (i, (src, dst), nid, chip, ink)
             checked += 1
     assert checked >= 3 and boxes >= 1
+
+
+DETACHES = {
+    # y -> detach runs straight, detach -> c wraps to the next row (the detach scenario)
+    "detach": ("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x ** 2\n"
+               "c = y.detach()\nz = y + c * 10\nz.sum().backward()\n"),
+    # y -> detach wraps, detach -> its output runs straight (numpy-requires-grad)
+    "numpy": ("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x * 2\n"
+              "print(y.detach().numpy())\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DETACHES))
+def test_a_detach_is_cut_once_on_the_edge_to_the_tensor_it_makes(canvas, monkeypatch, case):
+    """NOTE [one cut per detach]: the scissors sat on the edge into detach in one
+    scenario and on the edge out of it in another, whichever ran straight (visual
+    review). Now once, on detach -> its output, straight or wrapped into a lane."""
+    import graphscope
+    from graphscope.ui.canvas_scene import edge_ends, edge_route
+    tr = graphscope.trace(DETACHES[case])
+    graph, layout, tl = shown(canvas, tr)
+    canvas.set_frame(tl.state(len(tl) - 1))
+    painter = canvas._painter
+    seen = []
+    real = type(painter)._paint_cuts
+    monkeypatch.setattr(type(painter), "_paint_cuts",
+                        lambda self, p, cuts, lod: (seen.extend(cuts), real(self, p, cuts, lod)))
+    canvas.grab()
+    ops = [n for n in graph.nodes.values() if n.kind == "op" and n.label == "detach"]
+    assert len(ops) == 1
+    outs = [e for e in graph.edges if e.src == ops[0].id]
+    assert len(outs) == 1 and outs[0].kind == "detach"
+    assert len({(round(m.x()), round(m.y())) for m, _u, _on in seen}) == 1   # one cut
+    m = seen[0][0]
+    geom = canvas._geom
+    s, d = geom.nodes[outs[0].src], geom.nodes[outs[0].dst]
+    route = edge_route(geom, s, d)
+    legs = list(zip(route, route[1:])) if route is not None else [edge_ends(s, d, geom)]
+
+    def on(a, b):   # m on segment a-b
+        cross = (b.x() - a.x()) * (m.y() - a.y()) - (b.y() - a.y()) * (m.x() - a.x())
+        return abs(cross) < 1e-3 * max(1.0, abs(b.x() - a.x()) + abs(b.y() - a.y())) and \
+            min(a.x(), b.x()) - 1 <= m.x() <= max(a.x(), b.x()) + 1 and \
+            min(a.y(), b.y()) - 1 <= m.y() <= max(a.y(), b.y()) + 1
+    assert any(on(a, b) for a, b in legs)
+    assert (route is not None) == (case == "detach")     # both ways of drawing it

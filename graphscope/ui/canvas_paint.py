@@ -83,6 +83,20 @@ def _mark_place(route, a, b) -> tuple:
     return tip, before, None
 
 
+def _route_cut(route) -> tuple | None:
+    """(middle, direction) of the longest leg of a lane ``route``, where a detach
+    edge's cut goes (NOTE [one cut per detach]); None for a route of no length."""
+    best, at = 0.0, None
+    for a, b in zip(route, route[1:]):
+        n = math.hypot(b.x() - a.x(), b.y() - a.y())
+        if n > best:
+            best, at = n, (a, b)
+    if at is None or best < 30.0:
+        return None
+    a, b = at
+    return (a + b) / 2, _unit(a, b)
+
+
 class ScenePainter(RegionPainter, OverlayPainter):
     """Paints one SceneGeometry in one theme. Holds no Qt widget state. The region
     boxes (canvas_regions.py) and the overlays of a frame (canvas_overlay.py) are
@@ -343,20 +357,29 @@ class ScenePainter(RegionPainter, OverlayPainter):
             if route is not None:
                 _lane_path(path, route)
                 _arrow(heads[key], route[-2], route[-1], 11.0)
+                if e.kind == "detach" and s.node.kind == "op":
+                    cut = _route_cut(route)
+                    if cut is not None:
+                        cuts.append((*cut, True))
                 if e.mult > 1:
                     twice.append((*_mark_place(route, None, None), e.mult, key))
                 continue
             a, b = edge_ends(s, d, self.geom)
             if e.mult > 1:
                 twice.append((*_mark_place(None, a, b), e.mult, key))
-            if e.kind == "detach":
+            if e.kind == "detach" and s.node.kind == "op":
+                # NOTE [one cut per detach]: the cut is on the edge from detach()
+                # to the tensor it makes, whichever way it is drawn; the edge into
+                # the op is whole. It was broken on whichever of the two edges ran
+                # straight (before the op in one scenario, after it in another, and
+                # on both where both were straight: visual review)
                 m = (a + b) / 2
                 gap = _unit(a, b) * 9.0
                 path.moveTo(a)
                 path.lineTo(m - gap)
                 path.moveTo(m + gap)
                 path.lineTo(b)
-                cuts.append((m, _unit(a, b)))
+                cuts.append((m, _unit(a, b), False))
             else:
                 _curve(path, a, b)
             _arrow(heads[key], a, b, 11.0)
@@ -435,8 +458,12 @@ class ScenePainter(RegionPainter, OverlayPainter):
         """detach(): the edge is broken in the middle, with a scissors mark."""
         t = self.theme
         pen = QPen(qcolor(t.edge_detach), 2.6)
-        for m, u in cuts:
+        gap = QPen(qcolor(t.canvas_bg), 4.0)
+        for m, u, on_line in cuts:
             n = QPointF(-u.y(), u.x())
+            if on_line:    # a lane drawn whole: its break is painted over it
+                p.setPen(gap)
+                p.drawLine(m - u * 9.0, m + u * 9.0)
             p.setPen(pen)
             for off in (-5.0, 5.0):
                 c = m + u * off
