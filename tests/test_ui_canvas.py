@@ -2109,3 +2109,25 @@ def test_a_detach_is_cut_once_on_the_edge_to_the_tensor_it_makes(canvas, monkeyp
             min(a.y(), b.y()) - 1 <= m.y() <= max(a.y(), b.y()) + 1
     assert any(on(a, b) for a, b in legs)
     assert (route is not None) == (case == "detach")     # both ways of drawing it
+
+
+def test_a_step_before_anything_is_drawn_says_so(canvas, monkeypatch):
+    """A layer's initialisation (an RNNCell's empty and uniform_) is steps that draw
+    nothing: the canvas stayed blank and Next seemed to do nothing (visual review).
+    It says why; once a node shows, it says nothing."""
+    import graphscope
+    tr = graphscope.trace("import torch\ncell = torch.nn.RNNCell(2, 2)\n"
+                          "h = cell(torch.randn(1, 2))\n")
+    graph, layout, tl = shown(canvas, tr)
+    painted = []
+    real = type(canvas)._paint_empty
+    monkeypatch.setattr(type(canvas), "_paint_empty",
+                        lambda self, p: (painted.append(self.empty_text()), real(self, p)))
+    canvas.set_frame(tl.state(0))
+    assert canvas._geom.last_upto(canvas._limit) is None       # the init's first step
+    canvas.grab()
+    assert painted and painted[-1].startswith("Nothing to draw yet")
+    painted.clear()
+    canvas.set_frame(tl.state(len(tl) - 1))
+    canvas.grab()
+    assert painted == []

@@ -412,7 +412,7 @@ class GraphCanvas(CanvasView, QWidget):
         self._painter.paint_overlay(p, to_device, self._frame, limit, self._selected,
                                     self._spotlight, QRectF(device_rect), self._scale)
         self._paint_more_beyond(p, to_device, limit)
-        if not self._geom.nodes:
+        if not self._geom.nodes or self._geom.last_upto(limit) is None:
             self._paint_empty(p)
 
     def more_beyond(self, limit: float | None = None) -> set:
@@ -513,6 +513,12 @@ class GraphCanvas(CanvasView, QWidget):
         a run that made no tensor (a syntax error, plain Python), nothing while one runs."""
         if self._graph is None:
             return "Run the snippet (F5) to watch its graph being built"
+        if self._geom.nodes:
+            # steps before anything is drawn: a layer's initialisation (RNNCell's
+            # empty and uniform_, six steps at one line) left the canvas blank, and
+            # Next seemed to do nothing (visual review)
+            return ("Nothing to draw yet\nthe tensors made so far join the picture "
+                    "where an op uses them")
         end = getattr(self._trace, "end", None) if self._trace is not None else None
         if end is None:
             return ""
