@@ -92,6 +92,27 @@ def test_hidden_output_keeps_the_graph_but_not_the_answer(qtbot, window):
     assert w.canvas._frame.leaf_grads
 
 
+def test_hidden_output_keeps_the_gradient_flow_but_not_its_values(qtbot, window):
+    """Visual review: before Reveal a backward step lit no edge and showed no chip,
+    and backward looked like forward but for the moving ring. The edges it sends
+    gradients along stay lit, their chips say "∂ ?"; Reveal gives the values."""
+    w = window
+    w.set_output_hidden(True)
+    run(qtbot, w, BASIC)
+    tl = w.live.timeline
+    lit = [i for i in range(len(tl)) if tl.state(i).edge_grads]
+    assert lit
+    for i in lit:
+        w.set_cursor(i)
+        shown = w.canvas._frame.edge_grads
+        assert shown and set(shown) == set(tl.state(i).edge_grads)
+        assert set(shown.values()) == {"?"}
+    w.set_output_hidden(False)
+    w.set_cursor(lit[-1])
+    assert "?" not in w.canvas._frame.edge_grads.values()
+    assert w.canvas._frame.edge_grads == tl.state(lit[-1]).edge_grads
+
+
 def test_hidden_output_keeps_in_place_captions_neutral(qtbot, window):
     """"after add_ on x, which shares its memory" would answer a quiz on shared
     memory: the caption says only "Value" until Reveal; then the view shows the

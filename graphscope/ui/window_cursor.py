@@ -177,12 +177,16 @@ class CursorViews:
 
     def _frame(self):
         """The timeline's state at the cursor, as it may be shown: while output is
-        hidden without gradients (labels on edges and leaves would say what
-        ``print(x.grad)`` prints)."""
+        hidden without gradient values (labels on edges and leaves would say what
+        ``print(x.grad)`` prints). The edges a backward step sends gradients along
+        stay lit, their chips saying "∂ ?": with none, backward looked like forward
+        but for the moving ring (visual review). Which edges carry a gradient the
+        ring's path through the graph shows anyway."""
         frame = self.live.timeline.state()
         if self.output_hidden:
-            frame = dataclasses.replace(frame, edge_grads={}, leaf_grads={}, grad_of={},
-                                        retained_grads={}, error=None, values_hidden=True)
+            frame = dataclasses.replace(frame, edge_grads=dict.fromkeys(frame.edge_grads, "?"),
+                                        leaf_grads={}, grad_of={}, retained_grads={},
+                                        error=None, values_hidden=True)
         return frame
 
     def _console_note(self, upto: Optional[int] = None) -> Optional[str]:
