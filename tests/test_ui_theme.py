@@ -43,6 +43,17 @@ def test_text_is_readable_on_every_fill(name):
     assert contrast(t.text, t.window_bg) >= minimum
 
 
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_a_hatched_node_s_second_line_stands_off_its_hatching(name):
+    """Visual review: in the dark theme "2 float32" on a no-grad tensor sat on orange
+    hatch lines as bright as itself (2.2:1). The detail text keeps 3:1 against the
+    hatching and 4.5:1 against the fill, and the hatching still shows on the fill."""
+    t = get_theme(name)
+    assert contrast(t.node_detail, t.hatch) >= 3.0, contrast(t.node_detail, t.hatch)
+    assert contrast(t.node_detail, t.untracked_fill) >= 4.5
+    assert contrast(t.hatch, t.untracked_fill) >= 1.5
+
+
 def _veiled(colour, veil):
     """``colour`` under the spotlight's veil (``#RRGGBBAA``, source-over)."""
     a = int(veil[7:9], 16) / 255

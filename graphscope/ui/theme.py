@@ -125,7 +125,7 @@ DARK = Theme(
     border="#3A404A", accent=OI_SKY, selection_bg="#2F4A63", selection_text="#FFFFFF",
     canvas_bg="#1A1D22", grid="#23272E",
     tracked_fill="#1C4B75", tracked_border=OI_SKY,
-    untracked_fill="#4E3A10", untracked_border="#D08A00", hatch="#9C7428",
+    untracked_fill="#4E3A10", untracked_border="#D08A00", hatch="#7A5A26",
     leaf_border="#A9DBFA", badge_bg=OI_SKY, badge_text="#0B1620", param_badge_bg="#35C29A",
     op_fill="#2A2F37", op_nograd_fill="#332B1E", op_border="#8C96A3",
     node_text="#F2F4F6", node_detail="#B4BDC8",
