@@ -36,7 +36,7 @@ from graphscope.capture.node_owners import node_name
 from graphscope.capture.process_exit import before_exit, free_module
 from graphscope.capture.recorder import Recorder
 from graphscope.capture.tensor_facts import no_subclass_dispatch
-from graphscope.capture.tracebacks import TRAMPOLINE, exc_key, python_frames, without_our_frames
+from graphscope.capture.tracebacks import exc_key, python_frames, without_our_frames
 from graphscope.snippet_source import source_lines
 
 
@@ -239,24 +239,15 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _snippet_frame(fs, filename) -> bool:
-    """Whether traceback entry ``fs`` is the snippet's own (not the trampoline
-    compiled under its name)."""
-    return fs.filename == filename and fs.name != TRAMPOLINE
-
-
-def _snippet_frames(tb, filename):
-    return [fs for fs in traceback.extract_tb(tb)
-            if _snippet_frame(fs, filename)]
-
-
 _CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
 _CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 
 
 def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
-    frames = _snippet_frames(e.__traceback__, filename)
-    line = frames[-1].lineno if frames else None
+    frames = python_frames(e.__traceback__, filename)
+    # the editor marks the snippet's innermost line (the call into a helper
+    # module or torch, where the error was raised further in)
+    line = next((fs.lineno for fs in reversed(frames) if fs.filename == filename), None)
     # the exceptions it was raised from or while handling first, as python prints
     # them (``raise ValueError(...) from e`` keeps the error that explains it)
     chain, seen, cur = [], {id(e)}, e
@@ -276,7 +267,7 @@ def _error_info(e: BaseException, filename: str, recorder) -> P.ErrorInfo:
     for exc, joint in reversed(chain):
         lines += _traceback_lines(exc, python_frames(exc.__traceback__, filename))
         lines.append(joint)
-    lines += _traceback_lines(e, python_frames(e.__traceback__, filename))
+    lines += _traceback_lines(e, frames)
     if any(isinstance(x, BaseExceptionGroup) for x in (e, *(c for c, _ in chain))):
         lines = _group_lines(e, filename)
     op = tensor = None

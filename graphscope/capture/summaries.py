@@ -207,6 +207,8 @@ def _chunked_mean_std(d, n: int) -> tuple:
         b.sub_(mean)
         sq += torch.dot(b, b)
     return mean, math.sqrt(sq.item() / (n - 1))
+
+
 HALF_TYPES = _float_types
 
 
