@@ -40,7 +40,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from graphscope import protocol as P
 from graphscope.capture.node_owners import node_name
-from graphscope.capture.tensor_facts import grad_fn_of, no_subclass_dispatch
+from graphscope.capture.tensor_facts import grad_fn_of, no_subclass_dispatch, version_of
 from graphscope.capture.call_sites import call_as_caller
 from graphscope.capture.tracebacks import exc_key
 
@@ -106,17 +106,23 @@ class BackwardTracer:
                               root_ids, in_ids, bool(retain), create))
 
         befores: dict[int, object] = {}   # AccumulateGrad node id -> leaf .grad before
+        versions = None   # (leaf, version counter) before the engine ran (NOTE [changed in hooks])
+        cleared: list = []   # leaves whose .grad a hook set to None as it was accumulated
         handles = self._handles
         start = len(handles)
         self.running += 1
         try:
             with no_subclass_dispatch():
-                leaves, held = self._hook_graph(call_id, roots, befores, bool(retain))
+                leaves, held = self._hook_graph(call_id, roots, befores, bool(retain), cleared)
+                versions = [(t, version_of(t)) for t in leaves]
             result = call_as_caller(func, args, kwargs)
             del held
+            self._changed_in_hooks(versions, cleared, frame)
         except BaseException as e:
             if r.failed is None or r.failed[0] != exc_key(e):
                 r.failed = (exc_key(e), None, root_ids[0] if root_ids else None, None)
+            if versions is not None:   # a hook that ran before the error may have changed one
+                self._changed_in_hooks(versions, cleared, frame)
             raise
         finally:
             self.running -= 1
@@ -132,6 +138,40 @@ class BackwardTracer:
                 for t in _tensors(result):
                     r.tensor_id(t, seq)
         return result
+
+    # NOTE [changed in hooks]: the snippet's hooks run inside the engine, where
+    # the mode is off (the docstring's step 3), so a torch call they make is not
+    # recorded. One such call changes what every later step shows: an optimizer
+    # fused into backward (``p.register_post_accumulate_grad_hook`` stepping
+    # ``p`` in place), after which the leaf drawn with its old value fed the
+    # next op a value it no longer had. So the version counter of every leaf
+    # the pass reaches is read before the engine runs and after it returns (or
+    # raises), and the leaves that changed get one in-place op at the backward
+    # call's line, "changed in a hook", with their values after (the
+    # ``_foreach`` ops of an optimizer are recorded so too): one read per leaf
+    # per pass, nothing per op. Such a hook usually clears ``p.grad`` too, which
+    # AccumulateGrad's post hook sees as a ``.grad`` of None right after
+    # accumulating: those leaves get a ``.grad = None`` write (else the step's
+    # incoming gradient would stand for the ``.grad`` from then on). A change
+    # to a non-leaf, or one undone before the pass ends, is not seen.
+    def _changed_in_hooks(self, versions, cleared, frame) -> None:
+        r = self.r
+        try:
+            with no_subclass_dispatch():
+                changed = [(t, v) for t, v in versions if version_of(t) != v]
+                if changed and r.recording:
+                    r._record("changed in a hook", "a hook the snippet registered",
+                              "inplace", False, [t for t, _ in changed], [], changed,
+                              None, frame)
+                for t in cleared:
+                    tid = r.ids.get(t)
+                    if t._grad is None and tid is not None and r.recording:
+                        op = r._record("grad", "torch.Tensor.grad", "grad_write", False, [t],
+                                       [], None, ["None"], frame)
+                        if op is not None:
+                            r.emit(P.TensorUpdate(tid, {"grad": None, "grad_stats": None}))
+        except Exception as bad:   # NOTE [the snippet's call comes first] in recorder.py
+            r.could_not_record(bad)
 
     def _record_made_graph(self, is_grad, args, kwargs, result, roots, ins, leaves,
                            frame) -> None:
@@ -175,7 +215,8 @@ class BackwardTracer:
     # and the leaves to their new ``.grad``), owning those nodes as a composite op owns its
     # inner ones (NOTE [composite ops]): a second pass through them is stepped
     # inside it, and the picture shows dy made from y and x.
-    def _hook_graph(self, call_id, roots, befores, retain: bool = True) -> tuple[list, list]:
+    def _hook_graph(self, call_id, roots, befores, retain: bool = True,
+                    cleared=None) -> tuple[list, list]:
         """Put a post hook on every Node reachable from the roots (and a prehook
         on AccumulateGrad nodes).
 
@@ -254,7 +295,9 @@ class BackwardTracer:
                         g = node.variable._grad
                         before = befores.pop(fixed[0], None)
                         if g is None:
-                            after = None
+                            after = None   # a hook of the leaf's took it (NOTE [changed in hooks])
+                            if cleared is not None:
+                                cleared.append(node.variable)
                         elif before is None and grad_outputs:
                             # into an empty .grad: the incoming gradient or a copy
                             # (NOTE [same elements] in summaries.py)
