@@ -449,6 +449,89 @@ def test_an_if_read_by_two_calls_in_a_row_is_two_decisions():
                                                  "2\u00d7, last True \u2192 if, line 10"]
 
 
+def _control_edges(g):
+    return [(g.nodes[e.src], g.nodes[e.dst]) for e in g.edges if e.kind == "control"]
+
+
+@pytest.mark.parametrize("x, line", [("1.0", 5), ("0.5", 7)])
+def test_a_decision_points_at_the_first_op_of_the_branch_it_chose(x, line):
+    """NOTE [where a decision sent the program]: the hexagon was a dead end."""
+    g = build_graph(trace_of(PROBLEM_BRANCH.format(x=x)))
+    [b] = _decisions(g)
+    [(src, dst)] = _control_edges(g)
+    assert src is b and dst.kind == "op" and dst.label == "mul" and dst.line == line
+    assert b.step <= dst.step
+
+
+@pytest.mark.parametrize("values, label", [("1.0, 2.0, 3.0", "mul"), ("1.0, 1.0, 1.0", "add")])
+def test_a_conditional_expression_points_at_the_value_it_used(values, label):
+    g = build_graph(trace_of(f"""
+        import torch
+        x = torch.tensor([{values}], requires_grad=True)
+        y = x * 2 if x.sum() > 5 else x + 2
+    """))
+    [(src, dst)] = _control_edges(g)
+    assert "branch" in src.flags and dst.label == label
+
+
+def test_a_loop_points_once_at_its_body_and_a_skipped_if_nowhere():
+    g = build_graph(trace_of("""
+        import torch
+        y = torch.tensor(1.0, requires_grad=True)
+        while y.item() < 5:
+            y = y * 2
+        if y.item() > 100:
+            y = y * 3
+        z = y + 1
+    """))
+    loop, skipped = _decisions(g)
+    assert skipped.detail.endswith("if skipped")
+    # one edge, into the first turn's multiply, not one per turn; the if that ran
+    # nothing of its own sends no edge to ``y + 1``, which would have run anyway
+    [(src, dst)] = _control_edges(g)
+    assert src is loop and dst.label == "mul" and dst.line == 4
+    first_mul = min((n for n in g.nodes.values() if n.label == "mul"), key=lambda n: n.step)
+    assert dst is first_mul
+
+
+def test_a_decision_points_into_a_function_its_branch_called_and_past_ops_that_drew_nothing():
+    g = build_graph(trace_of("""
+        import torch
+        def double(v):
+            return v * 2
+        x = torch.tensor(3.0, requires_grad=True)
+        if x.item() > 1:
+            print(x.item())
+            w = torch.ones(())
+            y = double(x)
+    """))
+    [(src, dst)] = _control_edges(g)
+    assert "branch" in src.flags and dst.label == "mul" and dst.line == 3
+
+
+def test_a_skipped_if_that_would_have_returned_points_at_what_follows_it():
+    """challenge-1: ``if x.sum() > 0: return (x * 2).sum()`` then ``return
+    (x.exp() + 1).sum()``; for the second call, the code after the if is its else."""
+    from graphscope import scenarios
+    g = build_graph(trace_of(scenarios.find("challenge-1-why-dynamic").snippet))
+    first, second = _decisions(g)
+    assert [(s.id, d.label) for s, d in _control_edges(g)] == [(first.id, "mul"), (second.id, "exp")]
+
+
+def test_a_decision_in_a_for_loop_points_at_its_body_from_the_first_turn_that_entered_it():
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.tensor([-1.0, 2.0, 3.0], requires_grad=True)
+        total = x.sum() * 0
+        for i in range(3):
+            if x[i].item() > 0:
+                total = total + x[i] * 2
+    """))
+    [b] = _decisions(g)
+    [(src, dst)] = _control_edges(g)
+    assert src is b and dst.line == 6 and dst.label == "getitem"   # x[i], of the second turn
+
+
 def test_a_reshape_that_copied_is_not_drawn_as_a_view():
     """NOTE [aliases]: reshape is a view when it can be, a copy when it cannot;
     the trace says which (Op.alias), and so does the graph."""

@@ -75,6 +75,8 @@ class BranchDecisions:
         if src is not None and len(dec.sources) < self.fanout_limit and src not in dec.sources:
             dec.sources.append(src)
             d.edges.append(g._add_edge(Edge(src, dec.node.id, "nograd", self.step)))
+        if not dec.linked and dec not in self._to_link:
+            self._to_link.append(dec)
         if dec.went is None:
             if dec not in self._undecided:
                 self._undecided.append(dec)
@@ -129,6 +131,49 @@ class BranchDecisions:
             if node not in d.nodes and node not in d.changed:
                 d.changed.append(node)
 
+    # NOTE [where a decision sent the program]: a decision node is joined by a
+    # "control" edge (dotted, in the decision's colour: Python control flow, no
+    # data) to the first drawn op of the code it chose: the if-body or else-body,
+    # the loop body, the chosen value of a conditional expression (or a function
+    # called from there, whose lines are elsewhere). Without it the hexagon was a
+    # dead end, drawn after the branch it chose (challenge-2: ``y = x * 2 if
+    # x.sum() > 5 else x + 2`` showed the mul before the decision that picked it:
+    # visual review). The edge also places the chosen op after the decision, in
+    # the order the program ran. A decision that ran no code of its own (an
+    # ``if`` skipped, a loop that ended, an assert) gets no edge: what comes next
+    # would have run either way; except an ``if`` whose body leaves the block
+    # (``return``, ``raise``, ``break``, ``continue``), skipped: what follows it
+    # is its else. A decision read again in its loop is one node,
+    # with one edge, from the first reading that entered its body.
+    def _link_decisions(self, op: P.Op, d: GraphDelta) -> None:
+        line = op.line
+        if line is None:
+            return
+        created = self.graph.op_nodes.get(op.id) or ()
+        target = next((nid for nid in created if self.graph.nodes[nid].kind == "op"), None)
+        for dec in list(self._to_link):
+            ctl, went, read = dec.ctl, dec.went, dec.last
+            if went is None:
+                continue                      # the next op on another line decides
+            chosen = _chosen(ctl, went, self._tree or None)
+            if chosen is None:                # skipped, ended, asserted: nothing chosen
+                self._to_link.remove(dec)
+                continue
+            test = getattr(ctl, "test", None)
+            if not isinstance(ctl, ast.IfExp) and test is not None and \
+                    test.lineno <= line <= (test.end_lineno or test.lineno):
+                continue                      # still evaluating the condition
+            if not (chosen[0] <= line <= chosen[1] or line in self._function_lines()):
+                self._to_link.remove(dec)     # the chosen code made no op
+                continue
+            if target is None:
+                continue                      # an op that drew nothing (yet): the next one
+            self._to_link.remove(dec)
+            dec.linked = True
+            if target != dec.node.id and target not in self.graph.succs.get(dec.node.id, ()):
+                d.edges.append(self.graph._add_edge(
+                    Edge(dec.node.id, target, "control", self.step)))
+
     def _decisions_before_op(self, op: P.Op, d: GraphDelta) -> None:
         """An op ran: it may say where an undecided branch went, and an op outside a
         decision's loop ends that decision."""
@@ -154,12 +199,13 @@ _BRANCH_FLAGS = frozenset({"branch"})
 
 class _Decision:
     """One decision node while its line keeps being evaluated (NOTE [branch nodes])."""
-    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources", "once")
+    __slots__ = ("node", "ctl", "span", "count", "last", "went", "sources", "once", "linked")
 
     def __init__(self, node: Node, ctl, span: tuple):
         self.node, self.ctl, self.span = node, ctl, span
         self.count, self.last, self.went, self.sources = 0, None, None, []
         self.once = False   # not in a loop: a new reading after its body ran is new
+        self.linked = False  # joined to the code it chose (NOTE [where a decision sent the program])
 
 
 class _Ops:
@@ -183,6 +229,37 @@ def _loop_span(tree, ctl) -> tuple:
             best = n
     best = best or ctl
     return (best.lineno, best.end_lineno or best.lineno)
+
+
+def _chosen(ctl, went, tree=None) -> Optional[tuple]:
+    """Lines of the code ``ctl`` chose to run when it went ``went``; None if it chose
+    none of its own (NOTE [where a decision sent the program])."""
+    if isinstance(ctl, ast.IfExp):
+        part = ctl.body if went else ctl.orelse
+        return (part.lineno, part.end_lineno or part.lineno)
+    if isinstance(ctl, (ast.If, ast.While)):
+        body = ctl.body if went else (ctl.orelse if isinstance(ctl, ast.If) else None)
+        if body:
+            return (body[0].lineno, body[-1].end_lineno or body[-1].lineno)
+        if isinstance(ctl, ast.If) and tree is not None and \
+                isinstance(ctl.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            # ``if x.sum() > 0: return ...`` skipped: what follows it is its else
+            # (challenge-1's second call; the two returns of f are its two graphs)
+            rest = _after(tree, ctl)
+            if rest:
+                return (rest[0].lineno, rest[-1].end_lineno or rest[-1].lineno)
+    return None
+
+
+def _after(tree, stmt) -> list:
+    """The statements after ``stmt`` in the block that holds it (a function's, a
+    loop's, an ``except``'s, a ``case``'s: ast.walk reaches them all)."""
+    for n in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(n, field, None)
+            if isinstance(block, list) and stmt in block:
+                return block[block.index(stmt) + 1:]
+    return []
 
 
 def _condition_label(source: str, ctl) -> str:

@@ -139,6 +139,7 @@ class GraphBuilder(BranchDecisions):
         self._active_region: Optional[int] = None  # grad-off block the last op ran in
         self._decisions: dict = {}          # line -> _Decision (this pass; NOTE [branch nodes])
         self._undecided: list = []          # decisions whose direction waits for the next op
+        self._to_link: list = []            # decisions not yet joined to the op they sent the program to
         self._tree = None                   # the snippet's AST, parsed at the first branch
         self._decision_count: dict = {}     # line -> decision nodes made there
         # NOTE [views after an in-place change]
@@ -288,6 +289,12 @@ class GraphBuilder(BranchDecisions):
 
     # -- ops ------------------------------------------------------------------------
     def _on_op(self, op: P.Op) -> GraphDelta:
+        d = self._op(op)
+        if self._to_link:
+            self._link_decisions(op, d)   # NOTE [where a decision sent the program]
+        return d
+
+    def _op(self, op: P.Op) -> GraphDelta:
         self.step += 1
         self._seq = op.seq
         step = self.step
@@ -747,6 +754,7 @@ class GraphBuilder(BranchDecisions):
         self._seq = msg.seq
         self._decisions.clear()      # a new pass decides afresh (NOTE [branch nodes])
         self._undecided.clear()
+        self._to_link.clear()
         d = GraphDelta()
         roots = [r for r in msg.roots if r in self.tensors]
         culprits = set()

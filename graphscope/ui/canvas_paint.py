@@ -316,7 +316,8 @@ class ScenePainter(RegionPainter, OverlayPainter):
 
     def _edge_colour(self, kind: str) -> str:
         t = self.theme
-        return {"nograd": t.edge_nograd, "detach": t.edge_detach}.get(kind, t.edge)
+        return {"nograd": t.edge_nograd, "detach": t.edge_detach,
+                "control": t.branch}.get(kind, t.edge)
 
     def _faded_test(self):
         """NOTE [pass focus] in timeline.py: a test of whether a node is drawn faded
@@ -389,11 +390,16 @@ class ScenePainter(RegionPainter, OverlayPainter):
             pen = QPen(c, 2.6 if kind == "data" else 2.4)
             if kind == "nograd":
                 pen.setStyle(Qt.DashLine)
+            elif kind == "control":
+                # NOTE [where a decision sent the program]: control flow, no data;
+                # dotted, so it reads apart from the dashes of untracked data
+                pen.setStyle(Qt.DotLine)
+                pen.setCapStyle(Qt.RoundCap)
             if fade:
                 p.setOpacity(FADED)
             p.setPen(pen)
             p.setBrush(Qt.NoBrush)
-            if kind == "nograd" and self._scale_now < 0.75:
+            if kind in ("nograd", "control") and self._scale_now < 0.75:
                 # zoomed out, the dashes are a few pixels each: drawn without
                 # antialiasing (a picture of a 60-step training loop, 1.3 million
                 # units of dashed lanes, spent 4.5 s stroking them: fuzz review)

@@ -25,6 +25,7 @@ def legend_rows(t) -> list:
         (("triangle", t.warning, t.warning_text, "?"), "needed requires_grad but lacks it"),
         (("badge", t.error, t.error_text, "!"), "where the error happened"),
         (("hexagon", t.op_fill, t.branch, ""), "a value decided an if / while"),
+        (("dot", t.branch, t.branch, ""), "the code that decision chose to run"),
         (("dash", t.edge_nograd, t.edge_nograd, ""), "data flow autograd does not track"),
         (("dash", t.edge_detach, t.edge_detach, "\u2702"), "detach(): the graph is cut here"),
         (("arrow", t.edge, t.canvas_bg, "\u00d72"), "an input the op reads twice (x\u00a0*\u00a0x)"),
@@ -79,8 +80,10 @@ def swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
         p.drawRoundedRect(box, h / 2, h / 2)
         p.setPen(fc)
         p.drawText(box, Qt.AlignmentFlag.AlignCenter, mark)
-    elif shape == "dash":
-        pen = QPen(fc, 2.4, Qt.PenStyle.DashLine if not mark else Qt.PenStyle.SolidLine)
+    elif shape in ("dash", "dot"):
+        style = Qt.PenStyle.DotLine if shape == "dot" else (
+            Qt.PenStyle.DashLine if not mark else Qt.PenStyle.SolidLine)
+        pen = QPen(fc, 2.4, style)
         p.setPen(pen)
         y = h / 2
         if mark:   # a cut edge: two pieces, the scissors between them
