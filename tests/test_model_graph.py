@@ -518,6 +518,14 @@ def test_a_skipped_if_that_would_have_returned_points_at_what_follows_it():
     assert [(s.id, d.label) for s, d in _control_edges(g)] == [(first.id, "mul"), (second.id, "exp")]
 
 
+def test_a_chosen_value_that_made_no_op_points_nowhere():
+    """input-dependent-depth: ``depth = 1 if x.norm() < 1 else 3`` chose a number;
+    the layer the loop then runs, in the same function, is not that choice."""
+    from graphscope import scenarios
+    g = build_graph(trace_of(scenarios.find("input-dependent-depth").snippet))
+    assert len(_decisions(g)) == 2 and _control_edges(g) == []
+
+
 def test_a_decision_in_a_for_loop_points_at_its_body_from_the_first_turn_that_entered_it():
     g = build_graph(trace_of("""
         import torch

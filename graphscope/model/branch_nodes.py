@@ -163,7 +163,7 @@ class BranchDecisions:
             if not isinstance(ctl, ast.IfExp) and test is not None and \
                     test.lineno <= line <= (test.end_lineno or test.lineno):
                 continue                      # still evaluating the condition
-            if not (chosen[0] <= line <= chosen[1] or line in self._function_lines()):
+            if not (chosen[0] <= line <= chosen[1] or self._called_from(line, ctl)):
                 self._to_link.remove(dec)     # the chosen code made no op
                 continue
             if target is None:
@@ -173,6 +173,19 @@ class BranchDecisions:
             if target != dec.node.id and target not in self.graph.succs.get(dec.node.id, ()):
                 d.edges.append(self.graph._add_edge(
                     Edge(dec.node.id, target, "control", self.step)))
+
+    def _called_from(self, line: int, ctl) -> bool:
+        """Whether ``line`` is in a function that does not hold ``ctl``: one the
+        chosen code called. (Not any function's line: in ``def forward``, the ``for``
+        after ``depth = 1 if x.norm() < 1 else 3`` was taken for the value chosen.)"""
+        spans = self.__dict__.get("_def_spans")
+        if spans is None:
+            spans = self._def_spans = [
+                (n.lineno, n.end_lineno or n.lineno) for n in ast.walk(self._tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            ] if self._tree else []
+        at = ctl.lineno
+        return any(a <= line <= b and not a <= at <= b for a, b in spans)
 
     def _decisions_before_op(self, op: P.Op, d: GraphDelta) -> None:
         """An op ran: it may say where an undecided branch went, and an op outside a
