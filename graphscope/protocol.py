@@ -132,6 +132,9 @@ class BackwardCall:
     inputs: list = field(default_factory=list)   # autograd.grad's inputs
     retain_graph: bool = False
     create_graph: bool = False
+    # the gradient given for each root (``backward(gradient=v)``, ``grad_outputs=``):
+    # a tensor id or null, one per root; empty when none was given
+    seeds: list = field(default_factory=list)
 
 
 @dataclass(slots=True, unsafe_hash=True)  # NOTE [records]
@@ -511,6 +514,10 @@ def check_types(msg) -> None:
                    for e in msg.subgraph):
             raise ProtocolError(f"bad {cls.T!r} message: subgraph must be a list of "
                                 f"[name, [next, ...]], not {msg.subgraph!r:.60}")
+    elif cls is BackwardCall:
+        if not all(i is None or type(i) is int for i in msg.seeds):
+            raise ProtocolError(f"bad {cls.T!r} message: seeds must hold tensor ids "
+                                f"or null, not {msg.seeds!r:.60}")
     elif cls is BackwardStep:
         for name in ("grad_outputs", "grad_inputs"):
             for summary in getattr(msg, name):

@@ -442,3 +442,33 @@ def test_a_hook_that_changes_nothing_adds_no_op():
     assert tr.status == "ok"
     assert tr.stdout == "[6.0, 12.0] tensor([5., 7.])\n"
     assert not [o for o in tr.ops if o.name == "changed in a hook" or o.kind == "grad_write"]
+
+
+SEEDS = """
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        y = x ** 2
+        v = torch.tensor([1.0, 0.5])
+        y.backward(gradient=v)
+        a, b = x * 2, (x * 3).sum()
+        torch.autograd.backward([a, b], [torch.ones(2), None])
+        g, = torch.autograd.grad(x * x, x, grad_outputs=torch.full((2,), 0.5))
+        (x * 4).sum().backward()
+        print(x.grad, g)
+        """
+
+
+def test_the_gradient_each_pass_starts_from_is_recorded_per_root():
+    """NOTE [seed gradients] in model/graph.py: ``backward(gradient=v)``,
+    ``autograd.backward``'s ``grad_tensors`` and ``autograd.grad``'s
+    ``grad_outputs``, one entry per root, None where none was given."""
+    tr = capture(SEEDS)
+    t = {n: tr.tensor_by_name(n).id for n in ("y", "v", "a", "b")}
+    calls = tr.backward_calls
+    assert [c.roots for c in calls[:2]] == [[t["y"]], [t["a"], t["b"]]]
+    assert calls[0].seeds == [t["v"]]
+    seed = tr.tensors[calls[1].seeds[0]]
+    assert calls[1].seeds[1] is None and seed.shape == [2] and seed.value == [1.0, 1.0]
+    assert tr.tensors[calls[2].seeds[0]].value == [0.5, 0.5]
+    assert calls[3].seeds == []          # a scalar's pass starts from 1: nothing given
+    assert tr.stdout == plain_stdout(SEEDS)

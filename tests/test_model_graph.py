@@ -540,6 +540,30 @@ def test_a_decision_in_a_for_loop_points_at_its_body_from_the_first_turn_that_en
     assert src is b and dst.line == 6 and dst.label == "getitem"   # x[i], of the second turn
 
 
+def test_the_gradient_a_pass_starts_from_is_drawn_into_its_root():
+    """NOTE [seed gradients]: v stood alone beside the graph in gradient-argument."""
+    from graphscope import scenarios
+    g = build_graph(trace_of(scenarios.find("gradient-argument").snippet))
+    [e] = [e for e in g.edges if e.kind == "seed"]
+    assert (g.nodes[e.src].label, g.nodes[e.dst].label) == ("v", "y")
+    assert e.step == max(n.step for n in g.nodes.values()) + 1   # at the backward call
+
+
+def test_a_seed_made_from_its_root_adds_no_cycle():
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        y = x * 2
+        y.backward(y.detach() * 0 + 1)
+        w = x * 3
+        w.backward(torch.ones_like(w))
+    """))
+    seeds = [(g.nodes[e.src], g.nodes[e.dst]) for e in g.edges if e.kind == "seed"]
+    # a factory's output is drawn with no edge from w: its seed edge is no cycle
+    assert [d.label for s, d in seeds] == ["w"] and seeds[0][0].detail == "3 float32"
+    assert nx.is_directed_acyclic_graph(g.nx)
+
+
 def test_a_reshape_that_copied_is_not_drawn_as_a_view():
     """NOTE [aliases]: reshape is a view when it can be, a copy when it cannot;
     the trace says which (Op.alias), and so does the graph."""

@@ -67,17 +67,22 @@ class BackwardTracer:
             inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
             retain = _arg(args, kwargs, 3, "retain_graph", None)
             create = bool(_arg(args, kwargs, 4, "create_graph", False))
+            grads = _arg(args, kwargs, 2, "grad_outputs", None)
         elif func is torch.autograd.backward:
             # (tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
             outputs = args[0] if args else kwargs.get("tensors")
             inputs = _arg(args, kwargs, 5, "inputs", None)
             retain = _arg(args, kwargs, 2, "retain_graph", None)
             create = bool(_arg(args, kwargs, 3, "create_graph", False))
+            grads = _arg(args, kwargs, 1, "grad_tensors", None)
+            if grads is None:
+                grads = kwargs.get("grad_variables")   # (its old, deprecated name)
         else:
             outputs = args[0]
             inputs = _arg(args, kwargs, 4, "inputs", None)
             retain = _arg(args, kwargs, 2, "retain_graph", None)
             create = bool(_arg(args, kwargs, 3, "create_graph", False))
+            grads = _arg(args, kwargs, 1, "gradient", None)
         if retain is None:
             retain = create
         roots = _tensors(outputs)
@@ -101,9 +106,13 @@ class BackwardTracer:
                 if t._base is not None:
                     r._own_regenerated(t, tid)   # v.backward() on a view whose base changed
             in_ids = [r.tensor_id(t, seq) for t in ins]
+            seed_ids = [None if g is None else r.tensor_id(g, seq)
+                        for g in _seeds(outputs, grads)]
+        if not any(i is not None for i in seed_ids):
+            seed_ids = []
         r.emit(P.BackwardCall(call_id, seq, "grad" if is_grad else "backward",
                               frame.f_lineno if frame is not None else None,
-                              root_ids, in_ids, bool(retain), create))
+                              root_ids, in_ids, bool(retain), create, seed_ids))
 
         befores: dict[int, object] = {}   # AccumulateGrad node id -> leaf .grad before
         versions = None   # (leaf, version counter) before the engine ran (NOTE [changed in hooks])
@@ -399,6 +408,22 @@ def _arg(args, kwargs, i, name, default):
     if name in kwargs:
         return kwargs[name]
     return args[i] if len(args) > i else default
+
+
+def _seeds(outputs, grads) -> list:
+    """The gradient given for each root (``backward(gradient=v)``, ``grad_outputs=``,
+    ``grad_tensors=``), a tensor or None, in the order of ``_tensors(outputs)``."""
+    outs = [outputs] if isinstance(outputs, Tensor) else (
+        list(outputs) if isinstance(outputs, (list, tuple)) else [])
+    if grads is None or isinstance(grads, Tensor):
+        gs = [grads]
+    elif isinstance(grads, (list, tuple)):
+        gs = list(grads)
+    else:
+        gs = []
+    gs += [None] * (len(outs) - len(gs))
+    return [g if isinstance(g, Tensor) else None
+            for o, g in zip(outs, gs) if isinstance(o, Tensor)]
 
 
 def _tensors(obj) -> list:

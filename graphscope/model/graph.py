@@ -767,7 +767,36 @@ class GraphBuilder(BranchDecisions):
                 culprits.add(tid)
         if culprits:
             d.merge(self._flag_missing(sorted(culprits)))
+        for r, seed in zip(msg.roots, msg.seeds):
+            if seed is not None:
+                self._seed_edge(seed, r, d)
         return d
+
+    # NOTE [seed gradients]: ``y.backward(gradient=v)`` (``grad_outputs=`` of
+    # autograd.grad) starts the pass from v where a scalar starts it from 1: an edge
+    # "seed" from v into y, at the backward call's step (v stood alone beside the
+    # graph in the gradient-argument scenario, whose question is what v does: visual
+    # review). Not where v is made from y (``torch.ones_like(y)``): the graph stays
+    # acyclic, and v is drawn out of y already.
+    def _seed_edge(self, seed: int, root: int, d: GraphDelta) -> None:
+        g = self.graph
+        dst = g.tensor_node.get(root)
+        if dst is None or seed not in self.tensors:
+            return
+        src = self._input_node_plain(seed)
+        if src is None or src == dst or dst in g.succs.get(src, ()):
+            return
+        seen, stack = {src}, [src]
+        while stack:                   # is y behind v? (a few nodes: v is a factory's)
+            for q in g.preds.get(stack.pop(), ()):
+                if q == dst:
+                    return
+                if q not in seen:
+                    if len(seen) > 10_000:
+                        return         # too far to tell: no edge rather than a cycle
+                    seen.add(q)
+                    stack.append(q)
+        d.edges.append(g._add_edge(Edge(src, dst, "seed", self.step)))
 
     def _on_backward(self, msg: P.BackwardStep) -> GraphDelta:
         self.step += 1

@@ -29,7 +29,7 @@ class Node:
 class Edge:
     src: str
     dst: str
-    kind: str                      # "data" | "nograd" | "detach" | "control" (branch_nodes.py)
+    kind: str                      # "data" | "nograd" | "detach" | "control" (branch_nodes.py) | "seed"
     step: Optional[int] = None
 
 

@@ -17,7 +17,7 @@ from graphscope.ui.canvas_scene import edge_route
 
 DENSITY_MIN = 6000
 EDGE_SAMPLES = 6
-_KINDS = ("data", "nograd", "detach", "control")
+_KINDS = ("data", "nograd", "detach", "control", "seed")
 _STYLES = ("tracked", "untracked", "error", "missing", "op", "op_nograd")
 
 

@@ -317,7 +317,7 @@ class ScenePainter(RegionPainter, OverlayPainter):
     def _edge_colour(self, kind: str) -> str:
         t = self.theme
         return {"nograd": t.edge_nograd, "detach": t.edge_detach,
-                "control": t.branch}.get(kind, t.edge)
+                "control": t.branch, "seed": t.grad_label_border}.get(kind, t.edge)
 
     def _faded_test(self):
         """NOTE [pass focus] in timeline.py: a test of whether a node is drawn faded
@@ -395,11 +395,14 @@ class ScenePainter(RegionPainter, OverlayPainter):
                 # dotted, so it reads apart from the dashes of untracked data
                 pen.setStyle(Qt.DotLine)
                 pen.setCapStyle(Qt.RoundCap)
+            elif kind == "seed":
+                # NOTE [seed gradients] in graph.py: the gradient backward starts from
+                pen.setStyle(Qt.DashDotLine)
             if fade:
                 p.setOpacity(FADED)
             p.setPen(pen)
             p.setBrush(Qt.NoBrush)
-            if kind in ("nograd", "control") and self._scale_now < 0.75:
+            if kind in ("nograd", "control", "seed") and self._scale_now < 0.75:
                 # zoomed out, the dashes are a few pixels each: drawn without
                 # antialiasing (a picture of a 60-step training loop, 1.3 million
                 # units of dashed lanes, spent 4.5 s stroking them: fuzz review)

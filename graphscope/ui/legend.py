@@ -28,6 +28,8 @@ def legend_rows(t) -> list:
         (("dot", t.branch, t.branch, ""), "the code that decision chose to run"),
         (("dash", t.edge_nograd, t.edge_nograd, ""), "data flow autograd does not track"),
         (("dash", t.edge_detach, t.edge_detach, "\u2702"), "detach(): the graph is cut here"),
+        (("dashdot", t.grad_label_border, t.grad_label_border, ""),
+         "the gradient backward starts from: backward(gradient=v)"),
         (("arrow", t.edge, t.canvas_bg, "\u00d72"), "an input the op reads twice (x\u00a0*\u00a0x)"),
         (("region", _over(t.region_fill, t.panel_bg), t.region_border, ""),
          "no_grad region"),
@@ -80,8 +82,9 @@ def swatch(spec, w: float, h: float, font: QFont, dpr: float) -> QPixmap:
         p.drawRoundedRect(box, h / 2, h / 2)
         p.setPen(fc)
         p.drawText(box, Qt.AlignmentFlag.AlignCenter, mark)
-    elif shape in ("dash", "dot"):
-        style = Qt.PenStyle.DotLine if shape == "dot" else (
+    elif shape in ("dash", "dot", "dashdot"):
+        style = Qt.PenStyle.DotLine if shape == "dot" else Qt.PenStyle.DashDotLine \
+            if shape == "dashdot" else (
             Qt.PenStyle.DashLine if not mark else Qt.PenStyle.SolidLine)
         pen = QPen(fc, 2.4, style)
         p.setPen(pen)
