@@ -380,3 +380,103 @@ def test_a_short_chain_goes_into_bands_of_two_where_nothing_wider_reads():
     small.tidy(aspect=aspect, readable=readable)
     assert small.wrap == 2
     _check_invariants(g, small)
+
+
+# -- NOTE [a pass is a block] ---------------------------------------------------
+
+RNN_TWO_SEQUENCES = """
+import torch
+w = torch.tensor(0.5, requires_grad=True)
+
+def run(sequence):
+    h = torch.tensor(0.0)
+    for x in sequence:
+        h = w * h + x
+    return h
+
+for seq in ([1.0, 1.0], [1.0, 1.0, 1.0]):
+    w.grad = None
+    run(seq).backward()
+"""
+
+ACCUMULATE = """
+import torch
+w = torch.tensor(1.0, requires_grad=True)
+for k in range(4):
+    loss = w * (k + 1)
+    loss.backward()
+"""
+
+
+def _blocks_layout(source):
+    from graphscope.model.passes import node_passes, shown_passes
+    tr = trace_of(source)
+    g = build_graph(tr)
+    passes = node_passes(g, shown_passes(tr))
+    return g, passes
+
+
+def test_each_pass_of_an_rnn_run_twice_is_a_block_of_its_own_rows():
+    g, passes = _blocks_layout(RNN_TWO_SEQUENCES)
+    assert sorted(set(passes.values())) == [0, 1]
+    plain = LayeredLayout(g)
+    plain.tidy()
+    rows = lambda lay, k: [lay.row[n] for n, p in passes.items() if p == k]  # noqa: E731
+    # laid out by layer alone, the second pass's rows lie between the first's
+    assert min(rows(plain, 1)) < max(rows(plain, 0))
+    lay = LayeredLayout(g)
+    lay.set_passes(passes)
+    placed = dict(lay.layer)
+    lay.tidy()
+    _check_invariants(g, lay)
+    assert max(rows(lay, 0)) < min(rows(lay, 1))
+    # every node keeps its screen column: the weight stays before each pass's mul
+    assert all(lay.layer[n] % lay.wrap == placed[n] % lay.wrap for n in g.nodes)
+    # a second tidy (the window resized and back) gives the same picture
+    first = dict(lay.positions)
+    lay.tidy(aspect=0.5)
+    assert lay.tidy(aspect=16 / 9) == first
+
+
+def test_passes_of_one_band_each_stack_as_rows_as_before():
+    g, passes = _blocks_layout(ACCUMULATE)
+    assert len(set(passes.values())) == 4
+    plain = LayeredLayout(g)
+    lay = LayeredLayout(g)
+    lay.set_passes(passes)
+    assert lay.tidy() == plain.tidy()
+
+
+def test_blocks_give_way_where_they_alone_would_make_a_picture_unreadable():
+    g, passes = _blocks_layout(RNN_TWO_SEQUENCES)
+    plain = LayeredLayout(g)
+    lay = LayeredLayout(g)
+    lay.set_passes(passes)
+    # in the window's canvas (its aspect and the zoom its labels read at) blocks
+    # would shrink the fitted picture by more than BLOCK_COST, below readable
+    view = dict(aspect=1.29, readable=0.00114)
+    assert lay.tidy(**view) == plain.tidy(**view)
+    _check_invariants(g, lay)
+    # where the labels read whatever the zoom, the passes are blocks
+    assert lay.tidy(aspect=1.29, readable=0) != plain.tidy(aspect=1.29, readable=0)
+
+
+SECOND_DERIVATIVE = """
+import torch
+x = torch.tensor(2.0, requires_grad=True)
+y = x ** 3
+dy, = torch.autograd.grad(y, x, create_graph=True)
+dy.backward()
+"""
+
+
+def test_a_pass_computed_from_the_pass_before_keeps_the_gap_its_edge_runs_in():
+    g, passes = _blocks_layout(SECOND_DERIVATIVE)
+    assert len(set(passes.values())) == 2
+    lay = LayeredLayout(g)
+    lay.set_passes(passes)
+    lay.tidy()
+    _check_invariants(g, lay)
+    first = max(lay.row[n] for n, p in passes.items() if p == 0)
+    second = min(lay.row[n] for n, p in passes.items() if p == 1)
+    assert second - first == 2       # an empty row between: the lane of y -> grad

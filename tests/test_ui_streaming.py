@@ -154,3 +154,29 @@ def test_pass_bands_of_interleaved_computations_keep_their_steps():
     from graphscope.model.passes import passes_of
     plain = [s for s in live.timeline.pass_steps(passes_of(live.trace)) if s is not None]
     assert [b[:2] for b in live.pass_bands()] == plain
+
+
+def test_the_window_and_the_exported_picture_lay_out_each_pass_as_a_block():
+    """NOTE [a pass is a block] in model/layout.py: a run that ends lays out its
+    passes (the timeline's bands) one after another, in the window as in export."""
+    from graphscope import scenarios
+    from graphscope.model.trace import Trace
+    from graphscope.ui.live_run import LiveRun
+    from graphscope.ui.render import scene_for_trace
+    from test_model_traces import run_messages
+    src, msgs, end = run_messages(scenarios.find("input-dependent-depth").snippet)
+    live = LiveRun(src, "s.py")
+    live.apply(msgs)
+    live.finish(end)
+    assert sorted(set(live.layout.passes.values())) == [0, 1]
+    mine = live.layout.tidy(aspect=16 / 9)
+    tr = Trace(source=src, filename="s.py")
+    tr.extend(msgs)
+    tr.apply(end)
+    _, exported, _ = scene_for_trace(tr)
+    assert exported.passes == live.layout.passes
+    assert {k: (round(x), round(y)) for k, (x, y) in mine.items()} == \
+        {k: (round(x), round(y)) for k, (x, y) in exported.positions.items()}
+    rows = {k: [live.layout.row[n] for n, p in live.layout.passes.items() if p == k]
+            for k in (0, 1)}
+    assert max(rows[0]) < min(rows[1])

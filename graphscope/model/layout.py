@@ -39,6 +39,8 @@ BAND_GAP = 1       # empty rows between two bands of a wrapped chain
 # and the room for a region's label at the top (per text scale, at most 2x)
 FIT_MARGIN, FIT_LABEL_ROOM = 40.0, 70.0
 WRAP = 64          # layers per band while building (tidy picks its own)
+BLOCK_COST = 1.15  # a pass a block while that shrinks a picture too small to read
+                   # by no more than this (NOTE [a pass is a block])
 _SEARCH = 24       # rows tried around the target before going to the column's end
 ASPECT = 16 / 9
 
@@ -163,6 +165,8 @@ class LayeredLayout:
         self._col_x: Optional[list] = None   # set by tidy: centre x of each screen column
         self._page_pitch = 0.0
         self._scanned = 0
+        self.passes: dict = {}               # node id -> pass (NOTE [a pass is a block])
+        self._placed_layer: dict = {}        # layers before a tidy stacked the passes
         if graph is not None and len(graph.nodes):
             self.add(graph)
 
@@ -217,11 +221,18 @@ class LayeredLayout:
         fresh = LayeredLayout(None, wrap=self.batch_wrap)
         fresh.text_scale, fresh.aspect = self.text_scale, self.aspect
         fresh.readable = self.readable
+        fresh.passes = self.passes
         fresh.col_pitch, fresh.row_pitch = self.col_pitch, self.row_pitch
         fresh.graph = self.graph
         if self.graph is not None and len(self.graph.nodes):
             fresh.add(self.graph)
         self.__dict__.update(fresh.__dict__)
+
+    def set_passes(self, passes: dict) -> None:
+        """``{node id: pass}`` (model/passes.py ``node_passes``) for the next tidy:
+        each pass is laid out as a block of its own (NOTE [a pass is a block]);
+        empty: the graph is one block."""
+        self.passes = dict(passes) if passes else {}
 
     # -- incremental ----------------------------------------------------------
     def add(self, graph_or_new_nodes) -> dict:
@@ -385,11 +396,31 @@ class LayeredLayout:
         nlayers = max(layer.values()) + 1
         old_wrap, old_start = self.wrap, self._band_start
         rel = {nid: r - old_start[layer[nid] // old_wrap] for nid, r in self.row.items()}
-        by_layer: list[list[str]] = [[] for _ in range(nlayers)]
-        for nid in g.nodes:
-            if nid in layer:
-                by_layer[layer[nid]].append(nid)
-        wrap = self._choose_wrap(by_layer, rel)
+        if self._placed_layer:     # an earlier tidy stacked the passes: from the start
+            layer.update(self._placed_layer)
+            self._placed_layer = {}
+            nlayers = max(layer.values()) + 1
+        blocks = self._pass_blocks(g)
+        if blocks is not None:
+            wrap = self._choose_wrap(blocks, rel)
+            shown, readable = self._wrap_shown, self.readable
+            if readable is not None and shown is not None and shown < readable:
+                # NOTE [a pass is a block]: blocks take more rows (each pass's last
+                # band is part-empty); where that makes a picture too small to read
+                # whole and the graph as one block is much larger (rnn-shared-weight
+                # in the window's canvas: 1.2x, and then it read whole), the whole
+                # graph read is worth more than the passes apart
+                one = self._layer_lists(g, nlayers)
+                one_wrap = self._choose_wrap([(0, one, False)], rel)
+                if self._wrap_shown is not None and self._wrap_shown > shown * BLOCK_COST:
+                    blocks, wrap, by_layer = None, one_wrap, one
+        else:
+            by_layer = self._layer_lists(g, nlayers)
+            wrap = self._choose_wrap([(0, by_layer, False)], rel)
+        joined: set = set()
+        if blocks is not None:
+            by_layer, joined = self._stack_blocks(blocks, wrap)
+            nlayers = len(by_layer)
         band_of = [L // wrap for L in range(nlayers)]
         self._untangle(by_layer, rel, band_of, layer, g.preds, range(nlayers))
         self._untangle(by_layer, rel, band_of, layer, g.succs, range(nlayers - 1, -1, -1))
@@ -411,7 +442,8 @@ class LayeredLayout:
         starts, y = [], 0
         for b in range(nbands):
             starts.append(y)
-            y += (max(remap[b].values()) + 1 if remap[b] else 0) + BAND_GAP
+            y += (max(remap[b].values()) + 1 if remap[b] else 0) + (
+                0 if b in joined else BAND_GAP)
         total_rows = max(1, y - BAND_GAP)
         self.wrap = wrap
         self._band_start = starts
@@ -540,17 +572,106 @@ class LayeredLayout:
     # the fitted picture gets this much larger, else one band reads more simply
     WRAP_GAIN = 1.3
 
-    def _choose_wrap(self, by_layer, rel) -> int:
+    def _layer_lists(self, g, nlayers: int) -> list:
+        """The nodes of each layer, in the graph's order."""
+        by_layer: list[list[str]] = [[] for _ in range(nlayers)]
+        layer = self.layer
+        for nid in g.nodes:
+            if nid in layer:
+                by_layer[layer[nid]].append(nid)
+        return by_layer
+
+    def _pass_blocks(self, g):
+        """Per pass, in order, ``(first layer, its nodes per layer from there)``; None
+        when the graph is one block (NOTE [a pass is a block])."""
+        passes = self.passes
+        if not passes:
+            return None
+        layer = self.layer
+        groups: dict = {}
+        for nid in g.nodes:
+            if nid in layer:
+                groups.setdefault(passes.get(nid, 0), []).append(nid)
+        if len(groups) < 2:
+            return None
+        blocks = []
+        preds = g.preds
+        before = None
+        for k in sorted(groups):
+            nids = groups[k]
+            at = [layer[n] for n in nids]
+            lo = min(at)
+            seg: list = [[] for _ in range(max(at) - lo + 1)]
+            for n, L in zip(nids, at):
+                seg[L - lo].append(n)
+            # whether this pass's graph is computed from what the pass before it
+            # computed (a second derivative from the first's graph), not only from
+            # tensors nothing computed (a weight, an input): then an edge comes back
+            # from the end of the band above, and the gap between them is its lane
+            goes_on = before is not None and any(
+                passes.get(q, 0) == before and preds.get(q)
+                for n in nids for q in preds.get(n, ()))
+            blocks.append((lo, seg, goes_on))
+            before = k
+        return blocks
+
+    def _stack_blocks(self, blocks, wrap: int) -> tuple:
+        """NOTE [a pass is a block]: PyTorch builds a graph per forward pass, and the
+        timeline shows each pass as a band of its own; laid out by layer alone, the
+        passes of an RNN run over two sequences shared every wrapped band (the
+        first's first row, the second's first row, then the first's second row
+        ...), and a student read the second pass's hidden state as going on from
+        the first's. Each pass now begins a band of its own: its nodes' layers
+        are shifted by whole bands, so every node keeps its screen column (a
+        weight shared by four passes stays in the column before each pass's
+        ``mul``), the order of layers within a pass and so the direction of every
+        edge is kept, and an edge between passes goes from an earlier one to a
+        later one, down the page. Passes of one band each (the steps of a
+        training loop) stack as rows with no gap between them, as before; a pass
+        that wraps, or one computed from the pass before it (an edge comes back
+        from the end of the band above), is set off by the gap between bands,
+        the edge's lane. Returns the layers' node
+        lists and the bands with no gap after them. Sets ``layer`` (the layers as
+        placed are kept for the next tidy, which may pick another wrap)."""
+        layer = self.layer
+        placed = self._placed_layer
+        by_layer: list = []
+        joined = set()
+        prev_single = False
+        for lo, seg, goes_on in blocks:
+            base = (lo // wrap) * wrap
+            nb = -(-(lo + len(seg) - base) // wrap)
+            if by_layer:
+                by_layer.extend([] for _ in range(-len(by_layer) % wrap))
+                if prev_single and nb == 1 and not goes_on:
+                    joined.add(len(by_layer) // wrap - 1)
+            by_layer.extend([] for _ in range(lo - base))
+            off = len(by_layer)
+            for j, nodes in enumerate(seg):
+                by_layer.append(nodes)
+                for n in nodes:
+                    placed[n] = layer[n]
+                    layer[n] = off + j
+            prev_single = nb == 1
+        self._frontier = len(by_layer) - 1
+        return by_layer, joined
+
+    def _choose_wrap(self, blocks, rel) -> int:
         """Layers per band giving the aspect closest to the view's (1 band if it already
-        fits); a short graph wraps only when that makes it substantially larger."""
-        n = len(by_layer)
+        fits); a short graph wraps only when that makes it substantially larger.
+        ``blocks``: per pass, its nodes per layer (one block: the whole graph); each
+        begins a band of its own (NOTE [a pass is a block])."""
+        n = max(first + len(seg) for first, seg, _ in blocks)
         # rows each layer spans (top node to bottom node): a cheap band height
         big = 1 << 60
-        lo, hi = [big] * n, [-1] * n
-        for L, nodes in enumerate(by_layer):
-            if nodes:
-                rs = [rel[x] for x in nodes]
-                lo[L], hi[L] = min(rs), max(rs)
+        spans = []
+        for first, seg, goes_on in blocks:
+            lo, hi = [big] * len(seg), [-1] * len(seg)
+            for L, nodes in enumerate(seg):
+                if nodes:
+                    rs = [rel[x] for x in nodes]
+                    lo[L], hi[L] = min(rs), max(rs)
+            spans.append((first, lo, hi, goes_on))
         best, best_score = n, None
         w = n
         cands = []
@@ -570,9 +691,17 @@ class LayeredLayout:
 
         def fit(w: int) -> float:
             height = 0
-            for start in range(0, n, w):
-                top, bottom = min(lo[start:start + w]), max(hi[start:start + w])
-                height += (bottom - top + 1 if bottom >= 0 else 1) + BAND_GAP
+            prev_single = False
+            for first, lo, hi, goes_on in spans:
+                skip = first % w           # the block's first band begins this far in
+                single = skip + len(lo) <= w
+                if prev_single and single and not goes_on:
+                    height -= BAND_GAP     # stacked on the pass before (_stack_blocks)
+                for start in range(-skip, len(lo), w):
+                    a = max(0, start)
+                    top, bottom = min(lo[a:start + w]), max(hi[a:start + w])
+                    height += (bottom - top + 1 if bottom >= 0 else 1) + BAND_GAP
+                prev_single = single
             width = min(w, n) * self.col_pitch
             h = max(1, height * self.row_pitch)
             fits[w] = min(aspect / width, 1.0 / h)     # the fitted zoom, view height 1
@@ -598,7 +727,9 @@ class LayeredLayout:
             one_band_reads = readable is None or shown[n] >= readable
             if best != n and fits[best] < fits[n] * self.WRAP_GAIN and one_band_reads:
                 best = n
-        return max(2, best)
+        best = max(2, best)
+        self._wrap_shown = shown.get(best)   # the fitted zoom it reads at (_tidy)
+        return best
 
     # -- helpers for views ------------------------------------------------------------
     def bounds(self, ids: Optional[Iterable[str]] = None) -> tuple:

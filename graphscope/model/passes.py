@@ -352,3 +352,51 @@ def pass_of_op(passes, op_id) -> Optional[int]:
         if op_id in p.ops:
             return p.index
     return None
+
+
+def shown_passes(trace) -> list:
+    """The passes a run is shown as (the timeline bar's bands, the layout's blocks):
+    none for a run of one pass, where one band over everything says nothing; none
+    either for a run without backward where a computation is tiny (the condition
+    of an ``if`` would read as a pass of its own, which confuses)."""
+    passes = passes_of(trace)
+    if len(passes) < 2:
+        return []
+    if not any(p.kind == "backward" for p in passes) and min(len(p.ops) for p in passes) < 3:
+        return []
+    return passes
+
+
+def node_passes(graph, passes) -> dict:
+    """``{node id: position in passes}`` for every node of ``graph``
+    (NOTE [a pass is a block] in layout.py).
+
+    A node is its op's pass (a tensor: the op that made it). A node no pass
+    holds (a ghost copy of a shared weight, a leaf made outside every pass, a
+    set-up op) goes with the earliest pass that uses it, else with the latest
+    one it was computed from, else with the first."""
+    if len(passes) < 2:
+        return {}
+    where = {}
+    for i, p in enumerate(passes):
+        for op_id in p.ops:
+            where.setdefault(op_id, i)
+    out = {}
+    loose = []
+    for nid, n in graph.nodes.items():
+        # (a ghost carries its original's op: it goes with the pass that uses it)
+        i = where.get(n.op) if n.op is not None and n.ghost_of is None else None
+        if i is None:
+            loose.append(nid)
+        else:
+            out[nid] = i
+    succs, preds = graph.succs, graph.preds
+    for nid in loose:
+        users = [out[s] for s in succs.get(nid, ()) if s in out]
+        if users:
+            out[nid] = min(users)
+    for nid in loose:
+        if nid not in out:
+            makers = [out[q] for q in preds.get(nid, ()) if q in out]
+            out[nid] = max(makers) if makers else 0
+    return out

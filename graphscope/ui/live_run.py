@@ -14,7 +14,7 @@ from graphscope.model.layout import LayeredLayout
 from graphscope.model.timeline import Timeline
 from graphscope.model.trace import Trace
 from graphscope.model.diagnostics import explain, flags
-from graphscope.model.passes import passes_of
+from graphscope.model.passes import node_passes, shown_passes
 from graphscope.ui.problems import ProblemRow, row_from
 
 
@@ -59,7 +59,15 @@ class LiveRun:
         # NOTE [streamed wrap]; code review)
         if (self._batches > 1 or lay.wrap != lay.batch_wrap) and len(self.graph) <= RELAYOUT_MAX:
             lay.settle()   # NOTE [one layout per graph] in model/layout.py
+        lay.set_passes(self.node_passes())   # NOTE [a pass is a block] in model/layout.py
         return delta
+
+    def node_passes(self) -> dict:
+        """``{node id: pass}`` over the passes the timeline shows (none for one pass)."""
+        try:
+            return node_passes(self.graph, shown_passes(self.trace))
+        except Exception:          # the blocks are a bonus: one block still reads
+            return {}
 
     def step_kinds(self, start: int = 0) -> list[str]:
         """The kinds of the timeline's steps from ``start`` on."""
@@ -71,16 +79,12 @@ class LiveRun:
         ``(first_step, last_step, label)`` for the timeline bar; none for a run of
         one pass (one band over everything says nothing)."""
         try:
-            passes = passes_of(self.trace)
+            passes = shown_passes(self.trace)
         except Exception:          # the bands are a bonus: the timeline still works
             return []
-        if len(passes) < 2:
+        if not passes:
             return []
         has_backward = any(p.kind == "backward" for p in passes)
-        if not has_backward and min(len(p.ops) for p in passes) < 3:
-            # without backward a pass is a separate computation; a tiny one (the
-            # condition of an `if`) would read as a pass of its own, which confuses
-            return []
         bands = []
         for p, span in zip(passes, self.timeline.pass_spans(passes)):
             if span is not None:

@@ -150,8 +150,13 @@ def scene_for_trace(trace, step=None):
     """(graph, layout, frame) for a Trace at timeline ``step`` (None: the last step)."""
     from graphscope.model.graph import build_graph
     from graphscope.model.layout import LayeredLayout
+    from graphscope.model.passes import node_passes, shown_passes
     graph = build_graph(trace)
     layout = LayeredLayout(graph)
+    try:   # NOTE [a pass is a block] in model/layout.py, as the window lays it out
+        layout.set_passes(node_passes(graph, shown_passes(trace)))
+    except Exception:   # the blocks are a bonus: one block still reads
+        pass
     positions = layout.tidy()
     if positions:
         layout.positions = dict(positions)
