@@ -358,7 +358,9 @@ def test_while_loop_folds_into_one_decision_with_count_and_last_value():
     [b] = _decisions(g)
     assert b.label == "while y.item() < 5"
     assert b.detail == "4\u00d7, last 8.0 \u2192 loop ended"
-    assert len(g.preds[b.id]) == FANOUT_LIMIT     # the first reads, not one edge per turn
+    # the first read, not one edge per turn: the turns after it read what the body
+    # (where its control edge goes) made, and their edges would close a cycle
+    assert g.preds[b.id] == ["t0"] and _control_edges(g)
 
 
 @pytest.mark.parametrize("values, detail", [("1.0, 2.0, 3.0", "True \u2192 first value"),
@@ -1048,3 +1050,42 @@ def test_a_grad_mode_decided_at_run_time_boxes_the_ops_that_ran_with_grad_off():
             pass
     """))
     assert [(f.grad_enabled, f.start_line) for f in found] == [(False, 4)]
+
+
+def _acyclic(g):
+    import networkx as nx
+    dg = nx.DiGraph()
+    dg.add_edges_from((e.src, e.dst) for e in g.edges)
+    return nx.is_directed_acyclic_graph(dg)
+
+
+@pytest.mark.parametrize("body", [
+    """
+    y = torch.tensor(1.0, requires_grad=True)
+    while y.item() < 5:
+        y = y * 2
+    """,
+    """
+    t = torch.ones(2, requires_grad=True)
+    for _ in range(3):
+        if t.sum() > 0:
+            t = t * 2
+    """,
+])
+def test_a_loop_read_again_on_what_its_body_made_draws_no_cycle(body):
+    """A decision read again in its loop is one node with a control edge into the
+    body; the body's result read by the next turn closed a cycle (code review)."""
+    import textwrap
+    g = build_graph(trace_of("import torch\n" + textwrap.dedent(body)))
+    assert _control_edges(g)
+    assert _acyclic(g)
+
+
+def test_a_comprehension_s_tensor_condition_is_a_decision_not_a_crash():
+    g = build_graph(trace_of("""
+        import torch
+        x = torch.tensor([1.0, -2.0, 3.0])
+        ys = [x[i] * 2 for i in range(3) if x[i] > 0]
+    """))
+    assert _decisions(g)
+    assert _acyclic(g)

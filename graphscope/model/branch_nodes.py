@@ -63,8 +63,9 @@ class BranchDecisions:
             dec = self._decisions[msg.line] = _Decision(node, ctl, span)
             # a condition in no loop is read once per evaluation (``if a and b`` reads
             # twice on its own line: one evaluation while no other line runs)
+            at = _placed(ctl)
             dec.once = not isinstance(ctl, ast.While) and span == (
-                ctl.lineno, ctl.end_lineno or ctl.lineno)
+                at.lineno, at.end_lineno or at.lineno)
             g._add_node(node)
             d.nodes.append(node)
             if msg.op is not None:
@@ -72,7 +73,11 @@ class BranchDecisions:
         dec.count += 1
         dec.last = msg
         dec.went = dg._went(_Ops([]), ctl, msg, [])
-        if src is not None and len(dec.sources) < self.fanout_limit and src not in dec.sources:
+        if src is not None and len(dec.sources) < self.fanout_limit and src not in dec.sources \
+                and not (dec.linked and self._behind(src, dec.linked)):
+            # (a loop's condition read again on what its body computed: with the
+            # control edge into that body the edge would close a cycle; the
+            # readings before it show what the decision reads)
             dec.sources.append(src)
             d.edges.append(g._add_edge(Edge(src, dec.node.id, "nograd", self.step)))
         if not dec.linked and dec not in self._to_link:
@@ -169,7 +174,7 @@ class BranchDecisions:
             if target is None:
                 continue                      # an op that drew nothing (yet): the next one
             self._to_link.remove(dec)
-            dec.linked = True
+            dec.linked = target
             if target != dec.node.id and target not in self.graph.succs.get(dec.node.id, ()):
                 d.edges.append(self.graph._add_edge(
                     Edge(dec.node.id, target, "control", self.step)))
@@ -184,7 +189,7 @@ class BranchDecisions:
                 (n.lineno, n.end_lineno or n.lineno) for n in ast.walk(self._tree)
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             ] if self._tree else []
-        at = ctl.lineno
+        at = _placed(ctl).lineno
         return any(a <= line <= b and not a <= at <= b for a, b in spans)
 
     def _decisions_before_op(self, op: P.Op, d: GraphDelta) -> None:
@@ -218,7 +223,7 @@ class _Decision:
         self.node, self.ctl, self.span = node, ctl, span
         self.count, self.last, self.went, self.sources = 0, None, None, []
         self.once = False   # not in a loop: a new reading after its body ran is new
-        self.linked = False  # joined to the code it chose (NOTE [where a decision sent the program])
+        self.linked = None   # the op node it chose (NOTE [where a decision sent the program])
 
 
 class _Ops:
@@ -229,18 +234,27 @@ class _Ops:
         self.ops = ops
 
 
+def _placed(ctl):
+    """The node whose lines stand for ``ctl``: a comprehension's ``if`` has none of
+    its own (``[x[i] for i in r if x[i] > 0]`` failed with AttributeError)."""
+    if isinstance(ctl, ast.comprehension):
+        return ctl.ifs[0] if ctl.ifs else ctl.iter
+    return ctl
+
+
 def _loop_span(tree, ctl) -> tuple:
     """Lines of the innermost loop around (or being) ``ctl``: while ops run there, new
     evaluations of ``ctl`` are the same decision repeated."""
+    at = _placed(ctl)
     best = ctl if isinstance(ctl, ast.While) else None
     for n in ast.walk(tree):
         if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and n is not ctl \
-                and n.lineno <= ctl.lineno <= (n.end_lineno or n.lineno) \
+                and n.lineno <= at.lineno <= (n.end_lineno or n.lineno) \
                 and (best is None or n.lineno > best.lineno):
             if best is ctl:
                 break      # ctl is itself the loop
             best = n
-    best = best or ctl
+    best = best or at
     return (best.lineno, best.end_lineno or best.lineno)
 
 

@@ -786,17 +786,25 @@ class GraphBuilder(BranchDecisions):
         src = self._input_node_plain(seed)
         if src is None or src == dst or dst in g.succs.get(src, ()):
             return
-        seen, stack = {src}, [src]
-        while stack:                   # is y behind v? (a few nodes: v is a factory's)
-            for q in g.preds.get(stack.pop(), ()):
-                if q == dst:
-                    return
+        if self._behind(src, dst):     # is y behind v? (a few nodes: v is a factory's)
+            return
+        d.edges.append(g._add_edge(Edge(src, dst, "seed", self.step)))
+
+    def _behind(self, node: str, of: str) -> bool:
+        """Whether ``node`` was computed from ``of`` (an edge ``node -> of`` would
+        close a cycle); True as well when that is too far to tell (10,000 nodes)."""
+        preds = self.graph.preds
+        seen, stack = {node}, [node]
+        while stack:
+            for q in preds.get(stack.pop(), ()):
+                if q == of:
+                    return True
                 if q not in seen:
                     if len(seen) > 10_000:
-                        return         # too far to tell: no edge rather than a cycle
+                        return True    # too far to tell: no edge rather than a cycle
                     seen.add(q)
                     stack.append(q)
-        d.edges.append(g._add_edge(Edge(src, dst, "seed", self.step)))
+        return False
 
     def _on_backward(self, msg: P.BackwardStep) -> GraphDelta:
         self.step += 1
