@@ -1089,3 +1089,23 @@ def test_a_comprehension_s_tensor_condition_is_a_decision_not_a_crash():
     """))
     assert _decisions(g)
     assert _acyclic(g)
+
+
+def test_a_skipped_elif_that_returns_points_at_what_follows_the_chain():
+    g = build_graph(trace_of("""
+        import torch
+
+        def f(v):
+            if v.sum() < 0:
+                return v * 1
+            elif v.sum() > 100:
+                return v * 2
+            return v * 3
+
+        y = f(torch.ones(2, requires_grad=True))
+    """))
+    edges = _control_edges(g)
+    # the first, skipped, goes on to the elif's condition; the elif, skipped, to
+    # the return after the chain
+    assert sorted((b.label, op.line) for b, op in edges) == [
+        ("if v.sum() < 0", 6), ("if v.sum() > 100", 8)]

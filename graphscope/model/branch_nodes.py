@@ -285,7 +285,13 @@ def _after(tree, stmt) -> list:
         for field in ("body", "orelse", "finalbody"):
             block = getattr(n, field, None)
             if isinstance(block, list) and stmt in block:
-                return block[block.index(stmt) + 1:]
+                rest = block[block.index(stmt) + 1:]
+                if not rest and isinstance(n, ast.If):
+                    # the last of an ``if``'s block (an ``elif`` skipped): the program
+                    # goes on after that ``if`` (code review: ``elif v.sum() > 100:
+                    # return ...`` pointed nowhere)
+                    return _after(tree, n)
+                return rest
     return []
 
 
